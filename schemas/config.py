@@ -1,0 +1,116 @@
+"""The one configuration file, with environment overrides.
+
+Lookup order, later wins: built-in defaults, the TOML file (``$BENCHWRIGHT_CONFIG`` or ``./benchwright.toml``),
+then environment variables ``BENCHWRIGHT_<SECTION>__<KEY>`` (e.g. ``BENCHWRIGHT_CATALOG__PATH``,
+``BENCHWRIGHT_BLOBS__URI=s3://bucket/prefix``). Relative paths are taken from the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+
+CONFIG_ENV = "BENCHWRIGHT_CONFIG"
+DEFAULT_CONFIG_FILE = "benchwright.toml"
+
+
+class CatalogSettings(BaseModel):
+    path: Path = Path("data/catalog.duckdb")
+    lock_timeout_s: float = Field(default=120.0, gt=0)  # how long a writer waits for another process's lock
+    batch_size: int = Field(default=20000, ge=1)
+    hold_s: float = Field(default=2.0, gt=0)  # longest a bulk write keeps the file before letting others in
+
+
+class BlobSettings(BaseModel):
+    uri: str = "file://data/blobs"  # file://<folder> or s3://<bucket>/<prefix>
+    endpoint_url: str | None = None  # MinIO or another S3-compatible server; AWS credentials come from the AWS chain
+    region: str | None = None
+
+
+class PrefectSettings(BaseModel):
+    api_url: str | None = None  # a long-running server; empty means one temporary server for the whole job
+    work_pool: str = "benchwright"
+
+
+class ReviewSettings(BaseModel):
+    required_answers: int = Field(default=1, ge=1)  # annotators who must answer an item before it is decided
+    agreement: Literal["unanimous", "majority"] = "majority"
+
+
+class ModelRole(BaseModel):
+    """Which backend serves a role and with what parameters; filled per role by the model-backends work."""
+
+    backend: str = "offline"
+    model: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    api_key: SecretStr | None = None
+
+
+class ExportSettings(BaseModel):
+    folder: Path = Path("data/exports")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BENCHWRIGHT_", env_nested_delimiter="__", extra="forbid")
+
+    catalog: CatalogSettings = CatalogSettings()
+    blobs: BlobSettings = BlobSettings()
+    prefect: PrefectSettings = PrefectSettings()
+    review: ReviewSettings = ReviewSettings()
+    export: ExportSettings = ExportSettings()
+    models: dict[str, ModelRole] = Field(default_factory=dict)
+
+    @classmethod
+    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+                                   env_settings: PydanticBaseSettingsSource,
+                                   dotenv_settings: PydanticBaseSettingsSource,
+                                   file_secret_settings: PydanticBaseSettingsSource,
+                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
+        toml_file = _config_file()
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        if toml_file is not None:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
+        return tuple(sources)
+
+
+def _config_file() -> Path | None:
+    named = os.environ.get(CONFIG_ENV)
+    if named:
+        path = Path(named)
+        if not path.is_file():
+            raise FileNotFoundError(f"{CONFIG_ENV}={named} names no file")
+        return path
+    default = Path(DEFAULT_CONFIG_FILE)
+    return default if default.is_file() else None
+
+
+def load_settings(**overrides: Any) -> Settings:
+    return Settings(**overrides)
+
+
+def config_source() -> str:
+    path = _config_file()
+    return str(path.resolve()) if path else "built-in defaults (no benchwright.toml found)"
+
+
+_SECRET_NAME = re.compile(r"(key|secret|token|password|credential)", re.IGNORECASE)
+
+
+def masked(settings: Settings) -> dict[str, Any]:
+    """The settings as plain data with every secret-looking value replaced, safe to print or log."""
+
+    def walk(value: Any, name: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: walk(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v, name) for v in value]
+        if value is not None and _SECRET_NAME.search(name):
+            return "****"
+        return value
+
+    return walk(settings.model_dump(mode="json"))

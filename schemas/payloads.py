@@ -1,0 +1,164 @@
+"""Typed payloads for the record kinds the four benchmarks share.
+
+These are the contract between stages. Each benchmark refines its own fields as its construction flow lands;
+a field added here with a default keeps older records readable.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from schemas.records import Payload, register_payload
+
+
+@register_payload
+class Trajectory(Payload):
+    """A source episode: robot trajectory, egocentric clip or web-agent run. Frames live in the record's blobs
+    (role ``frame_<index>``); ``frame_names`` keeps the source's own names in the same order."""
+
+    kind = "trajectory"
+
+    source: str  # dataset the episode comes from, e.g. "robomind", "ego4d", "miniwob"
+    source_id: str  # the episode's id in that dataset
+    task_goal: str
+    steps: list[str] = Field(default_factory=list)  # step texts or atomic actions, in order
+    step_times: list[float] = Field(default_factory=list)  # seconds, when the source times its steps
+    frame_names: list[str] = Field(default_factory=list)
+    camera: str | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+@register_payload
+class Demo(Payload):
+    """A PROGRESS-BENCH demonstration: key frames (visual) or step texts (text) with their progress."""
+
+    kind = "demo"
+
+    trajectory_id: str
+    modality: Literal["visual", "text"]
+    task_goal: str
+    steps: list[str] = Field(default_factory=list)  # text demo steps, or key-frame names for a visual demo
+    total_steps: int = Field(ge=1)
+    data_source: str
+
+
+@register_payload
+class Observation(Payload):
+    """One progress-estimation sample: an observation placed against a demo."""
+
+    kind = "observation"
+
+    demo_id: str
+    frame: str  # source name of the observed frame
+    view: Literal["same", "cross"] = "same"
+    answerable: bool = True
+    closest_idx: int | None = None  # 1-based index of the nearest demo step; None when unanswerable
+    delta: int | None = None  # signed percentage-point offset from that step, as published
+    progress_score: float | None = Field(default=None, ge=0, le=1)  # None when unanswerable
+    negative: Literal["text", "visual"] | None = None  # how an unanswerable sample was made
+    camera_combination: str | None = None
+
+
+@register_payload
+class BenchmarkItem(Payload):
+    """A question put to a model: ViC-Bench tasks, web-agent planning tests, and the like."""
+
+    kind = "item"
+
+    task: str  # e.g. "maze", "jigsaw", "counting", "temporal_ordering", "future_state", "plan_assessment"
+    question: str
+    options: list[str] = Field(default_factory=list)  # empty for open-ended questions
+    answer: Any
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+
+class SceneObject(Payload):
+    name: str
+    box: tuple[float, float, float, float] | None = None  # x0, y0, x1, y1 in pixels
+    attributes: dict[str, str] = Field(default_factory=dict)
+
+
+class SceneRelation(Payload):
+    subject: str
+    predicate: str
+    object: str
+
+
+@register_payload
+class SceneAnnotation(Payload):
+    """EXPLORE-Bench scene description of one frame: objects, their attributes and relations."""
+
+    kind = "scene"
+
+    frame_role: str  # which blob of the parent it describes, e.g. "initial" or "final"
+    tags: list[str] = Field(default_factory=list)
+    objects: list[SceneObject] = Field(default_factory=list)
+    relations: list[SceneRelation] = Field(default_factory=list)
+
+
+@register_payload
+class ReviewItem(Payload):
+    """A question to an annotator about one record."""
+
+    kind = "review_item"
+
+    target_id: str
+    queue: str  # e.g. "visual_negative", "scene_qc"
+    question: str
+    suggestion: dict[str, Any] = Field(default_factory=dict)  # what a model proposed, shown beside the record
+    required_answers: int = Field(default=1, ge=1)
+
+
+@register_payload
+class Decision(Payload):
+    """An annotator's answer to a review item; corrections become new records that name the old one."""
+
+    kind = "decision"
+
+    item_id: str
+    target_id: str
+    annotator: str
+    verdict: Literal["accept", "reject", "correct"]
+    correction: dict[str, Any] = Field(default_factory=dict)
+    note: str = ""
+
+
+@register_payload
+class Prediction(Payload):
+    """A model's answer to one released item."""
+
+    kind = "prediction"
+
+    release: str
+    item_id: str
+    model: str
+    prompt_variant: str = "default"
+    raw_output: str
+    parsed: Any = None
+    parse_method: Literal["rule", "judge", "failed"] = "rule"
+
+
+@register_payload
+class MetricRow(Payload):
+    kind = "metric"
+
+    release: str
+    model: str
+    metric: str
+    value: float
+    subset: str = "all"
+    n: int = Field(ge=0)
+
+
+@register_payload
+class QuarantinedInput(Payload):
+    """Source input that could not become a record: kept with the reason so nothing is silently dropped."""
+
+    kind = "quarantined_input"
+
+    source: str  # file or URI
+    locator: str  # line number, key or path inside the source
+    reason: str
+    raw: str = ""  # the offending input, truncated

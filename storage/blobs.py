@@ -1,0 +1,236 @@
+"""Content-addressed blob stores: a local folder by default, S3 (or MinIO) through boto3.
+
+A blob's address is the sha256 of its bytes. Both stores publish a blob under its address only once every byte is
+written: the local store renames a finished temporary file into place, S3 makes an object (or a multipart upload)
+visible only when it completes. A reader therefore never sees half a blob.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+from urllib.parse import urlparse
+
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_CHUNK = 1 << 20
+
+
+class BlobNotFoundError(KeyError):
+    def __init__(self, sha256: str, where: str) -> None:
+        super().__init__(f"blob {sha256} is not in {where}")
+        self.sha256 = sha256
+
+
+class BlobIntegrityError(ValueError):
+    def __init__(self, sha256: str, actual: str) -> None:
+        super().__init__(f"blob {sha256} is corrupt: its bytes hash to {actual}")
+        self.sha256 = sha256
+        self.actual = actual
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def check_address(sha256: str) -> str:
+    if not _SHA256.match(sha256):
+        raise ValueError(f"not a sha256 address: {sha256!r}")
+    return sha256
+
+
+class BlobStore(ABC):
+    """put/get/exists/verify by sha256; ``put`` returns the address and is idempotent."""
+
+    uri: str
+
+    @abstractmethod
+    def put(self, data: bytes) -> str: ...
+
+    @abstractmethod
+    def put_file(self, path: str | os.PathLike[str]) -> str: ...
+
+    @abstractmethod
+    def get(self, sha256: str) -> bytes: ...
+
+    @abstractmethod
+    def exists(self, sha256: str) -> bool: ...
+
+    @abstractmethod
+    def iter_addresses(self) -> Iterator[str]: ...
+
+    def get_to_file(self, sha256: str, dest: str | os.PathLike[str]) -> Path:
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(self.get(sha256))
+        return dest
+
+    def verify(self, sha256: str) -> bool:
+        """Re-read the blob and check its bytes still hash to its address. False when it is missing."""
+        try:
+            return sha256_bytes(self.get(sha256)) == sha256
+        except BlobNotFoundError:
+            return False
+
+
+class LocalBlobStore(BlobStore):
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.uri = f"file://{self.root}"
+
+    def path_for(self, sha256: str) -> Path:
+        check_address(sha256)
+        return self.root / sha256[:2] / sha256[2:4] / sha256
+
+    def _publish(self, write: Any, sha256: str) -> str:
+        final = self.path_for(sha256)
+        if final.exists():
+            return sha256
+        final.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".incoming-", dir=final.parent)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                write(handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, final)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return sha256
+
+    def put(self, data: bytes) -> str:
+        return self._publish(lambda handle: handle.write(data), sha256_bytes(data))
+
+    def put_file(self, path: str | os.PathLike[str]) -> str:
+        def copy(handle: IO[bytes]) -> None:
+            with open(path, "rb") as source:
+                shutil.copyfileobj(source, handle, _CHUNK)
+
+        return self._publish(copy, sha256_file(path))
+
+    def get(self, sha256: str) -> bytes:
+        try:
+            return self.path_for(sha256).read_bytes()
+        except FileNotFoundError:
+            raise BlobNotFoundError(sha256, self.uri) from None
+
+    def get_to_file(self, sha256: str, dest: str | os.PathLike[str]) -> Path:
+        source = self.path_for(sha256)
+        if not source.exists():
+            raise BlobNotFoundError(sha256, self.uri)
+        dest = Path(dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest)
+        return dest
+
+    def exists(self, sha256: str) -> bool:
+        return self.path_for(sha256).is_file()
+
+    def verify(self, sha256: str) -> bool:
+        path = self.path_for(sha256)
+        return path.is_file() and sha256_file(path) == sha256
+
+    def iter_addresses(self) -> Iterator[str]:
+        for path in self.root.glob("??/??/*"):
+            if _SHA256.match(path.name):
+                yield path.name
+
+
+class S3BlobStore(BlobStore):
+    """Blobs as objects ``<prefix>/<sha[:2]>/<sha>`` in one bucket; ``endpoint_url`` points at MinIO or moto."""
+
+    def __init__(self, bucket: str, prefix: str = "", *, endpoint_url: str | None = None,
+                 region: str | None = None, client: Any = None,
+                 multipart_threshold: int = 64 * _CHUNK, multipart_chunksize: int = 16 * _CHUNK) -> None:
+        import boto3
+        from boto3.s3.transfer import TransferConfig
+
+        self.bucket = bucket
+        self.prefix = prefix.strip("/")
+        self.client = client or boto3.client("s3", endpoint_url=endpoint_url, region_name=region)
+        self.transfer = TransferConfig(multipart_threshold=multipart_threshold,
+                                       multipart_chunksize=multipart_chunksize)
+        self.uri = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
+
+    def key_for(self, sha256: str) -> str:
+        check_address(sha256)
+        key = f"{sha256[:2]}/{sha256}"
+        return f"{self.prefix}/{key}" if self.prefix else key
+
+    def _upload(self, source: IO[bytes], sha256: str) -> str:
+        if self.exists(sha256):
+            return sha256
+        # upload_fileobj switches to a multipart upload above the threshold and aborts it on any failure, so
+        # the key appears only after CompleteMultipartUpload and a broken upload leaves nothing behind.
+        self.client.upload_fileobj(source, self.bucket, self.key_for(sha256),
+                                   ExtraArgs={"Metadata": {"sha256": sha256}}, Config=self.transfer)
+        return sha256
+
+    def put(self, data: bytes) -> str:
+        import io
+
+        return self._upload(io.BytesIO(data), sha256_bytes(data))
+
+    def put_file(self, path: str | os.PathLike[str]) -> str:
+        sha256 = sha256_file(path)
+        with open(path, "rb") as handle:
+            return self._upload(handle, sha256)
+
+    def get(self, sha256: str) -> bytes:
+        from botocore.exceptions import ClientError
+
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=self.key_for(sha256))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise BlobNotFoundError(sha256, self.uri) from None
+            raise
+        return response["Body"].read()
+
+    def exists(self, sha256: str) -> bool:
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self.key_for(sha256))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise
+        return True
+
+    def iter_addresses(self) -> Iterator[str]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/" if self.prefix else ""):
+            for item in page.get("Contents", []):
+                name = item["Key"].rsplit("/", 1)[-1]
+                if _SHA256.match(name):
+                    yield name
+
+
+def open_blob_store(uri: str, *, endpoint_url: str | None = None, region: str | None = None) -> BlobStore:
+    """``file://data/blobs`` (relative to the working directory), ``file:///abs/path`` or ``s3://bucket/prefix``."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        path = uri[len("file://"):] if uri.startswith("file://") else uri
+        return LocalBlobStore(path)
+    if parsed.scheme == "s3":
+        if not parsed.netloc:
+            raise ValueError(f"blob store URI {uri!r} names no bucket")
+        return S3BlobStore(parsed.netloc, parsed.path, endpoint_url=endpoint_url, region=region)
+    raise ValueError(f"unsupported blob store URI {uri!r}: use file://<folder> or s3://<bucket>/<prefix>")

@@ -1,0 +1,401 @@
+"""The catalog: records, blobs, runs, releases, review decisions and the model response cache in one DuckDB file.
+
+DuckDB lets one process at a time open a database file for writing, and the flows, the annotation UI and the CLI
+all share this one. So the catalog never holds the file open: every call opens it, runs one short transaction and
+closes it again, and a call that finds the file locked by another process waits with jittered backoff (up to
+``lock_timeout_s``) instead of failing. Writes are batched (a batch is one transaction) and idempotent: records
+are keyed by their content-derived id and inserted with ``ON CONFLICT DO NOTHING``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import duckdb
+
+from schemas.records import BlobRef, Producer, Record, Status, canonical_json
+
+T = TypeVar("T")
+
+# Each entry upgrades the schema by one version; never edit a released entry, append a new one.
+MIGRATIONS: list[list[str]] = [
+    [
+        """CREATE TABLE records (
+            id VARCHAR PRIMARY KEY,
+            kind VARCHAR NOT NULL,
+            benchmark VARCHAR NOT NULL,
+            payload JSON NOT NULL,
+            blobs JSON NOT NULL,
+            parents VARCHAR[] NOT NULL,
+            producer JSON NOT NULL,
+            status VARCHAR NOT NULL,
+            status_reason VARCHAR,
+            created_at TIMESTAMPTZ NOT NULL,
+            run_id VARCHAR
+        )""",
+        "CREATE TABLE record_parents (child VARCHAR NOT NULL, parent VARCHAR NOT NULL, PRIMARY KEY (child, parent))",
+        """CREATE TABLE blobs (
+            sha256 VARCHAR PRIMARY KEY, size BIGINT, media_type VARCHAR, created_at TIMESTAMPTZ NOT NULL)""",
+        """CREATE TABLE status_events (
+            record_id VARCHAR NOT NULL, status VARCHAR NOT NULL, reason VARCHAR, actor VARCHAR,
+            changed_at TIMESTAMPTZ NOT NULL)""",
+        """CREATE TABLE runs (
+            run_id VARCHAR PRIMARY KEY, flow VARCHAR NOT NULL, params JSON, state VARCHAR NOT NULL,
+            code_version VARCHAR, started_at TIMESTAMPTZ NOT NULL, finished_at TIMESTAMPTZ, summary JSON)""",
+        """CREATE TABLE releases (
+            name VARCHAR NOT NULL, version INTEGER NOT NULL, manifest JSON NOT NULL,
+            manifest_sha256 VARCHAR NOT NULL, created_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (name, version))""",
+        """CREATE TABLE responses (
+            key VARCHAR PRIMARY KEY, backend VARCHAR NOT NULL, model_id VARCHAR, request JSON,
+            response JSON NOT NULL, created_at TIMESTAMPTZ NOT NULL)""",
+        """CREATE VIEW review_decisions AS
+            SELECT id, payload->>'item_id' AS item_id, payload->>'target_id' AS target_id,
+                   payload->>'annotator' AS annotator, payload->>'verdict' AS verdict,
+                   payload->'correction' AS correction, created_at
+            FROM records WHERE kind = 'decision'""",
+    ],
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+_RECORD_COLUMNS = ("id", "kind", "benchmark", "payload", "blobs", "parents", "producer", "status",
+                   "status_reason", "created_at", "run_id")
+
+
+# How long a bulk writer steps aside after holding the file for hold_s, so waiting processes get in.
+_YIELD_S = 0.05
+
+
+class CatalogLockedError(TimeoutError):
+    pass
+
+
+def _is_lock_conflict(error: Exception) -> bool:
+    text = str(error).lower()
+    return "lock" in text and ("conflict" in text or "could not set" in text)
+
+
+def _is_write_conflict(error: Exception) -> bool:
+    return isinstance(error, duckdb.TransactionException) and "conflict" in str(error).lower()
+
+
+class Catalog:
+    def __init__(self, path: str | Path, *, lock_timeout_s: float = 120.0, batch_size: int = 20000,
+                 hold_s: float = 2.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.lock_timeout_s = lock_timeout_s
+        self.batch_size = batch_size
+        self.hold_s = hold_s
+        self._local = threading.local()
+        self.migrate()
+
+    # -- connections -------------------------------------------------------------------------------------
+
+    @contextmanager
+    def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A connection held only for the ``with`` block; re-entrant within a thread."""
+        held = getattr(self._local, "con", None)
+        if held is not None:
+            yield held
+            return
+        con = self._open()
+        self._local.con = con
+        try:
+            yield con
+        finally:
+            self._local.con = None
+            con.close()
+
+    def _open(self) -> duckdb.DuckDBPyConnection:
+        deadline = time.monotonic() + self.lock_timeout_s
+        delay = 0.005
+        while True:
+            try:
+                return duckdb.connect(str(self.path))
+            except duckdb.IOException as error:
+                if not _is_lock_conflict(error):
+                    raise
+                if time.monotonic() > deadline:
+                    raise CatalogLockedError(
+                        f"catalog {self.path} stayed locked by another process for {self.lock_timeout_s:.0f}s"
+                    ) from error
+            time.sleep(delay * (0.5 + random.random()))
+            delay = min(delay * 2, 0.04)
+
+    def run(self, work: Callable[[duckdb.DuckDBPyConnection], T]) -> T:
+        """Run ``work`` in one transaction, retrying when another thread's transaction conflicts with it."""
+        deadline = time.monotonic() + self.lock_timeout_s
+        while True:
+            with self.connect() as con:
+                nested = getattr(self._local, "in_tx", False)
+                if nested:
+                    return work(con)
+                con.begin()
+                self._local.in_tx = True
+                try:
+                    result = work(con)
+                    con.commit()
+                    return result
+                except Exception as error:
+                    con.rollback()
+                    if not _is_write_conflict(error) or time.monotonic() > deadline:
+                        raise
+                finally:
+                    self._local.in_tx = False
+            time.sleep(0.01 * (0.5 + random.random()))
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.run(lambda con: con.execute(sql, list(params)).fetchall())
+
+    # -- schema --------------------------------------------------------------------------------------------
+
+    def migrate(self) -> int:
+        def upgrade(con: duckdb.DuckDBPyConnection) -> int:
+            con.execute("CREATE TABLE IF NOT EXISTS schema_meta (version INTEGER NOT NULL, applied_at TIMESTAMPTZ)")
+            current = con.execute("SELECT coalesce(max(version), 0) FROM schema_meta").fetchone()[0]
+            if current > SCHEMA_VERSION:
+                raise RuntimeError(f"catalog {self.path} has schema version {current}, newer than this code "
+                                   f"({SCHEMA_VERSION}); upgrade benchwright")
+            for version in range(current + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[version - 1]:
+                    con.execute(statement)
+                con.execute("INSERT INTO schema_meta VALUES (?, ?)", [version, datetime.now(UTC)])
+            return SCHEMA_VERSION
+
+        return self.run(upgrade)
+
+    def schema_version(self) -> int:
+        return self.query("SELECT max(version) FROM schema_meta")[0][0]
+
+    # -- records -------------------------------------------------------------------------------------------
+
+    def put_records(self, records: Iterable[Record], *, run_id: str | None = None) -> int:
+        """Store records, each once; returns how many were new.
+
+        Each batch of ``batch_size`` records is one transaction. The file stays open across batches for at most
+        ``hold_s`` seconds, then is released for a moment so other processes waiting on it get their turn.
+        """
+        inserted = 0
+        batch: dict[str, Record] = {}
+        with ExitStack() as held:
+            opened_at = 0.0
+            for record in records:
+                batch[record.id] = record
+                if len(batch) < self.batch_size:
+                    continue
+                if not opened_at:
+                    held.enter_context(self.connect())
+                    opened_at = time.monotonic()
+                inserted += self.run(_insert_batch(list(batch.values()), run_id))
+                batch = {}
+                if time.monotonic() - opened_at > self.hold_s:
+                    held.close()
+                    opened_at = 0.0
+                    time.sleep(_YIELD_S)
+            if batch:
+                inserted += self.run(_insert_batch(list(batch.values()), run_id))
+        return inserted
+
+    def get_record(self, record_id: str) -> Record:
+        rows = self._select("WHERE id = ?", [record_id])
+        if not rows:
+            raise KeyError(f"no record {record_id} in catalog {self.path}")
+        return rows[0]
+
+    def resolve_id(self, prefix: str) -> str:
+        """A full id from an unambiguous prefix (at least 6 characters), as git does for commits."""
+        if len(prefix) == 64:
+            return prefix
+        if len(prefix) < 6:
+            raise ValueError(f"id prefix {prefix!r} is too short: give at least 6 characters")
+        found = self.query("SELECT id FROM records WHERE starts_with(id, ?) LIMIT 2", [prefix])
+        if not found:
+            raise KeyError(f"no record id starts with {prefix!r}")
+        if len(found) > 1:
+            raise KeyError(f"id prefix {prefix!r} is ambiguous")
+        return found[0][0]
+
+    def has_records(self, ids: Iterable[str]) -> set[str]:
+        wanted = list(ids)
+        if not wanted:
+            return set()
+        return {row[0] for row in self.query("SELECT id FROM records WHERE list_contains(?, id)", [wanted])}
+
+    def find_records(self, *, benchmark: str | None = None, kind: str | None = None,
+                     status: Status | Sequence[Status] | None = None, run_id: str | None = None,
+                     limit: int | None = None) -> list[Record]:
+        clauses, params = [], []
+        if benchmark:
+            clauses.append("benchmark = ?")
+            params.append(str(benchmark))
+        if kind:
+            clauses.append("kind = ?")
+            params.append(kind)
+        if status:
+            statuses = [status] if isinstance(status, str) else list(status)
+            clauses.append("list_contains(?, status)")
+            params.append([str(s) for s in statuses])
+        if run_id:
+            clauses.append("run_id = ?")
+            params.append(run_id)
+        where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
+        tail = f" ORDER BY created_at, id{f' LIMIT {int(limit)}' if limit else ''}"
+        return self._select(where + tail, params)
+
+    def count_records(self) -> dict[tuple[str, str, str], int]:
+        rows = self.query("SELECT benchmark, kind, status, count(*) FROM records GROUP BY ALL ORDER BY ALL")
+        return {(b, k, s): n for b, k, s, n in rows}
+
+    def _select(self, tail: str, params: Sequence[Any]) -> list[Record]:
+        rows = self.query(f"SELECT {', '.join(_RECORD_COLUMNS)} FROM records {tail}", params)
+        return [_row_to_record(row) for row in rows]
+
+    def set_status(self, ids: Iterable[str], status: Status, *, reason: str | None = None,
+                   actor: str = "system") -> int:
+        """Change the status of stored records and log the change; returns how many records changed."""
+        wanted = list(dict.fromkeys(ids))
+        now = datetime.now(UTC)
+
+        def write(con: duckdb.DuckDBPyConnection) -> int:
+            changed = [row[0] for row in con.execute(
+                "SELECT id FROM records WHERE list_contains(?, id) AND (status <> ? OR status_reason IS DISTINCT FROM ?)",
+                [wanted, str(status), reason]).fetchall()]
+            if changed:
+                con.execute("UPDATE records SET status = ?, status_reason = ? WHERE list_contains(?, id)",
+                            [str(status), reason, changed])
+                con.executemany("INSERT INTO status_events VALUES (?, ?, ?, ?, ?)",
+                                [[i, str(status), reason, actor, now] for i in changed])
+            return len(changed)
+
+        return self.run(write)
+
+    def status_history(self, record_id: str) -> list[tuple[str, str | None, str, datetime]]:
+        return self.query("SELECT status, reason, actor, changed_at FROM status_events WHERE record_id = ? ORDER BY changed_at",
+                          [record_id])
+
+    def ancestors(self, record_id: str) -> list[tuple[str, int]]:
+        """Every record this one was derived from, with the number of derivation steps in between."""
+        return self.query(
+            """WITH RECURSIVE walk(id, depth) AS (
+                   SELECT parent, 1 FROM record_parents WHERE child = ?
+                   UNION SELECT p.parent, w.depth + 1 FROM record_parents p JOIN walk w ON p.child = w.id)
+               SELECT id, min(depth) AS depth FROM walk GROUP BY id ORDER BY depth, id""", [record_id])
+
+    def descendants(self, record_id: str) -> list[tuple[str, int]]:
+        """Every record derived from this one, with the number of derivation steps in between."""
+        return self.query(
+            """WITH RECURSIVE walk(id, depth) AS (
+                   SELECT child, 1 FROM record_parents WHERE parent = ?
+                   UNION SELECT p.child, w.depth + 1 FROM record_parents p JOIN walk w ON p.parent = w.id)
+               SELECT id, min(depth) AS depth FROM walk GROUP BY id ORDER BY depth, id""", [record_id])
+
+    # -- blobs ---------------------------------------------------------------------------------------------
+
+    def put_blob_meta(self, entries: Iterable[tuple[str, int, str]]) -> None:
+        """Register (sha256, size, media type) of blobs already written to the blob store."""
+        rows = [[sha, size, media, datetime.now(UTC)] for sha, size, media in entries]
+        if rows:
+            self.run(lambda con: con.executemany("INSERT INTO blobs VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+                                                 rows))
+
+    def blob_meta(self, shas: Iterable[str]) -> dict[str, tuple[int, str]]:
+        wanted = list(shas)
+        rows = self.query("SELECT sha256, size, media_type FROM blobs WHERE list_contains(?, sha256)", [wanted])
+        return {sha: (size, media) for sha, size, media in rows}
+
+    # -- runs ----------------------------------------------------------------------------------------------
+
+    def start_run(self, run_id: str, flow: str, params: dict[str, Any], code_version: str) -> None:
+        self.run(lambda con: con.execute(
+            "INSERT INTO runs VALUES (?, ?, ?, 'running', ?, ?, NULL, NULL) ON CONFLICT DO NOTHING",
+            [run_id, flow, json.dumps(params, default=str), code_version, datetime.now(UTC)]))
+
+    def finish_run(self, run_id: str, state: str, summary: dict[str, Any]) -> None:
+        self.run(lambda con: con.execute(
+            "UPDATE runs SET state = ?, finished_at = ?, summary = ? WHERE run_id = ?",
+            [state, datetime.now(UTC), json.dumps(summary, default=str), run_id]))
+
+    def runs(self, limit: int = 20) -> list[tuple[Any, ...]]:
+        return self.query("SELECT run_id, flow, state, started_at, finished_at, summary FROM runs "
+                          "ORDER BY started_at DESC LIMIT ?", [limit])
+
+    # -- model response cache ------------------------------------------------------------------------------
+
+    def cached_response(self, key: str) -> Any | None:
+        rows = self.query("SELECT response FROM responses WHERE key = ?", [key])
+        return json.loads(rows[0][0]) if rows else None
+
+    def cache_response(self, key: str, *, backend: str, model_id: str | None, request: Any, response: Any) -> None:
+        self.run(lambda con: con.execute(
+            "INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [key, backend, model_id, json.dumps(request, default=str), json.dumps(response, default=str),
+             datetime.now(UTC)]))
+
+
+def _insert_batch(records: list[Record], run_id: str | None) -> Callable[[duckdb.DuckDBPyConnection], int]:
+    import pyarrow as pa
+
+    table = pa.table(_record_columns(records, run_id))
+    edges = pa.table({"child": [r.id for r in records for _ in r.parents],
+                      "parent": [p for r in records for p in r.parents]},
+                     schema=pa.schema([("child", pa.string()), ("parent", pa.string())]))
+
+    def write(con: duckdb.DuckDBPyConnection) -> int:
+        con.register("incoming_records", table)
+        con.register("incoming_edges", edges)
+        try:
+            # The anti join skips ids already stored far faster than a per-row conflict check; ON CONFLICT
+            # still covers a race with another thread of this process inserting the same id.
+            count = con.execute(
+                "INSERT INTO records SELECT i.* FROM incoming_records i ANTI JOIN records r ON i.id = r.id "
+                "ON CONFLICT DO NOTHING").fetchone()[0]
+            if edges.num_rows:
+                con.execute("INSERT INTO record_parents SELECT i.* FROM incoming_edges i "
+                            "ANTI JOIN record_parents p ON i.child = p.child AND i.parent = p.parent "
+                            "ON CONFLICT DO NOTHING")
+        finally:
+            con.unregister("incoming_records")
+            con.unregister("incoming_edges")
+        return count
+
+    return write
+
+
+def _record_columns(records: list[Record], run_id: str | None) -> dict[str, list[Any]]:
+    """Column lists for a batch, serialising each distinct producer once (a batch usually shares one)."""
+    producers: dict[int, str] = {}
+    columns: dict[str, list[Any]] = {name: [] for name in _RECORD_COLUMNS}
+    for r in records:
+        producer = producers.get(id(r.producer))
+        if producer is None:
+            producer = producers[id(r.producer)] = r.producer.model_dump_json()
+        columns["id"].append(r.id)
+        columns["kind"].append(r.kind)
+        columns["benchmark"].append(r.benchmark.value)
+        columns["payload"].append(canonical_json(r.payload))
+        columns["blobs"].append(canonical_json([[b.sha256, b.role, b.media_type] for b in r.blobs]))
+        columns["parents"].append(list(r.parents))
+        columns["producer"].append(producer)
+        columns["status"].append(r.status.value)
+        columns["status_reason"].append(r.status_reason)
+        columns["created_at"].append(r.created_at)
+        columns["run_id"].append(run_id or r.producer.flow_run_id)
+    return columns
+
+
+def _row_to_record(row: tuple[Any, ...]) -> Record:
+    rid, kind, benchmark, payload, blobs, parents, producer, status, reason, created_at, _ = row
+    return Record(
+        id=rid, kind=kind, benchmark=benchmark, payload=json.loads(payload),
+        blobs=tuple(BlobRef(sha256=s, role=role, media_type=media) for s, role, media in json.loads(blobs)),
+        parents=tuple(parents), producer=Producer.model_validate_json(producer), status=Status(status),
+        status_reason=reason, created_at=created_at,
+    )
