@@ -1,0 +1,34 @@
+"""Where records and blobs live: the DuckDB catalog, the blob store, and releases built over both."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from schemas.config import Settings
+from schemas.records import BlobRef
+from storage.blobs import BlobStore, LocalBlobStore, S3BlobStore, open_blob_store
+from storage.catalog import Catalog
+
+__all__ = ["BlobStore", "Catalog", "LocalBlobStore", "S3BlobStore", "Storage", "open_blob_store", "open_storage"]
+
+
+@dataclass
+class Storage:
+    """The catalog and the blob store a job writes to, opened from one configuration."""
+
+    catalog: Catalog
+    blobs: BlobStore
+
+    def put_blob(self, data: bytes, *, role: str, media_type: str) -> BlobRef:
+        """Write bytes to the blob store and register their size and type in the catalog."""
+        sha = self.blobs.put(data)
+        self.catalog.put_blob_meta([(sha, len(data), media_type)])
+        return BlobRef(sha256=sha, role=role, media_type=media_type)
+
+
+def open_storage(settings: Settings) -> Storage:
+    catalog = Catalog(settings.catalog.path, lock_timeout_s=settings.catalog.lock_timeout_s,
+                      batch_size=settings.catalog.batch_size, hold_s=settings.catalog.hold_s)
+    blobs = open_blob_store(settings.blobs.uri, endpoint_url=settings.blobs.endpoint_url,
+                            region=settings.blobs.region)
+    return Storage(catalog=catalog, blobs=blobs)

@@ -210,6 +210,10 @@ class Catalog:
             raise KeyError(f"no record {record_id} in catalog {self.path}")
         return rows[0]
 
+    def get_records(self, ids: Sequence[str]) -> list[Record]:
+        """The stored records among ``ids`` (missing ones are left out), in no particular order."""
+        return self._select("WHERE list_contains(?, id)", [list(ids)]) if ids else []
+
     def resolve_id(self, prefix: str) -> str:
         """A full id from an unambiguous prefix (at least 6 characters), as git does for commits."""
         if len(prefix) == 64:

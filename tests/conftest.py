@@ -1,0 +1,51 @@
+"""Shared fixtures: a fresh catalog and blob store per test, and a real S3-speaking server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from schemas import Benchmark, BenchmarkItem, Producer, Record, make_record
+from storage import Catalog, LocalBlobStore, Storage
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture
+def catalog(tmp_path: Path) -> Catalog:
+    return Catalog(tmp_path / "catalog.duckdb", lock_timeout_s=30)
+
+
+@pytest.fixture
+def blob_store(tmp_path: Path) -> LocalBlobStore:
+    return LocalBlobStore(tmp_path / "blobs")
+
+
+@pytest.fixture
+def storage(catalog: Catalog, blob_store: LocalBlobStore) -> Storage:
+    return Storage(catalog=catalog, blobs=blob_store)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto in server mode: boto3 talks real HTTP to it, as it would to MinIO or AWS."""
+    from moto.server import ThreadedMotoServer
+
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        os.environ.setdefault(name, value)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+def item_record(i: int, *, parents: tuple[str, ...] = (), task: str = "maze", producer: Producer | None = None
+                ) -> Record:
+    return make_record(BenchmarkItem(task=task, question=f"question {i}", options=["a", "b"], answer=i % 2),
+                       benchmark=Benchmark.VIC, producer=producer or Producer(task="test"), parents=parents)

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+import hashlib
+import threading
+import uuid
+
+import boto3
+import pytest
+
+from storage.blobs import BlobNotFoundError, LocalBlobStore, S3BlobStore, open_blob_store, sha256_bytes
+
+
+def test_local_put_get_exists_verify(blob_store: LocalBlobStore, tmp_path):
+    data = b"frame bytes" * 100
+    sha = blob_store.put(data)
+    assert sha == hashlib.sha256(data).hexdigest()
+    assert blob_store.exists(sha) and blob_store.get(sha) == data and blob_store.verify(sha)
+    assert blob_store.put(data) == sha  # idempotent
+    source = tmp_path / "big.bin"
+    source.write_bytes(b"x" * 3_000_000)
+    assert blob_store.put_file(source) == sha256_bytes(source.read_bytes())
+    assert sorted(blob_store.iter_addresses()) == sorted([sha, sha256_bytes(source.read_bytes())])
+    with pytest.raises(BlobNotFoundError):
+        blob_store.get("0" * 64)
+    with pytest.raises(ValueError, match="not a sha256"):
+        blob_store.get("../../etc/passwd")
+
+
+def test_local_tampered_blob_fails_verify(blob_store: LocalBlobStore):
+    sha = blob_store.put(b"original")
+    blob_store.path_for(sha).write_bytes(b"tampered")
+    assert not blob_store.verify(sha)
+    assert not blob_store.verify("1" * 64)
+
+
+def test_local_failed_write_leaves_nothing_visible(blob_store: LocalBlobStore, tmp_path, monkeypatch):
+    source = tmp_path / "clip.bin"
+    source.write_bytes(b"y" * 4_000_000)
+    sha = sha256_bytes(source.read_bytes())
+    import shutil
+
+    def broken_copy(src, dst, length=0):
+        dst.write(src.read(1000))
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(shutil, "copyfileobj", broken_copy)
+    with pytest.raises(OSError, match="disk went away"):
+        blob_store.put_file(source)
+    assert not blob_store.exists(sha)
+    assert list(blob_store.path_for(sha).parent.iterdir()) == []  # no temporary file left behind either
+
+
+def _bucket(endpoint: str) -> str:
+    name = f"bw-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=name)
+    return name
+
+
+def test_s3_round_trip_over_http(s3_endpoint: str):
+    bucket = _bucket(s3_endpoint)
+    store = open_blob_store(f"s3://{bucket}/bench/v1", endpoint_url=s3_endpoint)
+    assert isinstance(store, S3BlobStore)
+    data = b"\x89PNG fake image"
+    sha = store.put(data)
+    assert store.exists(sha) and store.get(sha) == data and store.verify(sha)
+    assert list(store.iter_addresses()) == [sha]
+    raw = boto3.client("s3", endpoint_url=s3_endpoint)
+    head = raw.head_object(Bucket=bucket, Key=f"bench/v1/{sha[:2]}/{sha}")
+    assert head["Metadata"]["sha256"] == sha
+    raw.put_object(Bucket=bucket, Key=f"bench/v1/{sha[:2]}/{sha}", Body=b"tampered")
+    assert not store.verify(sha)
+    assert not store.exists("2" * 64)
+    with pytest.raises(BlobNotFoundError):
+        store.get("2" * 64)
+
+
+def test_s3_multipart_failure_leaves_no_partial_blob(s3_endpoint: str, tmp_path):
+    bucket = _bucket(s3_endpoint)
+    store = S3BlobStore(bucket, "p", endpoint_url=s3_endpoint, multipart_threshold=5 * 2**20,
+                        multipart_chunksize=5 * 2**20)
+    source = tmp_path / "video.bin"
+    source.write_bytes(bytes(range(256)) * (12 * 2**20 // 256))  # 12 MiB: three parts
+    sha = sha256_bytes(source.read_bytes())
+    parts_sent = []
+    lock = threading.Lock()
+
+    def fail_second_part(params, **kwargs):
+        with lock:
+            parts_sent.append(params.get("PartNumber"))
+            if len(parts_sent) >= 2:
+                raise ConnectionError("network dropped mid-upload")
+
+    store.client.meta.events.register("before-parameter-build.s3.UploadPart", fail_second_part)
+    with pytest.raises(ConnectionError, match="mid-upload"):
+        store.put_file(source)
+    raw = boto3.client("s3", endpoint_url=s3_endpoint)
+    assert len(parts_sent) >= 2, "the upload must have been multipart and failed part-way"
+    assert not store.exists(sha)
+    assert raw.list_objects_v2(Bucket=bucket).get("KeyCount", 0) == 0
+    assert raw.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []  # aborted, not dangling
+
+    store.client.meta.events.unregister("before-parameter-build.s3.UploadPart", fail_second_part)
+    assert store.put_file(source) == sha  # a retry completes the same address
+    assert store.verify(sha)

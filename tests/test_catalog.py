@@ -1,0 +1,98 @@
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from schemas import Status
+from storage.catalog import SCHEMA_VERSION, Catalog
+from tests.conftest import item_record
+
+
+def test_writes_are_idempotent_and_batched(tmp_path):
+    catalog = Catalog(tmp_path / "c.duckdb", batch_size=7)
+    records = [item_record(i) for i in range(50)]
+    assert catalog.put_records(records) == 50
+    assert catalog.put_records(records + records[:10]) == 0
+    assert catalog.put_records([item_record(i) for i in range(45, 55)]) == 5
+    assert catalog.query("SELECT count(*), count(DISTINCT id) FROM records")[0] == (55, 55)
+    assert catalog.get_record(records[3].id) == records[3]
+
+
+def test_lineage_walks_ancestors_and_descendants(catalog):
+    root = item_record(0)
+    child = item_record(1, parents=(root.id,))
+    other = item_record(2)
+    grandchild = item_record(3, parents=(child.id, other.id))
+    catalog.put_records([root, child, other, grandchild])
+    assert catalog.ancestors(grandchild.id) == sorted([(child.id, 1), (other.id, 1), (root.id, 2)],
+                                                      key=lambda r: (r[1], r[0]))
+    assert catalog.descendants(root.id) == [(child.id, 1), (grandchild.id, 2)]
+    assert catalog.descendants(grandchild.id) == []
+
+
+def test_status_changes_are_logged(catalog):
+    record = item_record(0)
+    catalog.put_records([record])
+    assert catalog.set_status([record.id], Status.QUARANTINED, reason="image unreadable", actor="import") == 1
+    assert catalog.set_status([record.id], Status.QUARANTINED, reason="image unreadable") == 0
+    assert catalog.set_status([record.id], Status.ACCEPTED, actor="ann1") == 1
+    stored = catalog.get_record(record.id)
+    assert stored.status is Status.ACCEPTED and stored.id == record.id
+    assert [(s, r, a) for s, r, a, _ in catalog.status_history(record.id)] == [
+        ("quarantined", "image unreadable", "import"), ("accepted", None, "ann1")]
+    assert [r.id for r in catalog.find_records(status=Status.ACCEPTED)] == [record.id]
+    assert catalog.find_records(status=Status.CANDIDATE) == []
+
+
+def test_id_prefix_resolution(catalog):
+    record = item_record(0)
+    catalog.put_records([record])
+    assert catalog.resolve_id(record.id[:8]) == record.id
+    with pytest.raises(KeyError, match="no record"):
+        catalog.resolve_id("ffffffffff" if not record.id.startswith("ff") else "0000000000")
+    with pytest.raises(ValueError, match="too short"):
+        catalog.resolve_id("ab")
+
+
+def test_schema_version_and_refusal_of_newer_catalog(tmp_path):
+    path = tmp_path / "c.duckdb"
+    catalog = Catalog(path)
+    assert catalog.schema_version() == SCHEMA_VERSION
+    Catalog(path)  # reopening migrates nothing and keeps the version
+    assert catalog.query("SELECT count(*) FROM schema_meta")[0][0] == SCHEMA_VERSION
+    con = duckdb.connect(str(path))
+    con.execute("INSERT INTO schema_meta VALUES (?, now())", [SCHEMA_VERSION + 1])
+    con.close()
+    with pytest.raises(RuntimeError, match="newer than this code"):
+        Catalog(path)
+
+
+def test_response_cache_and_runs(catalog):
+    assert catalog.cached_response("k1") is None
+    catalog.cache_response("k1", backend="openai", model_id="m", request={"p": 1}, response={"text": "hi"})
+    catalog.cache_response("k1", backend="openai", model_id="m", request={"p": 1}, response={"text": "other"})
+    assert catalog.cached_response("k1") == {"text": "hi"}
+    catalog.start_run("run-1", "demo", {"n": 1}, "0.1")
+    catalog.finish_run("run-1", "completed", {"records": 3})
+    assert catalog.runs()[0][:3] == ("run-1", "demo", "completed")
+
+
+def test_a_held_lock_is_waited_for_then_reported(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "c.duckdb"
+    Catalog(path)
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(30)"),
+        str(path)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        from storage.catalog import CatalogLockedError
+
+        with pytest.raises(CatalogLockedError, match="stayed locked"):
+            Catalog(path, lock_timeout_s=0.5)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert Catalog(path, lock_timeout_s=5).schema_version() == SCHEMA_VERSION

@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+import json
+
+import duckdb
+import pytest
+
+from schemas import Benchmark, Demo, Producer, Status, make_record
+from schemas.releases import ReleaseSelection
+from storage import Storage
+from storage.releases import (
+    ReleaseError,
+    create_release,
+    diff_releases,
+    export_release,
+    list_releases,
+    load_release,
+    verify_release,
+)
+from tests.conftest import item_record
+
+
+def demo_with_frame(storage: Storage, i: int):
+    ref = storage.put_blob(f"jpeg bytes {i}".encode(), role="frame_0", media_type="image/jpeg")
+    payload = Demo(trajectory_id=f"traj-{i}", modality="visual", task_goal="stack the cups", steps=[f"f{i}.jpg"],
+                   total_steps=1, data_source="robomind")
+    return make_record(payload, benchmark=Benchmark.PROGRESS, producer=Producer(task="test"), blobs=[ref])
+
+
+@pytest.fixture
+def released(storage: Storage):
+    records = [demo_with_frame(storage, i) for i in range(5)] + [item_record(i) for i in range(3)]
+    storage.catalog.put_records(records)
+    storage.catalog.set_status([r.id for r in records[:6]], Status.ACCEPTED)
+    manifest = create_release(storage.catalog, storage.blobs, "progress-demo",
+                              selection=ReleaseSelection(benchmarks=("progress",)), params={"seed": 0})
+    return records, manifest
+
+
+def test_create_freezes_selected_records_and_verify_passes(storage, released):
+    records, manifest = released
+    assert manifest.tag == "progress-demo@1"
+    assert sorted(e.id for e in manifest.records) == sorted(r.id for r in records[:5])
+    assert len(manifest.blobs) == 5 and all(b.media_type == "image/jpeg" and b.size for b in manifest.blobs.values())
+    report = verify_release(storage.catalog, storage.blobs, "progress-demo")
+    assert report.ok and report.blobs_checked == 5 and report.records_checked == 5
+
+
+def test_tampered_blob_is_named_by_verify(storage, released):
+    _, manifest = released
+    victim = sorted(manifest.blobs)[2]
+    storage.blobs.path_for(victim).write_bytes(b"not the original frame")
+    report = verify_release(storage.catalog, storage.blobs, "progress-demo@1")
+    assert not report.ok
+    assert report.corrupt_blobs == [victim]
+    assert any(victim in line and "tampered" in line for line in report.problems())
+
+
+def test_altered_record_and_manifest_are_detected(storage, released):
+    records, _ = released
+    con = duckdb.connect(str(storage.catalog.path))
+    con.execute("UPDATE records SET payload = json_object('trajectory_id', 'x', 'modality', 'text', "
+                "'task_goal', 'g', 'steps', [], 'total_steps', 1, 'data_source', 'd') WHERE id = ?",
+                [records[0].id])
+    con.execute("UPDATE releases SET manifest = replace(manifest::VARCHAR, 'seed', 'SEED')::JSON")
+    con.close()
+    report = verify_release(storage.catalog, storage.blobs, "progress-demo")
+    assert report.altered_records == [records[0].id]
+    assert not report.manifest_ok
+
+
+def test_releases_never_change_and_versions_increase(storage, released):
+    records, _ = released
+    with pytest.raises(ReleaseError, match="already exists"):
+        create_release(storage.catalog, storage.blobs, "progress-demo", version=1,
+                       selection=ReleaseSelection(benchmarks=("progress",)))
+    storage.catalog.set_status([records[0].id], Status.REJECTED)
+    second = create_release(storage.catalog, storage.blobs, "progress-demo",
+                            selection=ReleaseSelection(benchmarks=("progress",)))
+    assert second.version == 2
+    assert len(load_release(storage.catalog, "progress-demo@1").records) == 5
+    assert len(load_release(storage.catalog, "progress-demo").records) == 4
+    assert [(n, v, k) for n, v, _, k, _ in list_releases(storage.catalog)] == [
+        ("progress-demo", 1, 5), ("progress-demo", 2, 4)]
+    with pytest.raises(ReleaseError, match="matches no record"):
+        create_release(storage.catalog, storage.blobs, "empty", selection=ReleaseSelection(benchmarks=("explore",)))
+    with pytest.raises(ReleaseError, match="no release"):
+        load_release(storage.catalog, "nope@3")
+
+
+def test_release_refuses_records_whose_blobs_are_missing(storage):
+    record = demo_with_frame(storage, 99)
+    storage.catalog.put_records([record])
+    storage.catalog.set_status([record.id], Status.ACCEPTED)
+    storage.blobs.path_for(record.blobs[0].sha256).unlink()
+    with pytest.raises(ReleaseError, match="not in"):
+        create_release(storage.catalog, storage.blobs, "broken")
+
+
+def test_diff_lists_added_removed_and_changed(storage, released):
+    records, _ = released
+    corrected = make_record(Demo(trajectory_id="traj-1", modality="visual", task_goal="stack the red cups",
+                                 steps=["f1.jpg"], total_steps=1, data_source="robomind"),
+                            benchmark=Benchmark.PROGRESS, producer=Producer(task="review"), parents=[records[1].id],
+                            blobs=records[1].blobs, status=Status.ACCEPTED)
+    newcomer = demo_with_frame(storage, 42)
+    storage.catalog.put_records([corrected, newcomer])
+    storage.catalog.set_status([records[1].id, records[2].id], Status.REJECTED)
+    storage.catalog.set_status([newcomer.id], Status.ACCEPTED)
+    create_release(storage.catalog, storage.blobs, "progress-demo", selection=ReleaseSelection(
+        benchmarks=("progress",), statuses=(Status.ACCEPTED, Status.CANDIDATE)))
+    diff = diff_releases(storage.catalog, "progress-demo@1", "progress-demo@2")
+    assert diff.added == [newcomer.id]
+    assert diff.removed == [records[2].id]
+    assert diff.changed == [(records[1].id, corrected.id, "replaced by a derived record")]
+
+
+def test_export_writes_parquet_jsonl_and_files(storage, released, tmp_path):
+    records, manifest = released
+    target = export_release(storage.catalog, storage.blobs, "progress-demo", tmp_path / "out")
+    lines = [json.loads(line) for line in (target / "records.jsonl").read_text().splitlines()]
+    assert sorted(row["id"] for row in lines) == sorted(e.id for e in manifest.records)
+    first = next(row for row in lines if row["id"] == records[0].id)
+    assert first["payload"]["task_goal"] == "stack the cups" and first["status"] == "accepted"
+    assert (target / first["files"][0]).read_bytes() == b"jpeg bytes 0"
+    assert first["files"][0].endswith(".jpg")
+    rows = duckdb.sql(f"SELECT id, payload->>'trajectory_id' FROM '{target / 'records.parquet'}' ORDER BY 1").fetchall()
+    assert len(rows) == 5 and {r[1] for r in rows} == {f"traj-{i}" for i in range(5)}
+    assert json.loads((target / "manifest.json").read_text())["version"] == 1
