@@ -36,11 +36,14 @@ def parse_tag(tag: str) -> tuple[str, int | None]:
 
 
 def create_release(catalog: Catalog, store: BlobStore, name: str, *, selection: ReleaseSelection | None = None,
-                   params: dict[str, Any] | None = None, version: int | None = None) -> ReleaseManifest:
+                   params: dict[str, Any] | None = None, version: int | None = None,
+                   only_if_changed: bool = False) -> ReleaseManifest:
     """Freeze the records the selection picks (default: every accepted record) as ``name@version``.
 
     The version defaults to one more than the newest of that name. Refuses an empty selection and one whose
-    records point at blobs missing from the store, so a release can always be exported.
+    records point at blobs missing from the store, so a release can always be exported. With
+    ``only_if_changed``, a selection identical to the newest release of that name returns that release instead
+    of making a new version, so a scheduled rerun over unchanged data adds nothing.
     """
     selection = selection or ReleaseSelection()
     records = _select(catalog, selection)
@@ -53,6 +56,12 @@ def create_release(catalog: Catalog, store: BlobStore, name: str, *, selection: 
     meta = catalog.blob_meta(shas)
     media_by_sha = {b.sha256: b.media_type for r in records for b in r.blobs}
     existing = [v for n, v, *_ in list_releases(catalog) if n == name]
+    entries = tuple(ReleaseEntry(id=r.id, kind=r.kind, benchmark=r.benchmark.value, status=r.status,
+                                 blobs=tuple(b.sha256 for b in r.blobs), parents=r.parents) for r in records)
+    if only_if_changed and existing and version is None:
+        newest = load_release(catalog, f"{name}@{max(existing)}")
+        if newest.records == entries and newest.selection == selection:
+            return newest
     if version is None:
         version = max(existing, default=0) + 1
     elif version in existing:
@@ -60,8 +69,7 @@ def create_release(catalog: Catalog, store: BlobStore, name: str, *, selection: 
     manifest = ReleaseManifest(
         name=name, version=version, created_at=datetime.now(UTC), code_version=code_version(),
         selection=selection, params=params or {},
-        records=tuple(ReleaseEntry(id=r.id, kind=r.kind, benchmark=r.benchmark.value, status=r.status,
-                                   blobs=tuple(b.sha256 for b in r.blobs), parents=r.parents) for r in records),
+        records=entries,
         blobs={sha: BlobInfo(size=meta[sha][0] if sha in meta else None, media_type=media_by_sha[sha])
                for sha in shas},
     )

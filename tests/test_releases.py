@@ -127,3 +127,14 @@ def test_export_writes_parquet_jsonl_and_files(storage, released, tmp_path):
     rows = duckdb.sql(f"SELECT id, payload->>'trajectory_id' FROM '{target / 'records.parquet'}' ORDER BY 1").fetchall()
     assert len(rows) == 5 and {r[1] for r in rows} == {f"traj-{i}" for i in range(5)}
     assert json.loads((target / "manifest.json").read_text())["version"] == 1
+
+
+def test_only_if_changed_reuses_an_identical_release(storage, released):
+    records, first = released
+    selection = ReleaseSelection(benchmarks=("progress",))
+    again = create_release(storage.catalog, storage.blobs, "progress-demo", selection=selection, only_if_changed=True)
+    assert again.tag == first.tag
+    storage.catalog.set_status([records[4].id], Status.REJECTED)
+    changed = create_release(storage.catalog, storage.blobs, "progress-demo", selection=selection,
+                             only_if_changed=True)
+    assert changed.version == 2 and len(changed.records) == 4

@@ -1,0 +1,310 @@
+"""The ``benchwright`` command line."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from schemas.config import Settings, config_source, load_settings, masked
+
+app = typer.Typer(
+    help="Build, human-filter, version and evaluate vision-language reasoning benchmarks.\n\n"
+         "Configuration comes from ./benchwright.toml (or --config / $BENCHWRIGHT_CONFIG), overridden by "
+         "BENCHWRIGHT_<SECTION>__<KEY> environment variables; `benchwright config show` prints what is in effect.",
+    no_args_is_help=True, rich_markup_mode="rich", pretty_exceptions_enable=False)
+release_app = typer.Typer(help="Freeze, list, verify, compare and export releases.", no_args_is_help=True)
+records_app = typer.Typer(help="Look at records and where they came from.", no_args_is_help=True)
+config_app = typer.Typer(help="The effective configuration.", no_args_is_help=True)
+app.add_typer(release_app, name="release")
+app.add_typer(records_app, name="records")
+app.add_typer(config_app, name="config")
+
+console = Console()
+err = Console(stderr=True)
+
+
+@app.callback()
+def _global(config: Annotated[Path | None, typer.Option(
+        "--config", "-c", help="Configuration file (TOML); default ./benchwright.toml if present.",
+        exists=True, dir_okay=False)] = None) -> None:
+    if config is not None:
+        os.environ["BENCHWRIGHT_CONFIG"] = str(config)
+
+
+def _settings() -> Settings:
+    try:
+        return load_settings()
+    except Exception as error:  # a broken config file should read as one line, not a traceback
+        err.print(f"[red]configuration error:[/red] {error}")
+        raise typer.Exit(2) from None
+
+
+def _storage():  # noqa: ANN202 - typed by open_storage
+    from storage import open_storage
+
+    return open_storage(_settings())
+
+
+@contextmanager
+def _failures_as_messages() -> Iterator[None]:
+    from storage.releases import ReleaseError
+
+    try:
+        yield
+    except (ReleaseError, KeyError, ValueError, FileNotFoundError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+        err.print(f"[red]error:[/red] {message}")
+        raise typer.Exit(1) from None
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=err, transient=True)
+
+
+# -- main job ---------------------------------------------------------------------------------------------
+
+
+@app.command()
+def run(
+    progress_published: Annotated[Path | None, typer.Option(
+        help="Folder with the published PROGRESS-BENCH .jsonl files; default: the bundled sample.",
+        exists=True, file_okay=False)] = None,
+    release_prefix: Annotated[str, typer.Option(help="Releases are named <prefix>-<benchmark>.")] = "benchwright",
+    export: Annotated[bool, typer.Option(help="Export each release to the configured export folder.")] = True,
+) -> None:
+    """Run the main job: build every benchmark, freeze, verify and export its release.
+
+    Uses the configured catalog, blob store and model backends (by default a local DuckDB file and blob folder
+    under ./data and offline backends). Without a configured Prefect server the job starts one temporary server
+    for the whole run. Rerunning adds nothing that is already stored, and makes a new release version only when
+    what it would release changed.
+    """
+    from flows.runtime import prepare_prefect
+
+    settings = _settings()
+    prepare_prefect(settings)
+    from flows.main_job import main_job
+
+    with console.status("running the main job (starting Prefect can take ~20 s)..."):
+        summary = main_job(settings=settings,
+                           progress_published_dir=str(progress_published) if progress_published else None,
+                           release_prefix=release_prefix, export_release=export)
+    table = Table(title=f"main job {summary['run_id']}")
+    for column in ("benchmark", "rows read", "records", "new", "quarantined", "release"):
+        table.add_column(column)
+    for benchmark, built in summary["built"].items():
+        release = summary["releases"].get(benchmark, {})
+        table.add_row(benchmark, str(built.get("rows", "")), str(built.get("records", "")), str(built.get("new", "")),
+                      str(built.get("quarantined", "")), release.get("tag", ""))
+    console.print(table)
+    for benchmark, release in summary["releases"].items():
+        if release.get("export"):
+            console.print(f"{release['tag']} exported to {release['export']}")
+    if any(built.get("quarantined") for built in summary["built"].values()):
+        console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
+
+
+@app.command()
+def runs(limit: Annotated[int, typer.Option(help="How many of the newest runs to list.")] = 20) -> None:
+    """List recent flow runs recorded in the catalog."""
+    table = Table()
+    for column in ("run id", "flow", "state", "started", "finished"):
+        table.add_column(column)
+    for run_id, flow, state, started, finished, _ in _storage().catalog.runs(limit):
+        table.add_row(run_id, flow, state, f"{started:%Y-%m-%d %H:%M:%S}",
+                      f"{finished:%H:%M:%S}" if finished else "")
+    console.print(table)
+
+
+# -- releases ---------------------------------------------------------------------------------------------
+
+
+@release_app.command("list")
+def release_list() -> None:
+    """List every release with its size and manifest hash."""
+    from storage.releases import list_releases
+
+    table = Table()
+    for column in ("release", "created", "records", "manifest sha256"):
+        table.add_column(column)
+    for name, version, created, count, sha in list_releases(_storage().catalog):
+        table.add_row(f"{name}@{version}", f"{created:%Y-%m-%d %H:%M:%S}", str(count), sha[:16])
+    console.print(table)
+
+
+@release_app.command("create")
+def release_create(
+    name: Annotated[str, typer.Argument(help="Release name; the version is the next free number.")],
+    benchmark: Annotated[list[str] | None, typer.Option(help="Only these benchmarks (repeatable).")] = None,
+    kind: Annotated[list[str] | None, typer.Option(help="Only these record kinds (repeatable).")] = None,
+    status: Annotated[list[str] | None, typer.Option(help="Record statuses to include (repeatable).")] = None,
+) -> None:
+    """Freeze the selected records (default: all accepted ones) as a new, never-changing release version."""
+    from schemas.releases import ReleaseSelection
+    from storage.releases import create_release, statuses_from_names
+
+    storage = _storage()
+    selection = ReleaseSelection(benchmarks=tuple(benchmark or ()), kinds=tuple(kind or ()),
+                                 **({"statuses": statuses_from_names(status)} if status else {}))
+    with _failures_as_messages():
+        manifest = create_release(storage.catalog, storage.blobs, name, selection=selection)
+    console.print(f"created [bold]{manifest.tag}[/bold]: {len(manifest.records)} records, "
+                  f"{len(manifest.blobs)} blobs, manifest {manifest.sha256()[:16]}")
+
+
+@release_app.command("verify")
+def release_verify(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION (default: newest).")]) -> None:
+    """Re-read every blob and record of a release and check each against its hash. Exit 1 on any problem."""
+    from storage.releases import load_release, verify_release
+
+    storage = _storage()
+    with _failures_as_messages():
+        manifest = load_release(storage.catalog, tag)
+        with _progress() as progress:
+            bar = progress.add_task(f"verifying {manifest.tag}", total=len(manifest.blobs) + len(manifest.records))
+            report = verify_release(storage.catalog, storage.blobs, tag,
+                                    on_progress=lambda n: progress.advance(bar, n))
+    if report.ok:
+        console.print(f"[green]ok[/green] {report.tag}: {report.records_checked} records and "
+                      f"{report.blobs_checked} blobs match their hashes")
+        return
+    for line in report.problems():
+        err.print(f"[red]FAIL[/red] {line}")
+    raise typer.Exit(1)
+
+
+@release_app.command("diff")
+def release_diff(old: Annotated[str, typer.Argument(help="NAME@VERSION to compare from.")],
+                 new: Annotated[str, typer.Argument(help="NAME@VERSION to compare to.")],
+                 as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a summary.")] = False,
+                 ) -> None:
+    """List records added, removed and changed between two releases."""
+    from storage.releases import diff_releases
+
+    with _failures_as_messages():
+        diff = diff_releases(_storage().catalog, old, new)
+    if as_json:
+        console.print_json(json.dumps({"old": diff.old, "new": diff.new, "added": diff.added,
+                                       "removed": diff.removed, "changed": diff.changed}))
+        return
+    console.print(f"{diff.old} -> {diff.new}: {len(diff.added)} added, {len(diff.removed)} removed, "
+                  f"{len(diff.changed)} changed")
+    for rid in diff.added:
+        console.print(f"  [green]+[/green] {rid}")
+    for rid in diff.removed:
+        console.print(f"  [red]-[/red] {rid}")
+    for before, after, what in diff.changed:
+        console.print(f"  [yellow]~[/yellow] {before} -> {after} ({what})")
+
+
+@release_app.command("export")
+def release_export(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION (default: newest).")],
+                   out: Annotated[Path | None, typer.Option(help="Folder; default: the configured export folder.")]
+                   = None) -> None:
+    """Write a release as records.parquet, records.jsonl, manifest.json and blobs/ files."""
+    from storage.releases import export_release, load_release
+
+    storage = _storage()
+    with _failures_as_messages():
+        manifest = load_release(storage.catalog, tag)
+        with _progress() as progress:
+            bar = progress.add_task(f"exporting {manifest.tag}", total=len(manifest.blobs) + len(manifest.records))
+            target = export_release(storage.catalog, storage.blobs, tag, out or _settings().export.folder,
+                                    on_progress=lambda n: progress.advance(bar, n))
+    console.print(f"exported {manifest.tag} to {target}")
+
+
+# -- records ----------------------------------------------------------------------------------------------
+
+
+@records_app.command("show")
+def records_show(record_id: Annotated[str, typer.Argument(help="Record id or an unambiguous prefix.")]) -> None:
+    """Print one record, its status history included."""
+    catalog = _storage().catalog
+    with _failures_as_messages():
+        record = catalog.get_record(catalog.resolve_id(record_id))
+    console.print_json(record.model_dump_json())
+    for status, reason, actor, at in catalog.status_history(record.id):
+        console.print(f"{at:%Y-%m-%d %H:%M:%S} {actor}: {status}{f' ({reason})' if reason else ''}")
+
+
+@records_app.command("lineage")
+def records_lineage(record_id: Annotated[str, typer.Argument(help="Record id or an unambiguous prefix.")]) -> None:
+    """Print the ancestors and descendants of a record."""
+    catalog = _storage().catalog
+    with _failures_as_messages():
+        rid = catalog.resolve_id(record_id)
+        kinds = {r.id: r for r in catalog.get_records([rid] + [i for i, _ in catalog.ancestors(rid)]
+                                                      + [i for i, _ in catalog.descendants(rid)])}
+    for title, rows in (("ancestors", catalog.ancestors(rid)), ("descendants", catalog.descendants(rid))):
+        console.print(f"[bold]{title}[/bold] ({len(rows)})")
+        for other, depth in rows:
+            record = kinds.get(other)
+            label = f"{record.kind} {record.status.value}" if record else "not stored"
+            console.print(f"  {'  ' * (depth - 1)}{other} [dim]{label}[/dim]")
+
+
+@records_app.command("list")
+def records_list(
+    benchmark: Annotated[str | None, typer.Option(help="progress, explore, vic or webplan.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Record kind, e.g. demo, observation, item.")] = None,
+    status: Annotated[str | None, typer.Option(help="candidate, accepted, rejected or quarantined.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 20,
+) -> None:
+    """List records, oldest first; quarantined ones show why."""
+    from schemas import Status
+
+    with _failures_as_messages():
+        found = _storage().catalog.find_records(benchmark=benchmark, kind=kind,
+                                                status=Status(status) if status else None, limit=limit)
+    table = Table()
+    for column in ("id", "benchmark", "kind", "status", "reason"):
+        table.add_column(column)
+    for record in found:
+        table.add_row(record.id[:16], record.benchmark.value, record.kind, record.status.value,
+                      record.status_reason or "")
+    console.print(table)
+
+
+@records_app.command("stats")
+def records_stats() -> None:
+    """Count records by benchmark, kind and status."""
+    table = Table()
+    for column in ("benchmark", "kind", "status", "records"):
+        table.add_column(column)
+    for (benchmark, kind, status), count in _storage().catalog.count_records().items():
+        table.add_row(benchmark, kind, status, str(count))
+    console.print(table)
+
+
+# -- configuration ----------------------------------------------------------------------------------------
+
+
+@config_app.command("show")
+def config_show() -> None:
+    """Print the effective configuration (secrets masked) and where it came from."""
+    settings = _settings()
+    console.print(f"# from {config_source()} and BENCHWRIGHT_* environment variables")
+    import tomli_w
+
+    console.print(tomli_w.dumps(_without_none(masked(settings))), markup=False, highlight=False)
+
+
+def _without_none(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_none(v) for k, v in value.items() if v is not None}
+    return value
+
+
+if __name__ == "__main__":
+    app()

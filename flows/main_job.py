@@ -1,0 +1,41 @@
+"""The main job: build every benchmark that has a build flow, freeze a release of what was accepted, verify it
+and export it. One flow run with subflows, so a run pays for one Prefect server start, not one per stage."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from flows.build_progress import build_progress
+from flows.runtime import current_flow_run_id
+from schemas import Benchmark, Status, code_version
+from schemas.config import Settings, load_settings
+from schemas.releases import ReleaseSelection
+from storage import open_storage
+from tasks.storage_tasks import check_release, export, freeze_release
+
+
+@flow(name="benchwright-main")
+def main_job(settings: Settings | None = None, progress_published_dir: str | None = None,
+             release_prefix: str = "benchwright", export_release: bool = True) -> dict[str, Any]:
+    settings = settings or load_settings()
+    run_id = current_flow_run_id() or "local"
+    catalog = open_storage(settings).catalog
+    params = {"progress_published_dir": progress_published_dir, "release_prefix": release_prefix}
+    catalog.start_run(run_id, "benchwright-main", params, code_version())
+    summary: dict[str, Any] = {"run_id": run_id, "built": {}, "releases": {}}
+    try:
+        summary["built"][Benchmark.PROGRESS.value] = build_progress(settings, progress_published_dir)
+        for benchmark in summary["built"]:
+            selection = ReleaseSelection(benchmarks=(benchmark,), statuses=(Status.ACCEPTED,))
+            tag = freeze_release(settings, f"{release_prefix}-{benchmark}", selection, params)
+            check_release(settings, tag)
+            summary["releases"][benchmark] = {"tag": tag}
+            if export_release:
+                summary["releases"][benchmark]["export"] = export(settings, tag, settings.export.folder)
+    except BaseException as error:
+        catalog.finish_run(run_id, "failed", {**summary, "error": repr(error)})
+        raise
+    catalog.finish_run(run_id, "completed", summary)
+    return summary

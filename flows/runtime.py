@@ -1,0 +1,34 @@
+"""Process-wide settings that must be in place before Prefect is imported."""
+
+from __future__ import annotations
+
+import os
+
+from schemas.config import Settings
+
+_QUIET_DEFAULTS = {
+    # A fresh PREFECT_HOME needs longer than the 20 s default to migrate its database on these machines.
+    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    "PREFECT_CLOUD_ENABLE_ORCHESTRATION_TELEMETRY": "false",
+    "PREFECT_LOGGING_LEVEL": "WARNING",
+    "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
+    "GRADIO_ANALYTICS_ENABLED": "False",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
+
+
+def prepare_prefect(settings: Settings) -> None:
+    """Quiet, offline defaults (the environment still wins) and the configured Prefect server, if any."""
+    for name, value in _QUIET_DEFAULTS.items():
+        os.environ.setdefault(name, value)
+    if settings.prefect.api_url and "PREFECT_API_URL" not in os.environ:
+        os.environ["PREFECT_API_URL"] = settings.prefect.api_url
+
+
+def current_flow_run_id() -> str | None:
+    from prefect.runtime import flow_run
+
+    run_id = flow_run.id
+    return str(run_id) if run_id else None

@@ -1,0 +1,18 @@
+"""Quarantine: bad input becomes a record that names the item and the reason, and the rest goes on."""
+
+from __future__ import annotations
+
+from schemas import Benchmark, Producer, QuarantinedInput, Record, Status, make_record
+
+_RAW_LIMIT = 2000
+
+
+def quarantine(*, benchmark: Benchmark, source: str, locator: str, reason: str, raw: str, producer: Producer
+               ) -> Record:
+    """A quarantined record for input that could not be turned into a typed record.
+
+    Its id depends on the source, locator and raw text, so re-importing the same bad input quarantines it once.
+    """
+    payload = QuarantinedInput(source=source, locator=locator, reason=reason, raw=raw[:_RAW_LIMIT])
+    return make_record(payload, benchmark=benchmark, producer=producer, status=Status.QUARANTINED,
+                       status_reason=f"{source}:{locator}: {reason}")
