@@ -48,7 +48,7 @@ def _settings() -> Settings:
         raise typer.Exit(2) from None
 
 
-def _storage():  # noqa: ANN202 - typed by open_storage
+def _storage():
     from storage import open_storage
 
     return open_storage(_settings())
@@ -107,7 +107,7 @@ def run(
         table.add_row(benchmark, str(built.get("rows", "")), str(built.get("records", "")), str(built.get("new", "")),
                       str(built.get("quarantined", "")), release.get("tag", ""))
     console.print(table)
-    for benchmark, release in summary["releases"].items():
+    for release in summary["releases"].values():
         if release.get("export"):
             console.print(f"{release['tag']} exported to {release['export']}")
     if any(built.get("quarantined") for built in summary["built"].values()):

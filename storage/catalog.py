@@ -270,20 +270,20 @@ class Catalog:
 
         def write(con: duckdb.DuckDBPyConnection) -> int:
             changed = [row[0] for row in con.execute(
-                "SELECT id FROM records WHERE list_contains(?, id) AND (status <> ? OR status_reason IS DISTINCT FROM ?)",
-                [wanted, str(status), reason]).fetchall()]
+                "SELECT id FROM records WHERE list_contains(?, id) "
+                "AND (status <> ? OR status_reason IS DISTINCT FROM ?)", [wanted, str(status), reason]).fetchall()]
             if changed:
                 con.execute("UPDATE records SET status = ?, status_reason = ? WHERE list_contains(?, id)",
                             [str(status), reason, changed])
-                con.executemany("INSERT INTO status_events VALUES (?, ?, ?, ?, ?)",
-                                [[i, str(status), reason, actor, now] for i in changed])
+                con.execute("INSERT INTO status_events SELECT unnest(?), ?, ?, ?, ?",
+                            [changed, str(status), reason, actor, now])
             return len(changed)
 
         return self.run(write)
 
     def status_history(self, record_id: str) -> list[tuple[str, str | None, str, datetime]]:
-        return self.query("SELECT status, reason, actor, changed_at FROM status_events WHERE record_id = ? ORDER BY changed_at",
-                          [record_id])
+        return self.query("SELECT status, reason, actor, changed_at FROM status_events WHERE record_id = ? "
+                          "ORDER BY changed_at", [record_id])
 
     def ancestors(self, record_id: str) -> list[tuple[str, int]]:
         """Every record this one was derived from, with the number of derivation steps in between."""
@@ -307,8 +307,9 @@ class Catalog:
         """Register (sha256, size, media type) of blobs already written to the blob store."""
         rows = [[sha, size, media, datetime.now(UTC)] for sha, size, media in entries]
         if rows:
-            self.run(lambda con: con.executemany("INSERT INTO blobs VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-                                                 rows))
+            self.run(lambda con: con.execute(
+                "INSERT INTO blobs SELECT * FROM (SELECT unnest(?), unnest(?), unnest(?), unnest(?)) "
+                "ON CONFLICT DO NOTHING", [list(column) for column in zip(*rows, strict=True)]))
 
     def blob_meta(self, shas: Iterable[str]) -> dict[str, tuple[int, str]]:
         wanted = list(shas)

@@ -61,5 +61,5 @@ def test_settings_from_toml_then_env_with_secrets_masked(tmp_path, monkeypatch):
 
 def test_missing_config_file_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(tmp_path / "nope.toml"))
-    with pytest.raises(FileNotFoundError, match="nope.toml"):
+    with pytest.raises(FileNotFoundError, match=r"nope\.toml"):
         load_settings()

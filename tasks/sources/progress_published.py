@@ -89,7 +89,7 @@ class PublishedRow(BaseModel):
     @classmethod
     def _integer(cls, value: Any, info: Any) -> int | None:
         number = _optional_number(value, info.field_name)
-        return None if number is None else int(round(number))
+        return None if number is None else round(number)
 
     @field_validator("progress_score", mode="before")
     @classmethod
@@ -155,7 +155,7 @@ def parse_published(lines: Iterable[str], *, source: str, file_kind: str, produc
             continue
         result.rows += 1
         try:
-            row = PublishedRow.model_validate(json.loads(line))
+            row = PublishedRow.model_validate(json.loads(line.rstrip("\r\n")))
             records = _row_records(row, kind["modality"], kind["view"], kind["negative"], producer)
         except (json.JSONDecodeError, ValidationError, ValueError) as error:
             reason = _reason(error)

@@ -1,0 +1,18 @@
+# The two commands: `make demo` runs the main job on the embedded default, `make test` runs the test suite.
+# Both set up (or reuse) ./.venv first.
+.PHONY: setup demo test lint bench
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	.venv/bin/benchwright run
+
+test: setup
+	.venv/bin/python -m pytest -q
+
+lint: setup
+	.venv/bin/ruff check .
+
+bench: setup
+	.venv/bin/python bench/catalog_write.py

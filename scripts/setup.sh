@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Create or reuse ./.venv and install what benchwright needs: Debian packages from scripts/apt-packages.txt and
+# the Python package with its test extras. A rerun with an unchanged pyproject.toml and package list takes a second.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "benchwright needs Python 3.11 or newer; set PYTHON=/path/to/python3.11" >&2
+  exit 1
+fi
+
+stamp=.venv/.setup-stamp
+want=$(cat pyproject.toml scripts/apt-packages.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/benchwright ]; then
+  exit 0
+fi
+
+packages=$( (grep -v '^\s*#' scripts/apt-packages.txt || true) | tr -s ' \n' ' ' | sed 's/^ *//; s/ *$//')
+if [ -n "$packages" ]; then
+  missing=$(for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
+  if [ -n "$missing" ]; then
+    echo "installing Debian packages: $missing"
+    sudo_cmd=""; [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends $missing
+  fi
+fi
+
+pip_install() {  # quiet on success; the whole log, less the index's location noise, on failure
+  local log; log=$(mktemp)
+  if ! .venv/bin/python -m pip install "$@" >"$log" 2>&1; then
+    grep -v '^WARNING: Location' "$log" >&2; rm -f "$log"; exit 1
+  fi
+  rm -f "$log"
+}
+
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+echo "installing Python packages into .venv (a few minutes on a fresh machine)"
+pip_install -e ".[dev]"
+.venv/bin/benchwright --help >/dev/null
+echo "$want" > "$stamp"
+echo "benchwright is installed in .venv"

@@ -1,0 +1,94 @@
+"""The CLI in-process against a catalog in a temporary folder."""
+
+from __future__ import annotations
+
+import pytest
+from typer.testing import CliRunner
+
+from flows.cli import app
+from schemas import Status
+from storage import Catalog, LocalBlobStore, Storage
+from tests.conftest import item_record
+from tests.test_releases import demo_with_frame
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BENCHWRIGHT_CONFIG", raising=False)
+    (tmp_path / "benchwright.toml").write_text(
+        '[catalog]\npath = "state/cat.duckdb"\n[blobs]\nuri = "file://state/blobs"\n'
+        '[models.chat]\nbackend = "openai"\nmodel = "qwen"\napi_key = "sk-live-123"\n')
+    storage = Storage(Catalog(tmp_path / "state" / "cat.duckdb"), LocalBlobStore(tmp_path / "state" / "blobs"))
+    root = demo_with_frame(storage, 0)
+    child = item_record(1, parents=(root.id,))
+    storage.catalog.put_records([root, child, demo_with_frame(storage, 1)])
+    storage.catalog.set_status([root.id], Status.ACCEPTED, actor="ann")
+    return storage, root, child
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
+
+
+def test_every_command_explains_itself():
+    for command in ([], ["run"], ["runs"], ["release"], ["release", "create"], ["release", "verify"],
+                    ["release", "diff"], ["release", "export"], ["release", "list"], ["records"],
+                    ["records", "show"], ["records", "lineage"], ["records", "list"], ["records", "stats"],
+                    ["config"], ["config", "show"]):
+        result = invoke(*command, "--help")
+        assert result.exit_code == 0, command
+        assert "Usage" in result.output and len(result.output.splitlines()) > 5, command
+
+
+def test_config_show_masks_secrets(project):
+    result = invoke("config", "show")
+    assert result.exit_code == 0
+    assert 'path = "state/cat.duckdb"' in result.output
+    assert "sk-live-123" not in result.output and '"****"' in result.output
+
+
+def test_records_show_lineage_list_and_stats(project):
+    _, root, child = project
+    shown = invoke("records", "show", root.id[:10])
+    assert shown.exit_code == 0 and root.id in shown.output and "ann: accepted" in shown.output
+    lineage = invoke("records", "lineage", child.id)
+    assert lineage.exit_code == 0 and root.id in lineage.output and "demo accepted" in lineage.output
+    listed = invoke("records", "list", "--kind", "demo")
+    assert listed.exit_code == 0 and listed.output.count("progress") == 2
+    assert "item" in invoke("records", "stats").output
+    missing = invoke("records", "show", "abcdef123")
+    assert missing.exit_code == 1 and "no record id starts with 'abcdef123'" in missing.output
+
+
+def test_release_commands_and_a_tampered_blob(project, tmp_path):
+    storage, root, _ = project
+    created = invoke("release", "create", "demo", "--benchmark", "progress")
+    assert created.exit_code == 0 and "created demo@1: 1 records, 1 blobs" in created.output
+    assert "demo@1" in invoke("release", "list").output
+    assert invoke("release", "verify", "demo").exit_code == 0
+    storage.catalog.set_status([r.id for r in storage.catalog.find_records(kind="demo")], Status.ACCEPTED)
+    assert invoke("release", "create", "demo", "--benchmark", "progress").exit_code == 0
+    diff = invoke("release", "diff", "demo@1", "demo@2")
+    assert diff.exit_code == 0 and "1 added, 0 removed, 0 changed" in diff.output
+    exported = invoke("release", "export", "demo@2", "--out", str(tmp_path / "out"))
+    assert exported.exit_code == 0 and (tmp_path / "out" / "demo-v2" / "records.parquet").exists()
+
+    frame = root.blobs[0].sha256
+    storage.blobs.path_for(frame).write_bytes(b"edited by hand")
+    verify = invoke("release", "verify", "demo@1")
+    assert verify.exit_code == 1
+    assert f"blob {frame}: content does not hash to its address" in verify.output
+    unknown = invoke("release", "verify", "nope")
+    assert unknown.exit_code == 1 and "no release 'nope'; known: demo@1, demo@2" in unknown.output
+    empty = invoke("release", "create", "x", "--benchmark", "explore")
+    assert empty.exit_code == 1 and "matches no record" in empty.output
+
+
+def test_broken_config_is_one_clear_line(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "benchwright.toml").write_text("[catalog]\nbatch_size = -3\n")
+    result = invoke("config", "show")
+    assert result.exit_code == 2 and "configuration error" in result.output and "batch_size" in result.output

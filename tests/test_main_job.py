@@ -1,0 +1,61 @@
+"""The main job end to end, as a user runs it: the CLI in a fresh folder, twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from storage import Catalog
+from tasks.sources.progress_published import SAMPLE_DIR
+
+CLI = [sys.executable, "-m", "flows.cli"]
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(REPO),
+           # A Prefect home that survives between test sessions keeps its database migrated.
+           "PREFECT_HOME": str(REPO / ".pytest_cache" / "prefect-home")}
+    return subprocess.run(CLI + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
+
+
+@pytest.mark.slow
+def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path):
+    sources = tmp_path / "published"
+    shutil.copytree(SAMPLE_DIR, sources)
+    with open(sources / "visual_same_view.jsonl", "a") as handle:
+        handle.write('{"id": "broken", "task_goal": "x"\n')
+
+    first = _run(["run", "--progress-published", str(sources)], tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "benchwright-progress@1" in first.stdout
+    assert "quarantined input" in first.stdout
+
+    catalog = Catalog(tmp_path / "data" / "catalog.duckdb")
+    quarantined = catalog.find_records(kind="quarantined_input")
+    assert len(quarantined) == 1
+    assert quarantined[0].status_reason.endswith("visual_same_view.jsonl:line 31: not valid JSON "
+                                                 "(Expecting ',' delimiter at column 34)")
+    stored = catalog.query("SELECT count(*) FROM records")[0][0]
+    runs = catalog.runs()
+    assert runs[0][2] == "completed"
+    assert json.loads(runs[0][5])["releases"]["progress"]["tag"] == "benchwright-progress@1"
+
+    second = _run(["run", "--progress-published", str(sources)], tmp_path)
+    assert second.returncode == 0, second.stderr
+    assert catalog.query("SELECT count(*), count(DISTINCT id) FROM records")[0] == (stored, stored)
+    assert "benchwright-progress@1" in second.stdout and "@2" not in second.stdout
+
+    exported = tmp_path / "data" / "exports" / "benchwright-progress-v1"
+    rows = [json.loads(line) for line in (exported / "records.jsonl").read_text().splitlines()]
+    assert len(rows) == stored - 1  # everything accepted, the quarantined line left out
+    assert (exported / "records.parquet").stat().st_size > 0
+
+    verify = _run(["release", "verify", "benchwright-progress@1"], tmp_path)
+    assert verify.returncode == 0 and "ok benchwright-progress@1" in verify.stdout

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schemas import Observation, Producer, Status
+from storage import Catalog
+from storage.catalog import Catalog as CatalogClass
+from tasks.sources.progress_published import SAMPLE_DIR, import_folder, import_into_catalog, parse_published
+
+PRODUCER = Producer(task="test-import")
+
+
+def _line(**overrides):
+    row = {"id": "h5_franka_3rgb/stack/001", "task_goal": "stack the cube",
+           "visual_demo": ["camera_top_0000.jpg", "camera_top_0040.jpg", "camera_top_0080.jpg"],
+           "total_steps": "2", "stage_to_estimate": ["camera_top_0020.jpg"], "closest_idx": "1",
+           "delta": "+25%", "progress_score": "25%", "data_source": "robomind_h5_franka_3rgb"}
+    row.update(overrides)
+    return json.dumps(row)
+
+
+def test_types_of_both_file_families_are_normalised():
+    visual = parse_published([_line()], source="v.jsonl", file_kind="visual_same_view.jsonl", producer=PRODUCER)
+    demo, observation = visual.records
+    assert demo.kind == "demo" and demo.payload["total_steps"] == 2 and demo.payload["data_source"] == "h5_franka_3rgb"
+    obs = observation.typed()
+    assert isinstance(obs, Observation)
+    assert (obs.closest_idx, obs.delta, obs.progress_score, obs.answerable) == (1, 25, 0.25, True)
+    assert observation.parents == (demo.id,)
+    text = parse_published([json.dumps({"id": "t", "task_goal": "g", "text_demo": ["a", "b"], "total_steps": 2,
+                                        "stage_to_estimate": "f.jpg", "closest_idx": 2, "progress_score": "100%",
+                                        "data_source": "h5_ur_1rgb"})],
+                           source="t.jsonl", file_kind="text-normal.jsonl", producer=PRODUCER)
+    assert text.records[1].typed().progress_score == 1.0
+    unanswerable = parse_published([_line(closest_idx="n/a", delta="n/a", progress_score="n/a",
+                                          stage_to_estimate=["camera_top_0020_edit.jpg"])],
+                                   source="u.jsonl", file_kind="visual-unanswerable.jsonl", producer=PRODUCER)
+    obs = unanswerable.records[1].typed()
+    assert (obs.answerable, obs.negative, obs.progress_score) == (False, "visual", None)
+
+
+def test_bad_lines_are_quarantined_with_item_and_reason_and_the_rest_goes_on():
+    lines = [_line(), "{not json", _line(progress_score="140%"), _line(closest_idx="7"),
+             _line(stage_to_estimate=[]), "", _line(id="other", task_goal="another goal")]
+    result = parse_published(lines, source="f.jsonl", file_kind="visual_same_view.jsonl", producer=PRODUCER)
+    assert result.rows == 6
+    assert len(result.records) == 4  # two good rows: a demo and an observation each
+    reasons = [q.status_reason for q in result.quarantined]
+    assert all(q.status is Status.QUARANTINED for q in result.quarantined)
+    assert reasons[0].startswith("f.jsonl:line 2: not valid JSON")
+    assert "line 3" in reasons[1] and "progress_score" in reasons[1] and "0-100%" in reasons[1]
+    assert "line 4" in reasons[2] and "outside the demo's 3 steps" in reasons[2]
+    assert "line 5" in reasons[3] and "stage_to_estimate" in reasons[3]
+    assert result.quarantined[0].payload["raw"] == "{not json"
+    with pytest.raises(ValueError, match="unknown PROGRESS-BENCH file kind"):
+        parse_published([], source="x", file_kind="other.jsonl", producer=PRODUCER)
+
+
+def test_bundled_sample_imports_and_reimport_adds_nothing(catalog: Catalog):
+    first = import_into_catalog(SAMPLE_DIR, catalog, PRODUCER)
+    assert first["quarantined"] == 0 and first["new"] == first["records"] > 100
+    again = import_into_catalog(SAMPLE_DIR, catalog, Producer(task="another run"))
+    assert again["new"] == 0
+    kinds = {k: n for (_, k, _), n in catalog.count_records().items()}
+    assert kinds["observation"] == first["rows"]
+    views = {r.payload["view"] for r in catalog.find_records(kind="observation")}
+    assert views == {"same", "cross"}
+
+
+def test_crash_mid_import_then_rerun_resumes_without_duplicates(tmp_path, monkeypatch):
+    import storage.catalog as catalog_module
+
+    clean = import_folder(SAMPLE_DIR, PRODUCER)
+    catalog = CatalogClass(tmp_path / "c.duckdb", batch_size=20)
+    real_insert = catalog_module._insert_batch
+    calls = {"n": 0}
+
+    def crash_after_three_batches(records, run_id):
+        calls["n"] += 1
+        if calls["n"] > 3:
+            raise KeyboardInterrupt("killed mid-import")
+        return real_insert(records, run_id)
+
+    monkeypatch.setattr(catalog_module, "_insert_batch", crash_after_three_batches)
+    with pytest.raises(KeyboardInterrupt):
+        import_into_catalog(SAMPLE_DIR, catalog, PRODUCER)
+    assert catalog.query("SELECT count(*) FROM records")[0][0] == 60  # three committed batches survive
+    monkeypatch.setattr(catalog_module, "_insert_batch", real_insert)
+    resumed = import_into_catalog(SAMPLE_DIR, catalog, PRODUCER)
+    assert resumed["new"] == len(clean.records) - 60
+    assert catalog.query("SELECT count(*), count(DISTINCT id) FROM records")[0] == (len(clean.records),) * 2
