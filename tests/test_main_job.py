@@ -18,10 +18,12 @@ CLI = [sys.executable, "-m", "flows.cli"]
 REPO = Path(__file__).resolve().parent.parent
 
 
+PREFECT_HOME = REPO / ".pytest_cache" / "prefect-home"  # kept between sessions: its database stays migrated
+
+
 def _run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(REPO),
-           # A Prefect home that survives between test sessions keeps its database migrated.
-           "PREFECT_HOME": str(REPO / ".pytest_cache" / "prefect-home")}
+    PREFECT_HOME.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "COLUMNS": "200", "PYTHONPATH": str(REPO), "PREFECT_HOME": str(PREFECT_HOME)}
     return subprocess.run(CLI + args, cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
