@@ -334,15 +334,23 @@ class Catalog:
 
     # -- model response cache ------------------------------------------------------------------------------
 
-    def cached_response(self, key: str) -> Any | None:
-        rows = self.query("SELECT response FROM responses WHERE key = ?", [key])
-        return json.loads(rows[0][0]) if rows else None
+    def cached_responses(self, keys: list[str]) -> dict[str, Any]:
+        """The cached model responses among ``keys``."""
+        if not keys:
+            return {}
+        rows = self.query("SELECT key, response FROM responses WHERE list_contains(?, key)", [keys])
+        return {key: json.loads(response) for key, response in rows}
 
-    def cache_response(self, key: str, *, backend: str, model_id: str | None, request: Any, response: Any) -> None:
+    def cache_responses(self, entries: list[tuple[str, str, str | None, Any, Any]]) -> None:
+        """Store (key, backend, model id, request, response) tuples; a key already cached keeps its response."""
+        if not entries:
+            return
+        now = datetime.now(UTC)
+        rows = [[key, backend, model, canonical_json(request), canonical_json(response), now]
+                for key, backend, model, request, response in entries]
         self.run(lambda con: con.execute(
-            "INSERT INTO responses VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-            [key, backend, model_id, json.dumps(request, default=str), json.dumps(response, default=str),
-             datetime.now(UTC)]))
+            "INSERT INTO responses SELECT * FROM (SELECT unnest(?), unnest(?), unnest(?), unnest(?), unnest(?), "
+            "unnest(?)) ON CONFLICT DO NOTHING", [list(column) for column in zip(*rows, strict=True)]))
 
 
 def _insert_batch(records: list[Record], run_id: str | None) -> Callable[[duckdb.DuckDBPyConnection], int]:

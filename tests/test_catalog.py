@@ -68,10 +68,10 @@ def test_schema_version_and_refusal_of_newer_catalog(tmp_path):
 
 
 def test_response_cache_and_runs(catalog):
-    assert catalog.cached_response("k1") is None
-    catalog.cache_response("k1", backend="openai", model_id="m", request={"p": 1}, response={"text": "hi"})
-    catalog.cache_response("k1", backend="openai", model_id="m", request={"p": 1}, response={"text": "other"})
-    assert catalog.cached_response("k1") == {"text": "hi"}
+    assert catalog.cached_responses(["k1"]) == {}
+    catalog.cache_responses([("k1", "openai", "m", {"p": 1}, {"text": "hi"}), ("k2", "openai", "m", {}, "plain")])
+    catalog.cache_responses([("k1", "openai", "m", {"p": 1}, {"text": "other"})])
+    assert catalog.cached_responses(["k1", "k2", "k3"]) == {"k1": {"text": "hi"}, "k2": "plain"}
     catalog.start_run("run-1", "demo", {"n": 1}, "0.1")
     catalog.finish_run("run-1", "completed", {"records": 3})
     assert catalog.runs()[0][:3] == ("run-1", "demo", "completed")

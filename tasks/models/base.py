@@ -1,0 +1,213 @@
+"""The contract of each model role. Stages hold one of these, never a model library.
+
+Images cross every role boundary as encoded bytes (PNG or JPEG, as stored in the blob store): that is what the
+cache hashes, what an HTTP backend sends, and what a local backend decodes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol
+
+from schemas import Producer, canonical_json
+
+Image = bytes  # an encoded image (PNG/JPEG)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One chat turn; ``parts`` holds text (str) and images (bytes) in order."""
+
+    role: Literal["system", "user", "assistant"]
+    parts: tuple[str | Image, ...]
+
+    @staticmethod
+    def user(*parts: str | Image) -> Message:
+        return Message("user", tuple(parts))
+
+    @staticmethod
+    def system(text: str) -> Message:
+        return Message("system", (text,))
+
+    def text(self) -> str:
+        return "".join(p for p in self.parts if isinstance(p, str))
+
+
+@dataclass(frozen=True)
+class Generation:
+    """Decoding settings shared by every chat backend."""
+
+    max_tokens: int = 512
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int | None = 0
+    stop: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
+                "seed": self.seed, "stop": list(self.stop)}
+
+
+@dataclass
+class Backend(ABC):
+    """What every backend tells about itself: enough to name it in a record's producer and to key a cache."""
+
+    model: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    name: ClassVar[str] = ""  # set by each backend class
+    role: ClassVar[str] = ""  # set by each role class
+    # Settings that change how a backend runs but not what it answers (endpoints, concurrency, devices, secrets):
+    # left out of fingerprints and producers.
+    operational: ClassVar[frozenset[str]] = frozenset({"device", "batch_size"})
+
+    def output_params(self) -> dict[str, Any]:
+        return {k: v for k, v in sorted(self.params.items()) if k not in self.operational}
+
+    def fingerprint(self) -> str:
+        """Stable id of this backend and every setting that changes its output."""
+        return hashlib.sha256(canonical_json({"backend": self.name, "role": self.role, "model": self.model,
+                                              "params": self.output_params()}).encode()).hexdigest()
+
+    def producer(self, task: str, *, flow_run_id: str | None = None, prompt_template_version: str | None = None,
+                 **extra_params: Any) -> Producer:
+        return Producer(task=task, flow_run_id=flow_run_id, backend=self.name, model_id=self.model,
+                        params={**self.output_params(), **extra_params},
+                        prompt_template_version=prompt_template_version)
+
+
+class ResponseCache(Protocol):
+    def cached_responses(self, keys: list[str]) -> dict[str, Any]: ...
+
+    def cache_responses(self, entries: list[tuple[str, str, str | None, Any, Any]]) -> None: ...
+
+
+class ChatBackend(Backend):
+    """Chat with images. Answers are cached by ``cache`` (the catalog) when one is set, so a rerun asks nothing
+    twice and an interrupted run resumes where it stopped."""
+
+    role = "chat"
+    cache: ResponseCache | None = None
+
+    @abstractmethod
+    def generate_many(self, conversations: list[list[Message]], generation: Generation) -> list[str]:
+        """One completion per conversation, in order, without the cache."""
+
+    def cache_key(self, messages: list[Message], generation: Generation) -> str:
+        content = [[m.role, [p if isinstance(p, str) else {"image_sha256": image_sha256(p)} for p in m.parts]]
+                   for m in messages]
+        return hashlib.sha256(canonical_json({"backend": self.fingerprint(), "generation": generation.as_dict(),
+                                              "messages": content}).encode()).hexdigest()
+
+    def complete_many(self, conversations: list[list[Message]], generation: Generation = Generation()
+                      ) -> list[str]:
+        if self.cache is None:
+            return self.generate_many(conversations, generation)
+        keys = [self.cache_key(c, generation) for c in conversations]
+        found = self.cache.cached_responses(keys)
+        missing = [i for i, key in enumerate(keys) if key not in found]
+        if missing:
+            fresh = self.generate_many([conversations[i] for i in missing], generation)
+            self.cache.cache_responses([
+                (keys[i], self.name, self.model, {"generation": generation.as_dict(),
+                                                  "prompt": [m.text() for m in conversations[i]]}, text)
+                for i, text in zip(missing, fresh, strict=True)])
+            found.update({keys[i]: text for i, text in zip(missing, fresh, strict=True)})
+        return [found[key] for key in keys]
+
+    def complete(self, messages: list[Message], generation: Generation = Generation()) -> str:
+        return self.complete_many([messages], generation)[0]
+
+
+@dataclass(frozen=True)
+class EditRequest:
+    """What to change in an image. ``prompt`` is what a diffusion editor reads; ``strategy``, ``target`` and
+    ``box`` let an editor that does not read language (the offline one) find and change the same thing."""
+
+    prompt: str
+    strategy: Literal["color", "replace", "remove"] | None = None
+    target: str | None = None  # the object to change, e.g. "red cube"
+    box: tuple[int, int, int, int] | None = None  # x0, y0, x1, y1 of the target, when known
+    new_value: str | None = None  # the colour or object to change it into
+
+
+class ImageEditor(Backend):
+    role = "editor"
+
+    @abstractmethod
+    def edit(self, image: Image, request: EditRequest) -> Image: ...
+
+
+@dataclass(frozen=True)
+class Detection:
+    phrase: str
+    box: tuple[float, float, float, float]  # x0, y0, x1, y1 in pixels
+    score: float
+
+
+class Detector(Backend):
+    role = "detector"
+
+    @abstractmethod
+    def detect(self, image: Image, phrases: list[str]) -> list[Detection]: ...
+
+
+class Tagger(Backend):
+    role = "tagger"
+
+    @abstractmethod
+    def tag(self, image: Image) -> list[str]: ...
+
+
+class Embedder(Backend):
+    role = "embedder"
+
+    @abstractmethod
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        """Unit-length embeddings, one per text."""
+
+
+Aspect = Literal["attributes", "relations", "states"]
+
+
+class Scorer(Backend):
+    """0-5: how well a sentence covers what a reference phrase says, as EXPLORE-Bench scores attributes,
+    relations and key states."""
+
+    role = "scorer"
+
+    @abstractmethod
+    def score_many(self, pairs: list[tuple[str, str]], aspect: Aspect = "attributes") -> list[int]:
+        """One score per (sentence, phrase) pair."""
+
+    def score(self, sentence: str, phrase: str, aspect: Aspect = "attributes") -> int:
+        return self.score_many([(sentence, phrase)], aspect)[0]
+
+
+def image_sha256(image: Image) -> str:
+    return hashlib.sha256(image).hexdigest()
+
+
+def decode_image(image: Image) -> Any:
+    """Encoded bytes to an RGB PIL image."""
+    import io
+
+    from PIL import Image as PILImage
+
+    with PILImage.open(io.BytesIO(image)) as opened:
+        return opened.convert("RGB")
+
+
+def encode_png(picture: Any) -> Image:
+    """A PIL image or an RGB numpy array to PNG bytes."""
+    import io
+
+    from PIL import Image as PILImage
+
+    if not isinstance(picture, PILImage.Image):
+        picture = PILImage.fromarray(picture)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
+    return buffer.getvalue()

@@ -1,0 +1,157 @@
+"""Chat through any OpenAI-compatible server: vLLM, SGLang, LMDeploy, OpenAI itself.
+
+Requests go out concurrently (at most ``max_concurrency`` at once), each with a timeout; a 429, a 5xx, a timeout or
+a dropped connection is retried with exponential backoff (honouring ``Retry-After``) up to ``max_retries`` times.
+Images travel inline as base64 data URLs, so the server needs no access to the blob store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tasks.models.base import ChatBackend, Generation, Message
+
+RETRIED_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class ChatRequestError(RuntimeError):
+    pass
+
+
+def image_media_type(image: bytes) -> str:
+    if image.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if image.startswith(b"\xff\xd8"):
+        return "image/jpeg"
+    if image[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if image[:4] == b"RIFF" and image[8:12] == b"WEBP":
+        return "image/webp"
+    raise ValueError("image bytes are not PNG, JPEG, GIF or WebP")
+
+
+def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+    converted = []
+    for message in messages:
+        content = []
+        for part in message.parts:
+            if isinstance(part, str):
+                content.append({"type": "text", "text": part})
+            else:
+                url = f"data:{image_media_type(part)};base64,{base64.b64encode(part).decode()}"
+                content.append({"type": "image_url", "image_url": {"url": url}})
+        converted.append({"role": message.role, "content": content})
+    return converted
+
+
+@dataclass
+class OpenAIChat(ChatBackend):
+    """params: ``base_url`` (default http://127.0.0.1:8000/v1), ``api_key_env`` (default OPENAI_API_KEY),
+    ``max_concurrency`` (8), ``timeout_s`` (120), ``max_retries`` (5), ``backoff_s`` (1.0), ``extra_body`` ({})."""
+
+    name: ClassVar[str] = "openai"
+    operational: ClassVar[frozenset[str]] = frozenset({"base_url", "api_key_env", "max_concurrency", "timeout_s",
+                                                       "max_retries", "backoff_s", "batch_size", "device"})
+    api_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.model:
+            raise ValueError("the openai chat backend needs `model`, the name the server serves it under")
+        self.base_url = str(self.params.get("base_url", "http://127.0.0.1:8000/v1")).rstrip("/")
+        self.max_concurrency = int(self.params.get("max_concurrency", 8))
+        self.timeout_s = float(self.params.get("timeout_s", 120))
+        self.max_retries = int(self.params.get("max_retries", 5))
+        self.backoff_s = float(self.params.get("backoff_s", 1.0))
+        self.extra_body = dict(self.params.get("extra_body", {}))
+        key_env = str(self.params.get("api_key_env", "OPENAI_API_KEY"))
+        self._api_key = self.api_key or os.environ.get(key_env) or "EMPTY"  # vLLM accepts any key by default
+
+    def generate_many(self, conversations: list[list[Message]], generation: Generation) -> list[str]:
+        coroutine = self._all(conversations, generation)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(coroutine)
+        # Called from inside an event loop (a notebook, an async flow): run ours on a thread of its own.
+        result: dict[str, Any] = {}
+
+        def runner() -> None:
+            try:
+                result["value"] = asyncio.run(coroutine)
+            except BaseException as error:  # re-raised in the caller's thread
+                result["error"] = error
+
+        thread = threading.Thread(target=runner)
+        thread.start()
+        thread.join()
+        if "error" in result:
+            raise result["error"]
+        return result["value"]
+
+    async def _all(self, conversations: list[list[Message]], generation: Generation) -> list[str]:
+        import httpx
+
+        limit = asyncio.Semaphore(self.max_concurrency)
+        headers = {"Authorization": f"Bearer {self._api_key}"}
+        async with httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=self.timeout_s) as client:
+
+            async def one(index: int, messages: list[Message]) -> str:
+                async with limit:
+                    return await self._request(client, index, messages, generation)
+
+            return list(await asyncio.gather(*(one(i, c) for i, c in enumerate(conversations))))
+
+    async def _request(self, client: Any, index: int, messages: list[Message], generation: Generation) -> str:
+        import httpx
+
+        body: dict[str, Any] = {
+            "model": self.model, "messages": to_openai_messages(messages), "max_tokens": generation.max_tokens,
+            "temperature": generation.temperature, "top_p": generation.top_p, **self.extra_body,
+        }
+        if generation.seed is not None:
+            body["seed"] = generation.seed
+        if generation.stop:
+            body["stop"] = list(generation.stop)
+        last_problem = ""
+        for attempt in range(self.max_retries + 1):
+            retry_after: float | None = None
+            try:
+                response = await client.post("/chat/completions", json=body)
+            except (httpx.TimeoutException, httpx.TransportError) as error:
+                last_problem = f"{type(error).__name__}: {error}"
+            else:
+                if response.status_code == 200:
+                    return _content(response.json(), index)
+                last_problem = f"HTTP {response.status_code}: {response.text[:300]}"
+                if response.status_code not in RETRIED_STATUS:
+                    raise ChatRequestError(f"{self.base_url} refused conversation {index}: {last_problem}")
+                retry_after = _seconds(response.headers.get("retry-after"))
+            if attempt < self.max_retries:
+                delay = retry_after if retry_after is not None else self.backoff_s * 2 ** attempt
+                await asyncio.sleep(min(delay, 60.0) * (0.8 + 0.4 * random.random()))
+        raise ChatRequestError(f"{self.base_url}: conversation {index} failed after {self.max_retries + 1} "
+                               f"attempts; last: {last_problem}")
+
+
+def _content(payload: dict[str, Any], index: int) -> str:
+    try:
+        content = payload["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError):
+        raise ChatRequestError(f"conversation {index}: the server's answer has no choices[0].message.content: "
+                               f"{str(payload)[:300]}") from None
+    if isinstance(content, list):  # some servers answer with content parts
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return content or ""
+
+
+def _seconds(header: str | None) -> float | None:
+    try:
+        return float(header) if header is not None else None
+    except ValueError:
+        return None
