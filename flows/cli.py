@@ -24,9 +24,12 @@ app = typer.Typer(
 release_app = typer.Typer(help="Freeze, list, verify, compare and export releases.", no_args_is_help=True)
 records_app = typer.Typer(help="Look at records and where they came from.", no_args_is_help=True)
 config_app = typer.Typer(help="The effective configuration.", no_args_is_help=True)
+models_app = typer.Typer(help="Model backends by role: what is configured, and whether it answers.",
+                         no_args_is_help=True)
 app.add_typer(release_app, name="release")
 app.add_typer(records_app, name="records")
 app.add_typer(config_app, name="config")
+app.add_typer(models_app, name="models")
 
 console = Console()
 err = Console(stderr=True)
@@ -285,6 +288,44 @@ def records_stats() -> None:
     for (benchmark, kind, status), count in _storage().catalog.count_records().items():
         table.add_row(benchmark, kind, status, str(count))
     console.print(table)
+
+
+# -- models -----------------------------------------------------------------------------------------------
+
+
+@models_app.command("list")
+def models_list() -> None:
+    """Each role with its backend, model and parameters (configured, or the offline default)."""
+    from tasks.models.registry import describe
+
+    table = Table()
+    for column in ("role", "backend", "model", "params", "from"):
+        table.add_column(column)
+    for row in describe(_settings()):
+        table.add_row(row["role"], row["backend"] or "[dim]none[/dim]", row["model"] or "",
+                      json.dumps(row["params"]) if row["params"] else "",
+                      "config" if row["configured"] else ("default" if row["backend"] else ""))
+    console.print(table)
+
+
+@models_app.command("check")
+def models_check(role: Annotated[str, typer.Argument(
+        help="chat, editor, detector, tagger, embedder or scorer.")]) -> None:
+    """Load the backend configured for ROLE and put one small real request to it (uncached), printing the answer
+    and how long it took: the quickest way to see that a vLLM server or a checkpoint path is right."""
+    import time
+
+    from tasks.models.probe import probe
+
+    settings = _settings()
+    start = time.perf_counter()
+    try:
+        backend, answer = probe(settings, role)
+    except Exception as error:  # any failure here is the answer the user asked for
+        err.print(f"[red]{role}: failed[/red] {type(error).__name__}: {error}")
+        raise typer.Exit(1) from None
+    console.print(f"[green]{role} ok[/green] {backend.name} {backend.model or ''} in "
+                  f"{time.perf_counter() - start:.1f} s: {answer}")
 
 
 # -- configuration ----------------------------------------------------------------------------------------

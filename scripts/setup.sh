@@ -38,7 +38,7 @@ pip_install() {  # quiet on success; the whole log, less the index's location no
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 echo "installing Python packages into .venv (a few minutes on a fresh machine)"
-pip_install -e ".[dev]"
+pip_install -e ".[models,dev]"
 .venv/bin/benchwright --help >/dev/null
 echo "$want" > "$stamp"
 echo "benchwright is installed in .venv"

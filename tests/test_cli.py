@@ -92,3 +92,26 @@ def test_broken_config_is_one_clear_line(tmp_path, monkeypatch):
     (tmp_path / "benchwright.toml").write_text("[catalog]\nbatch_size = -3\n")
     result = invoke("config", "show")
     assert result.exit_code == 2 and "configuration error" in result.output and "batch_size" in result.output
+
+
+def test_models_list_and_check(tmp_path, monkeypatch):
+    from tests.chat_server import ScriptedChatServer
+
+    monkeypatch.chdir(tmp_path)
+    with ScriptedChatServer() as server:
+        server.script(("text", "a red cube"))
+        (tmp_path / "benchwright.toml").write_text(
+            f'[models.chat]\nbackend = "openai"\nmodel = "qwen-vl"\nparams = {{ base_url = "{server.url}" }}\n')
+        listed = invoke("models", "list")
+        assert listed.exit_code == 0
+        assert "qwen-vl" in listed.output and "opencv" in listed.output and "default" in listed.output
+        chat = invoke("models", "check", "chat")
+        assert chat.exit_code == 0 and "chat ok openai qwen-vl" in chat.output and "a red cube" in chat.output
+    for role, expected in (("detector", "('red cube', (20, 30, 60, 70), 1.0)"), ("tagger", "red cube"),
+                           ("editor", "edited image of"), ("embedder", "384-dimensional"), ("scorer", "of 5")):
+        result = invoke("models", "check", role)
+        assert result.exit_code == 0 and expected in result.output, (role, result.output)
+    (tmp_path / "benchwright.toml").write_text('[models.chat]\nbackend = "openai"\nmodel = "m"\n'
+                                               'params = { base_url = "http://127.0.0.1:9/v1", max_retries = 0 }\n')
+    down = invoke("models", "check", "chat")
+    assert down.exit_code == 1 and "chat: failed ChatRequestError" in down.output

@@ -64,7 +64,7 @@ WORDS = ["red", "green", "blue", "yellow", "cube", "ball", "bowl", "plate", "gri
 
 
 def _bert_vocab() -> dict[str, int]:
-    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + WORDS
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", *WORDS]
     return {token: index for index, token in enumerate(tokens)}
 
 
@@ -147,7 +147,7 @@ def build_instruct_pix2pix(folder: Path) -> Path:
                         up_block_types=["UpDecoderBlock2D", "UpDecoderBlock2D"], latent_channels=4,
                         norm_num_groups=4, sample_size=32)
     vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1, "!": 2}
-    for word in WORDS + ["make", "turn", "into", "remove", "change", "to"]:
+    for word in [*WORDS, "make", "turn", "into", "remove", "change", "to"]:
         vocab[f"{word}</w>"] = len(vocab)
     tokens = folder / "tokenizer_src"
     tokens.mkdir(exist_ok=True)

@@ -37,7 +37,7 @@ class Message:
 
 @dataclass(frozen=True)
 class Generation:
-    """Decoding settings shared by every chat backend."""
+    """Decoding settings shared by every chat backend (frozen, so one instance can be a default argument)."""
 
     max_tokens: int = 512
     temperature: float = 0.0
@@ -51,7 +51,7 @@ class Generation:
 
 
 @dataclass
-class Backend(ABC):
+class Backend(ABC):  # noqa: B024 - abstract as a family; each role class adds its abstract method
     """What every backend tells about itself: enough to name it in a record's producer and to key a cache."""
 
     model: str | None = None

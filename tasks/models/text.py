@@ -64,7 +64,7 @@ class EmbeddingScorer(Scorer):
         vectors = np.asarray(embedder.embed([t for pair in pairs for t in pair]))
         sentences, phrases = vectors[0::2], vectors[1::2]
         cosines = (sentences * phrases).sum(axis=1)
-        return [int(round(5 * max(0.0, min(1.0, float(c))))) for c in cosines]
+        return [round(5 * max(0.0, min(1.0, float(c)))) for c in cosines]
 
 
 SCORE_PROMPT_VERSION = "explore-score-v1"

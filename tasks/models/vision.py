@@ -80,7 +80,8 @@ class GroundingDinoDetector(Detector):
             text_threshold=float(self.params.get("text_threshold", 0.25)),
             target_sizes=[(picture.height, picture.width)])[0]
         detections = []
-        for score, box, label in zip(result["scores"], result["boxes"], result["text_labels"], strict=True):
+        # Past the threshold filter, transformers can return more labels than boxes: the boxes lead.
+        for score, box, label in zip(result["scores"], result["boxes"], result["text_labels"], strict=False):
             phrase = _closest_phrase(label, phrases)
             if phrase is not None:
                 detections.append(Detection(phrase=phrase, box=tuple(float(v) for v in box.tolist()),
@@ -220,7 +221,8 @@ class OpenCVEditor(ImageEditor):
                 wanted = (current + 90) % 180
             hue[target] = (hue[target] + (wanted - current)) % 180
             hsv[..., 0] = hue.astype(np.uint8)
-            return encode_png(cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB))
+            rgb[target] = cv2.cvtColor(hsv, cv2.COLOR_HSV2RGB)[target]  # the round trip is lossy: keep the rest
+            return encode_png(rgb)
         if request.strategy == "remove":
             grown = cv2.dilate(target.astype(np.uint8), np.ones((5, 5), np.uint8), iterations=2)
             return encode_png(cv2.inpaint(rgb, grown, 5, cv2.INPAINT_TELEA))
@@ -296,7 +298,7 @@ class DiffusersEditor(ImageEditor):
             device = resolve_device(self.params.get("device"))
             dtype = resolve_dtype(self.params.get("dtype"), device)
             pipeline_class = getattr(diffusers, str(self.params["pipeline_class"]))
-            self._pipeline = pipeline_class.from_pretrained(self.model, torch_dtype=dtype).to(device)
+            self._pipeline = pipeline_class.from_pretrained(self.model, dtype=dtype).to(device)
             self._pipeline.set_progress_bar_config(disable=True)
         return self._pipeline
 

@@ -1,0 +1,93 @@
+"""Offline backends compute what they claim, checked against scenes whose contents the test drew."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from schemas.config import ModelRole, Settings
+from tasks.models import classic_vision
+from tasks.models.base import EditRequest, decode_image, encode_png
+from tasks.models.registry import NoBackendConfiguredError, describe, load_backend
+
+RED_BOX = (30, 40, 80, 90)
+
+
+def drawn_scene() -> np.ndarray:
+    picture = np.full((160, 240, 3), (128, 120, 110), np.uint8)  # a dull table
+    x0, y0, x1, y1 = RED_BOX
+    cv2.rectangle(picture, (x0, y0), (x1 - 1, y1 - 1), (220, 30, 30), thickness=-1)
+    cv2.circle(picture, (160, 60), 25, (30, 60, 220), thickness=-1)
+    cv2.fillPoly(picture, [np.array([[120, 150], [170, 100], [220, 150]])], (40, 200, 60))
+    return picture
+
+
+def hsv(picture: np.ndarray) -> np.ndarray:
+    return cv2.cvtColor(picture, cv2.COLOR_RGB2HSV)
+
+
+def test_segmentation_names_colour_and_shape():
+    blobs = classic_vision.segment(drawn_scene())
+    assert sorted(b.name for b in blobs) == ["blue ball", "green triangle", "red cube"]
+    red = next(b for b in blobs if b.colour == "red")
+    assert red.box == RED_BOX and red.area == 50 * 50
+
+
+def test_classic_detector_and_tagger():
+    image = encode_png(drawn_scene())
+    detector = load_backend(Settings(), "detector")
+    found = detector.detect(image, ["red cube", "the blue bowl", "yellow cup", "something"])
+    assert [(d.phrase, d.score) for d in found] == [("red cube", 1.0), ("the blue bowl", 1.0)]
+    assert found[0].box == tuple(map(float, RED_BOX))
+    assert np.allclose(found[1].box, (135, 35, 186, 86), atol=2)  # the drawn circle's bounds
+    assert detector.detect(image, ["red ball"]) == []  # the red thing is square
+    tags = load_backend(Settings(), "tagger").tag(image)
+    assert {"red cube", "blue ball", "green triangle", "cube", "ball"} <= set(tags)
+
+
+def test_opencv_editor_changes_only_the_target():
+    image = encode_png(drawn_scene())
+    editor = load_backend(Settings(), "editor")
+    x0, y0, x1, y1 = RED_BOX
+    outside = np.ones((160, 240), bool)
+    outside[y0:y1, x0:x1] = False
+
+    recoloured = np.asarray(decode_image(editor.edit(image, EditRequest(
+        prompt="make the red cube green", strategy="color", target="red cube", new_value="green"))))
+    assert abs(int(np.median(hsv(recoloured)[y0:y1, x0:x1, 0])) - 60) <= 3
+    assert np.array_equal(recoloured[outside], drawn_scene()[outside])
+
+    removed = np.asarray(decode_image(editor.edit(image, EditRequest(
+        prompt="remove the red cube", strategy="remove", target="red cube"))))
+    assert "red cube" not in [b.name for b in classic_vision.segment(removed)]
+    assert np.abs(removed[y0:y1, x0:x1].astype(int) - (128, 120, 110)).mean() < 12  # table shows through
+
+    replaced = np.asarray(decode_image(editor.edit(image, EditRequest(
+        prompt="replace the red cube with a blue ball", strategy="replace", target="red cube",
+        new_value="blue ball"))))
+    names = [b.name for b in classic_vision.segment(replaced)]
+    assert "red cube" not in names and names.count("blue ball") == 2
+
+    boxed = np.asarray(decode_image(editor.edit(image, EditRequest(prompt="recolour", strategy="color",
+                                                                   box=RED_BOX))))
+    assert not np.array_equal(boxed[y0:y1, x0:x1], drawn_scene()[y0:y1, x0:x1])
+
+    seen = r"\(objects seen: green triangle, red cube, blue ball\)"
+    with pytest.raises(ValueError, match=rf"found no object matching 'purple bottle' {seen}"):
+        editor.edit(image, EditRequest(prompt="x", strategy="color", target="purple bottle"))
+
+
+def test_registry_defaults_errors_and_description():
+    settings = Settings()
+    with pytest.raises(NoBackendConfiguredError, match=r"\[models.chat\]"):
+        load_backend(settings, "chat")
+    with pytest.raises(KeyError, match="no detector backend named 'yolo'; detector backends: classic, grounding-dino"):
+        load_backend(Settings(models={"detector": ModelRole(backend="yolo")}), "detector")
+    with pytest.raises(KeyError, match="unknown model role"):
+        load_backend(settings, "painter")
+    with pytest.raises(ValueError, match="needs `model`"):
+        load_backend(Settings(models={"chat": ModelRole(backend="openai")}), "chat")
+    rows = {row["role"]: row for row in describe(settings)}
+    assert rows["chat"]["backend"] is None and rows["editor"]["backend"] == "opencv"
+    assert not rows["editor"]["configured"]
