@@ -91,3 +91,18 @@ def test_registry_defaults_errors_and_description():
     rows = {row["role"]: row for row in describe(settings)}
     assert rows["chat"]["backend"] is None and rows["editor"]["backend"] == "opencv"
     assert not rows["editor"]["configured"]
+
+
+def test_stage_tasks_take_the_gpu_tag_from_their_roles():
+    from prefect import task
+
+    from tasks.models.registry import with_role_tags
+
+    @task(tags=["progress"])
+    def edit_images() -> None:
+        pass
+
+    on_gpu = Settings(models={"editor": ModelRole(backend="diffusers", model="/m", params={"device": "cuda:0"})})
+    assert with_role_tags(edit_images, on_gpu, "editor", "detector").tags == {
+        "progress", "gpu", "model:editor", "model:detector"}
+    assert with_role_tags(edit_images, Settings(), "editor").tags == {"progress", "model:editor"}

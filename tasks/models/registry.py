@@ -114,3 +114,12 @@ def describe(settings: Settings) -> list[dict[str, Any]]:
                      "model": config.model if config else None, "params": dict(config.params) if config else {},
                      "configured": role in settings.models})
     return rows
+
+
+def with_role_tags(task: Any, settings: Settings, *roles: str) -> Any:
+    """``task`` carrying the tags of the roles it runs (see ``prefect_tags``), for stages to call instead of
+    ``task`` itself: ``with_role_tags(edit_images, settings, "editor")(...)``."""
+    tags: set[str] = set(task.tags)
+    for role in roles:
+        tags |= prefect_tags(settings, role)
+    return task.with_options(tags=tags)
