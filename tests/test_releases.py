@@ -138,3 +138,23 @@ def test_only_if_changed_reuses_an_identical_release(storage, released):
     changed = create_release(storage.catalog, storage.blobs, "progress-demo", selection=selection,
                              only_if_changed=True)
     assert changed.version == 2 and len(changed.records) == 4
+
+
+def test_release_round_trip_on_s3(s3_endpoint, catalog, tmp_path):
+    import boto3
+
+    from storage import S3BlobStore
+
+    boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket="releases")
+    storage = Storage(catalog, S3BlobStore("releases", "bw", endpoint_url=s3_endpoint))
+    records = [demo_with_frame(storage, i) for i in range(3)]
+    storage.catalog.put_records(records)
+    storage.catalog.set_status([r.id for r in records], Status.ACCEPTED)
+    create_release(storage.catalog, storage.blobs, "on-s3")
+    assert verify_release(storage.catalog, storage.blobs, "on-s3").ok
+    target = export_release(storage.catalog, storage.blobs, "on-s3", tmp_path / "out")
+    assert sorted(p.read_bytes() for p in (target / "blobs").iterdir()) == [f"jpeg bytes {i}".encode()
+                                                                          for i in range(3)]
+    victim = records[1].blobs[0].sha256
+    storage.blobs.client.put_object(Bucket="releases", Key=storage.blobs.key_for(victim), Body=b"swapped")
+    assert verify_release(storage.catalog, storage.blobs, "on-s3").corrupt_blobs == [victim]
