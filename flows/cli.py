@@ -117,6 +117,34 @@ def run(
         console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
 
 
+@app.command("sample-world")
+def sample_world(
+    folder: Annotated[Path, typer.Argument(help="Where to write one folder per episode.")],
+    episodes: Annotated[int, typer.Option(help="How many episodes; task types take turns.")] = 14,
+    seed: Annotated[int, typer.Option(help="Seed of the first episode; the next ones count up.")] = 0,
+    cameras: Annotated[str, typer.Option(help="Comma-separated: top, front, side, ego.")] = "top,front,side",
+    width: Annotated[int, typer.Option(help="Frame width in pixels.")] = 320,
+    height: Annotated[int, typer.Option(help="Frame height in pixels.")] = 240,
+) -> None:
+    """Render the bundled sample world: seeded tabletop episodes (pick-and-place, stacking, unstacking, pushing,
+    insertion, gathering, swapping) filmed by several cameras, each with episode.json holding the key steps and
+    the true object states of every frame."""
+    from tasks.sources.sample_world import CAMERAS, TASK_TYPES, generate_episode, write_episode
+
+    chosen = tuple(c.strip() for c in cameras.split(",") if c.strip())
+    unknown = [c for c in chosen if c not in CAMERAS]
+    if unknown:
+        err.print(f"[red]error:[/red] unknown camera(s) {', '.join(unknown)}; cameras: {', '.join(CAMERAS)}")
+        raise typer.Exit(2)
+    with _progress() as progress:
+        bar = progress.add_task("rendering episodes", total=episodes)
+        for index in range(episodes):
+            episode = generate_episode(seed + index, TASK_TYPES[index % len(TASK_TYPES)])
+            write_episode(episode, folder, cameras=chosen, size=(width, height))
+            progress.advance(bar)
+    console.print(f"wrote {episodes} episodes with cameras {', '.join(chosen)} to {folder}")
+
+
 @app.command()
 def runs(limit: Annotated[int, typer.Option(help="How many of the newest runs to list.")] = 20) -> None:
     """List recent flow runs recorded in the catalog."""

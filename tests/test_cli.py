@@ -115,3 +115,15 @@ def test_models_list_and_check(tmp_path, monkeypatch):
                                                'params = { base_url = "http://127.0.0.1:9/v1", max_retries = 0 }\n')
     down = invoke("models", "check", "chat")
     assert down.exit_code == 1 and "chat: failed ChatRequestError" in down.output
+
+
+def test_sample_world_command_writes_episodes(tmp_path):
+    result = invoke("sample-world", str(tmp_path / "world"), "--episodes", "3", "--cameras", "top,ego",
+                    "--width", "96", "--height", "72")
+    assert result.exit_code == 0, result.output
+    folders = sorted(p.name for p in (tmp_path / "world").iterdir())
+    assert folders == ["sample-pick_place-00000", "sample-stack-00001", "sample-unstack-00002"]
+    assert sorted(p.name for p in (tmp_path / "world" / folders[0]).iterdir()) == ["ego.mp4", "episode.json",
+                                                                                  "top.mp4"]
+    bad = invoke("sample-world", str(tmp_path / "w2"), "--cameras", "roof")
+    assert bad.exit_code == 2 and "unknown camera(s) roof" in bad.output

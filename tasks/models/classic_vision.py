@@ -102,13 +102,14 @@ def _outline(mask: Any) -> str:
 
 
 def phrase_match(blob: Blob, phrase: str) -> float:
-    """How well a phrase names a blob: 1.0 colour and shape, 0.6 one of them with no contradiction, else 0."""
+    """How well a phrase names a blob: 1.0 colour and shape, 0.6 one of them with no contradiction, else 0.
+    A blob whose outline has no name (an oblique view of a cube, say) contradicts no shape word."""
     words = {w.strip(".,;:!?").lower() for w in phrase.split()}
     colours = words & set(HUE_CENTRES)
     shapes = {shape for shape, synonyms in SHAPE_WORDS.items() if words & synonyms}
     colour_ok = blob.colour in colours
     shape_ok = blob.shape in shapes
-    if (colours and not colour_ok) or (shapes and not shape_ok) or not (colours or shapes):
+    if (colours and not colour_ok) or (shapes and not shape_ok and blob.shape != "other") or not (colours or shapes):
         return 0.0
     return 1.0 if colour_ok and shape_ok else 0.6
 
