@@ -1,19 +1,42 @@
-"""PROGRESS-BENCH build flow: today the published records; the construction stages join here."""
+"""PROGRESS-BENCH build flow: construct from episodes with key steps (the sample world by default), and import the
+published benchmark files so they can be evaluated beside what we build."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from prefect import flow
 
 from flows.runtime import current_flow_run_id
 from schemas.config import Settings, load_settings
+from tasks.progress.construct import construct_progress
+from tasks.progress.sampling import SamplingPlan
 from tasks.sources.progress_published import SAMPLE_DIR, import_progress_published
+from tasks.sources.tasks import render_sample_world
+
+SAMPLE_CAMERAS = ("front", "top", "side")
 
 
 @flow(name="build-progress")
-def build_progress(settings: Settings | None = None, published_dir: str | None = None) -> dict[str, int]:
-    """Import the published PROGRESS-BENCH files (the bundled sample unless ``published_dir`` is given)."""
+def build_progress(settings: Settings | None = None, published_dir: str | None = None,
+                   episodes_dir: str | None = None, sample_episodes: int = 7, sample_seed: int = 0,
+                   interval_per_segment: int = 2, boundary_offsets: tuple[float, ...] = (0.1,),
+                   demo_camera: str = "front", cross_cameras: tuple[str, ...] = ("top", "side")) -> dict[str, Any]:
+    """Build PROGRESS-BENCH records.
+
+    ``episodes_dir``: folder of episode folders (default: the sample world, rendered under the data folder on first
+    use with ``sample_episodes`` episodes). ``published_dir``: the published .jsonl files (default: the bundled
+    sample of them).
+    """
     settings = settings or load_settings()
-    folder = Path(published_dir) if published_dir else SAMPLE_DIR
-    return import_progress_published(settings, str(folder), current_flow_run_id())
+    run_id = current_flow_run_id()
+    if episodes_dir is None:
+        episodes_dir = str(Path(settings.catalog.path).parent / "sources" / "sample-world")
+        render_sample_world(episodes_dir, sample_episodes, sample_seed, SAMPLE_CAMERAS, (320, 240))
+    plan = SamplingPlan(interval_per_segment=interval_per_segment, boundary_offsets=tuple(boundary_offsets),
+                        demo_camera=demo_camera, cross_cameras=tuple(cross_cameras))
+    constructed = construct_progress(settings, episodes_dir, plan, run_id)
+    published = import_progress_published(settings, str(Path(published_dir) if published_dir else SAMPLE_DIR),
+                                          run_id)
+    return {"constructed": constructed, "published": published}

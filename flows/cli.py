@@ -82,6 +82,11 @@ def run(
     progress_published: Annotated[Path | None, typer.Option(
         help="Folder with the published PROGRESS-BENCH .jsonl files; default: the bundled sample.",
         exists=True, file_okay=False)] = None,
+    progress_episodes: Annotated[Path | None, typer.Option(
+        help="Folder of episode folders (episode.json + one video per camera) to build PROGRESS-BENCH from; "
+             "default: the sample world, rendered under the data folder on first use.",
+        exists=True, file_okay=False)] = None,
+    sample_episodes: Annotated[int, typer.Option(help="Sample-world episodes to render when none are given.")] = 7,
     release_prefix: Annotated[str, typer.Option(help="Releases are named <prefix>-<benchmark>.")] = "benchwright",
     export: Annotated[bool, typer.Option(help="Export each release to the configured export folder.")] = True,
 ) -> None:
@@ -101,19 +106,23 @@ def run(
     with console.status("running the main job (starting Prefect can take ~20 s)..."):
         summary = main_job(settings=settings,
                            progress_published_dir=str(progress_published) if progress_published else None,
-                           release_prefix=release_prefix, export_release=export)
+                           progress_episodes_dir=str(progress_episodes) if progress_episodes else None,
+                           sample_episodes=sample_episodes, release_prefix=release_prefix, export_release=export)
     table = Table(title=f"main job {summary['run_id']}")
-    for column in ("benchmark", "rows read", "records", "new", "quarantined", "release"):
+    for column in ("benchmark", "source", "read", "records", "new", "quarantined"):
         table.add_column(column)
-    for benchmark, built in summary["built"].items():
-        release = summary["releases"].get(benchmark, {})
-        table.add_row(benchmark, str(built.get("rows", "")), str(built.get("records", "")), str(built.get("new", "")),
-                      str(built.get("quarantined", "")), release.get("tag", ""))
+    quarantined = 0
+    for benchmark, sources in summary["built"].items():
+        for source, counts in sources.items():
+            quarantined += counts.get("quarantined", 0)
+            read = counts.get("rows", counts.get("episodes", ""))
+            table.add_row(benchmark, source, str(read), str(counts.get("records", "")), str(counts.get("new", "")),
+                          str(counts.get("quarantined", "")))
     console.print(table)
     for release in summary["releases"].values():
-        if release.get("export"):
-            console.print(f"{release['tag']} exported to {release['export']}")
-    if any(built.get("quarantined") for built in summary["built"].values()):
+        console.print(f"release {release['tag']}" + (f", exported to {release['export']}" if release.get("export")
+                                                     else ""))
+    if quarantined:
         console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
 
 

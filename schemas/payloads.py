@@ -59,6 +59,8 @@ class Observation(Payload):
     progress_score: float | None = Field(default=None, ge=0, le=1)  # None when unanswerable
     negative: Literal["text", "visual"] | None = None  # how an unanswerable sample was made
     camera_combination: str | None = None
+    strategy: Literal["interval", "boundary"] | None = None  # how the frame was sampled (constructed samples)
+    source_frame: int | None = None  # index of the observed frame in its video (constructed samples)
 
 
 @register_payload

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 
 from schemas.config import Settings
 from schemas.records import BlobRef
@@ -18,12 +20,27 @@ class Storage:
 
     catalog: Catalog
     blobs: BlobStore
+    _pending: list[tuple[str, int, str]] | None = field(default=None, repr=False)
 
     def put_blob(self, data: bytes, *, role: str, media_type: str) -> BlobRef:
         """Write bytes to the blob store and register their size and type in the catalog."""
         sha = self.blobs.put(data)
-        self.catalog.put_blob_meta([(sha, len(data), media_type)])
+        if self._pending is not None:
+            self._pending.append((sha, len(data), media_type))
+        else:
+            self.catalog.put_blob_meta([(sha, len(data), media_type)])
         return BlobRef(sha256=sha, role=role, media_type=media_type)
+
+    @contextmanager
+    def batched_blob_meta(self) -> Iterator[None]:
+        """Register the blobs put inside the block in one catalog write at its end (one transaction, not one
+        per blob). The blobs themselves are written at once, so nothing is lost if the block fails."""
+        self._pending = []
+        try:
+            yield
+        finally:
+            pending, self._pending = self._pending, None
+            self.catalog.put_blob_meta(pending)
 
 
 def open_storage(settings: Settings) -> Storage:

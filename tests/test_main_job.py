@@ -34,7 +34,8 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     with open(sources / "visual_same_view.jsonl", "a") as handle:
         handle.write('{"id": "broken", "task_goal": "x"\n')
 
-    first = _run(["run", "--progress-published", str(sources)], tmp_path)
+    args = ["run", "--progress-published", str(sources), "--sample-episodes", "2"]
+    first = _run(args, tmp_path)
     assert first.returncode == 0, first.stderr
     assert "benchwright-progress@1" in first.stdout
     assert "quarantined input" in first.stdout
@@ -49,7 +50,7 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     assert runs[0][2] == "completed"
     assert json.loads(runs[0][5])["releases"]["progress"]["tag"] == "benchwright-progress@1"
 
-    second = _run(["run", "--progress-published", str(sources)], tmp_path)
+    second = _run(args, tmp_path)
     assert second.returncode == 0, second.stderr
     assert catalog.query("SELECT count(*), count(DISTINCT id) FROM records")[0] == (stored, stored)
     assert "benchwright-progress@1" in second.stdout and "@2" not in second.stdout
@@ -58,6 +59,10 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     rows = [json.loads(line) for line in (exported / "records.jsonl").read_text().splitlines()]
     assert len(rows) == stored - 1  # everything accepted, the quarantined line left out
     assert (exported / "records.parquet").stat().st_size > 0
+    constructed = [row for row in rows if row["kind"] == "observation" and row["payload"]["source_frame"] is not None]
+    assert {row["payload"]["view"] for row in constructed} == {"same", "cross"}
+    assert all((exported / row["files"][0]).read_bytes()[:2] == b"\xff\xd8" for row in constructed)  # JPEG frames
+    assert len(list((tmp_path / "data" / "sources" / "sample-world").iterdir())) == 2
 
     verify = _run(["release", "verify", "benchwright-progress@1"], tmp_path)
     assert verify.returncode == 0 and "ok benchwright-progress@1" in verify.stdout

@@ -1,0 +1,1 @@
+"""PROGRESS-BENCH construction stages (ProgressLM, Sec. 2.1 and App. A-B)."""

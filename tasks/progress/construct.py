@@ -1,0 +1,165 @@
+"""From an episode with key steps to PROGRESS-BENCH records: trajectories, visual and text demos, and same-view,
+cross-view and text-demo observations with interpolated progress.
+
+Every frame a record shows is decoded from its video by seeking and stored as a JPEG blob. Answerable samples are
+built from key-step ground truth and need no human filter, so they are accepted with that reason; only the visual
+negatives go to people.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NONE
+
+from schemas import Benchmark, BlobRef, Demo, Observation, Producer, Record, Status, Trajectory, make_record
+from schemas.config import Settings
+from storage import Storage, open_storage
+from tasks.progress.sampling import (
+    ProgressSample,
+    SamplingPlan,
+    closest_reference,
+    closest_text_step,
+    percent_delta,
+    segment_samples,
+)
+from tasks.quarantine import quarantine
+from tasks.sources.episodes import EpisodeError, EpisodeSource, load_sample_episode
+from tasks.sources.video import VideoError, encode_jpeg, read_frames
+
+CONSTRUCTED = "constructed from key-step ground truth; answerable samples need no human filter"
+
+
+@dataclass
+class EpisodeBuild:
+    records: list[Record] = field(default_factory=list)
+    quarantined: list[Record] = field(default_factory=list)
+
+
+def frame_name(camera: str, frame: int) -> str:
+    return f"{camera}_{frame:04d}.jpg"
+
+
+def build_episode(source: EpisodeSource, storage: Storage, producer: Producer, plan: SamplingPlan) -> EpisodeBuild:
+    """All records of one episode; cameras that cannot be used are quarantined and the rest is built."""
+    build = EpisodeBuild()
+
+    def reject(locator: str, reason: str) -> None:
+        build.quarantined.append(quarantine(benchmark=Benchmark.PROGRESS, source=source.data_source,
+                                            locator=locator, reason=reason, raw="", producer=producer))
+
+    for camera, reason in source.broken_cameras.items():
+        reject(f"{source.id}/{camera}", reason)
+    if plan.demo_camera not in source.videos:
+        reject(source.id, f"the demo camera {plan.demo_camera!r} has no usable video; cameras: "
+                          f"{', '.join(source.videos) or 'none'}")
+        return build
+    samples = segment_samples(source.key_frames, plan)
+    cross = [c for c in plan.cross_cameras if c in source.videos and c != plan.demo_camera]
+    try:
+        frames = {plan.demo_camera: read_frames(source.videos[plan.demo_camera],
+                                                source.key_frames + [s.frame for s in samples])}
+    except VideoError as error:
+        reject(f"{source.id}/{plan.demo_camera}", str(error))
+        return build
+    for camera in cross:
+        try:
+            frames[camera] = read_frames(source.videos[camera], [s.frame for s in samples])
+        except VideoError as error:
+            reject(f"{source.id}/{camera}", str(error))
+    cross = [c for c in cross if c in frames]
+
+    def blob(camera: str, frame: int, role: str) -> Any:
+        return storage.put_blob(encode_jpeg(frames[camera][frame]), role=role, media_type="image/jpeg")
+
+    trajectories = {}
+    for camera, path in source.videos.items():
+        video = storage.blobs.put_file(path)
+        storage.catalog.put_blob_meta([(video, path.stat().st_size, "video/mp4")])
+        trajectories[camera] = make_record(
+            Trajectory(source=source.data_source, source_id=source.id, task_goal=source.goal,
+                       steps=[s.text for s in source.key_steps],
+                       step_times=[round(s.frame / source.fps, 3) for s in source.key_steps],
+                       frame_names=[frame_name(camera, k) for k in source.key_frames], camera=camera,
+                       meta={"key_frames": source.key_frames, "n_frames": source.n_frames, "fps": source.fps,
+                             **{k: v for k, v in source.meta.items() if k != "objects"}}),
+            benchmark=Benchmark.PROGRESS, producer=producer,
+            blobs=[BlobRef(sha256=video, role="video", media_type="video/mp4")],
+            status=Status.ACCEPTED, status_reason=CONSTRUCTED)
+    demo_trajectory = trajectories[plan.demo_camera]
+    steps = len(source.key_steps)
+    visual = make_record(
+        Demo(trajectory_id=source.id, modality="visual", task_goal=source.goal,
+             steps=[frame_name(plan.demo_camera, k) for k in source.key_frames], total_steps=steps,
+             data_source=source.data_source),
+        benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo_trajectory.id],
+        blobs=[blob(plan.demo_camera, k, f"demo_{i}") for i, k in enumerate(source.key_frames)],
+        status=Status.ACCEPTED, status_reason=CONSTRUCTED)
+    text = make_record(
+        Demo(trajectory_id=source.id, modality="text", task_goal=source.goal,
+             steps=[s.text for s in source.key_steps], total_steps=steps, data_source=source.data_source),
+        benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo_trajectory.id],
+        status=Status.ACCEPTED, status_reason=CONSTRUCTED)
+    build.records += [*trajectories.values(), visual, text]
+    for sample in samples:
+        build.records += _observations(sample, steps, plan.demo_camera, cross, visual, text, blob, producer)
+    return build
+
+
+def _observations(sample: ProgressSample, steps: int, demo_camera: str, cross: list[str], visual: Record,
+                  text: Record, blob: Any, producer: Producer) -> list[Record]:
+    reference = closest_reference(sample)
+    text_reference = closest_text_step(sample, steps)
+    common = {"answerable": True, "progress_score": round(sample.progress, 4), "strategy": sample.strategy,
+              "source_frame": sample.frame}
+    seen = blob(demo_camera, sample.frame, "observation")
+    records = [
+        make_record(Observation(demo_id=visual.id, frame=frame_name(demo_camera, sample.frame), view="same",
+                                closest_idx=reference,
+                                delta=percent_delta(sample.progress, (reference - 1) / steps), **common),
+                    benchmark=Benchmark.PROGRESS, producer=producer, parents=[visual.id], blobs=[seen],
+                    status=Status.ACCEPTED, status_reason=CONSTRUCTED),
+        make_record(Observation(demo_id=text.id, frame=frame_name(demo_camera, sample.frame), view="same",
+                                closest_idx=text_reference,
+                                delta=percent_delta(sample.progress, text_reference / steps), **common),
+                    benchmark=Benchmark.PROGRESS, producer=producer, parents=[text.id], blobs=[seen],
+                    status=Status.ACCEPTED, status_reason=CONSTRUCTED),
+    ]
+    for camera in cross:
+        records.append(make_record(
+            Observation(demo_id=visual.id, frame=frame_name(camera, sample.frame), view="cross",
+                        closest_idx=reference, delta=percent_delta(sample.progress, (reference - 1) / steps),
+                        camera_combination=f"{demo_camera}+{camera}", **common),
+            benchmark=Benchmark.PROGRESS, producer=producer, parents=[visual.id],
+            blobs=[blob(camera, sample.frame, "observation")], status=Status.ACCEPTED, status_reason=CONSTRUCTED))
+    return records
+
+
+def build_folder(folder: Path, storage: Storage, producer: Producer, plan: SamplingPlan,
+                 run_id: str | None = None) -> dict[str, int]:
+    """Build every episode folder under ``folder``, writing each episode's records as soon as it is done, so an
+    interrupted run keeps what it finished and a rerun adds only the rest."""
+    counts = {"episodes": 0, "records": 0, "new": 0, "quarantined": 0}
+    for episode_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+        counts["episodes"] += 1
+        try:
+            with storage.batched_blob_meta():
+                built = build_episode(load_sample_episode(episode_dir), storage, producer, plan)
+        except EpisodeError as error:
+            built = EpisodeBuild(quarantined=[quarantine(benchmark=Benchmark.PROGRESS, source=str(folder),
+                                                         locator=episode_dir.name, reason=str(error), raw="",
+                                                         producer=producer)])
+        counts["records"] += len(built.records)
+        counts["quarantined"] += len(built.quarantined)
+        counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
+    return counts
+
+
+@task(name="construct-progress", cache_policy=NONE)
+def construct_progress(settings: Settings, folder: str, plan: SamplingPlan, run_id: str | None) -> dict[str, int]:
+    producer = Producer(task="construct-progress", flow_run_id=run_id,
+                        params={"folder": folder, "plan": plan.__dict__})
+    return build_folder(Path(folder), open_storage(settings), producer, plan, run_id)

@@ -1,0 +1,73 @@
+"""Decode just the frames a stage needs from a video, by seeking, never the whole clip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+class VideoError(ValueError):
+    """A video that cannot be opened or lacks a requested frame; the message names the file and the frame."""
+
+
+def video_info(path: Path) -> tuple[int, float, tuple[int, int]]:
+    """(frame count, frames per second, (width, height)); raises VideoError when the file is not a readable video."""
+    import cv2
+
+    if not path.is_file():
+        raise VideoError(f"{path}: no such video")
+    capture = cv2.VideoCapture(str(path))
+    try:
+        count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+        if not capture.isOpened() or count <= 0:
+            raise VideoError(f"{path}: not a readable video")
+        ok, _ = capture.read()
+        if not ok:
+            raise VideoError(f"{path}: the first frame cannot be decoded")
+        size = (int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        return count, float(capture.get(cv2.CAP_PROP_FPS)), size
+    finally:
+        capture.release()
+
+
+def read_frames(path: Path, indices: list[int]) -> dict[int, Any]:
+    """RGB arrays of the given frames. Frames are visited in order; a short gap is read through (cheaper than a
+    seek for inter-coded video), a long one is seeked."""
+    import cv2
+
+    wanted = sorted(set(indices))
+    if not wanted:
+        return {}
+    count, _, _ = video_info(path)
+    if wanted[0] < 0 or wanted[-1] >= count:
+        raise VideoError(f"{path}: frame {wanted[-1] if wanted[-1] >= count else wanted[0]} is outside its "
+                         f"{count} frames")
+    capture = cv2.VideoCapture(str(path))
+    frames: dict[int, Any] = {}
+    position = 0
+    try:
+        for index in wanted:
+            if index - position > 12 or index < position:
+                capture.set(cv2.CAP_PROP_POS_FRAMES, index)
+                position = index
+            while position < index:
+                if not capture.grab():
+                    raise VideoError(f"{path}: frame {position} cannot be decoded (truncated?)")
+                position += 1
+            ok, bgr = capture.read()
+            if not ok:
+                raise VideoError(f"{path}: frame {index} cannot be decoded (truncated?)")
+            position += 1
+            frames[index] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    finally:
+        capture.release()
+    return frames
+
+
+def encode_jpeg(rgb: Any, quality: int = 92) -> bytes:
+    import cv2
+
+    ok, data = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not ok:
+        raise ValueError("JPEG encoding failed")
+    return data.tobytes()

@@ -1,0 +1,152 @@
+"""PROGRESS-BENCH construction checked against the sample world's known states."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from schemas import Producer
+from tasks.progress.construct import build_folder
+from tasks.progress.sampling import (
+    SamplingPlan,
+    closest_reference,
+    closest_text_step,
+    percent_delta,
+    segment_samples,
+)
+from tasks.sources.sample_world import generate_episode, render, write_episode
+from tasks.sources.video import read_frames
+
+SIZE = (160, 120)
+PLAN = SamplingPlan(interval_per_segment=2, boundary_offsets=(0.1,), demo_camera="front", cross_cameras=("top",))
+PRODUCER = Producer(task="test-construct")
+
+
+def test_interpolation_is_exact_for_the_frame_taken():
+    key_frames = [0, 10, 31, 33]
+    samples = segment_samples(key_frames, PLAN)
+    assert [s.frame for s in samples] == [1, 3, 7, 9, 12, 17, 24, 29, 32]
+    for sample in samples:
+        start, end = key_frames[sample.segment], key_frames[sample.segment + 1]
+        assert start < sample.frame < end
+        assert sample.progress == pytest.approx((sample.segment + (sample.frame - start) / (end - start)) / 3)
+    strategies = {s.frame: s.strategy for s in samples}
+    assert strategies[3] == "interval" and strategies[1] == "boundary" and strategies[32] == "interval"
+    early, late = samples[0], samples[3]  # delta 0.1 and 0.9 in segment 0
+    assert closest_reference(early) == 1 and closest_reference(late) == 2
+    assert closest_text_step(early, 3) == 1 and closest_text_step(samples[-1], 3) == 2  # a tie goes earlier
+    assert percent_delta(0.4333, 1 / 3) == 10
+    with pytest.raises(ValueError, match="at least one key step"):
+        segment_samples([0], PLAN)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("world")
+    episodes = [generate_episode(seed, task) for seed, task in ((1, "pick_place"), (2, "stack"))]
+    for episode in episodes:
+        write_episode(episode, folder, cameras=("front", "top"), size=SIZE)
+    return folder, {e.id: e for e in episodes}
+
+
+def test_records_agree_with_the_world(world, storage):
+    folder, episodes = world
+    counts = build_folder(folder, storage, PRODUCER, PLAN)
+    assert counts["quarantined"] == 0 and counts["new"] == counts["records"]
+    catalog = storage.catalog
+    for episode in episodes.values():
+        key_frames = [0, *(s.frame for s in episode.key_steps)]
+        steps = len(episode.key_steps)
+        demos = {d.payload["modality"]: d for d in catalog.find_records(kind="demo")
+                 if d.payload["trajectory_id"] == episode.id}
+        visual, text = demos["visual"], demos["text"]
+        assert text.payload["steps"] == [s.text for s in episode.key_steps]
+        assert visual.payload["total_steps"] == steps and len(visual.blobs) == steps + 1
+        observations = [o for o in catalog.find_records(kind="observation") if o.parents[0] in (visual.id, text.id)]
+        samples = segment_samples(key_frames, PLAN)
+        assert len(observations) == 3 * len(samples)  # same view, cross view, text demo
+        for record in observations:
+            obs = record.typed()
+            sample = next(s for s in samples if s.frame == obs.source_frame)
+            assert obs.progress_score == pytest.approx(sample.progress, abs=1e-4)
+            if record.parents[0] == visual.id:
+                nearest = min(range(len(key_frames)), key=lambda i: (abs(key_frames[i] - obs.source_frame), i))
+                assert obs.closest_idx == nearest + 1
+            camera = "top" if obs.view == "cross" else "front"
+            assert obs.frame == f"{camera}_{obs.source_frame:04d}.jpg"
+            assert obs.camera_combination == ("front+top" if obs.view == "cross" else None)
+            stored = np.asarray(__import__("PIL.Image", fromlist=["Image"]).open(
+                storage.blobs.path_for(record.blobs[0].sha256)).convert("RGB"), int)
+            truth = render(episode, obs.source_frame, camera, SIZE).astype(int)
+            assert np.abs(stored - truth).mean() < 8  # the right frame of the right camera
+        cross = [o.typed() for o in observations if o.payload["view"] == "cross"]
+        same = {o.payload["source_frame"]: o.typed() for o in observations
+                if o.payload["view"] == "same" and o.parents[0] == visual.id}
+        for obs in cross:  # the same instant, seen from the other camera
+            assert same[obs.source_frame].progress_score == obs.progress_score
+    assert build_folder(folder, storage, PRODUCER, PLAN)["new"] == 0
+
+
+def test_bad_episodes_are_quarantined_and_the_rest_built(world, tmp_path, storage):
+    source, episodes = world
+    folder = tmp_path / "world"
+    shutil.copytree(source, folder)
+    first, second = sorted(episodes)
+    truncated = folder / first / "top.mp4"
+    truncated.write_bytes(truncated.read_bytes()[: truncated.stat().st_size // 3])
+    manifest_path = folder / second / "episode.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["key_steps"][1]["frame"] = manifest["key_steps"][0]["frame"] - 5
+    manifest_path.write_text(json.dumps(manifest))
+    (folder / "ep-broken").mkdir()
+    (folder / "ep-broken" / "episode.json").write_text("{not json")
+    counts = build_folder(folder, storage, PRODUCER, PLAN)
+    assert counts["episodes"] == 3 and counts["quarantined"] == 3
+    reasons = sorted(r.status_reason for r in storage.catalog.find_records(kind="quarantined_input"))
+    assert any(f"{first}/top" in r and "top.mp4: not a readable video" in r for r in reasons)
+    assert any(f"{second}: key step 2 ends at frame" in r and "out of order" in r for r in reasons)
+    assert any("ep-broken" in r and "unreadable episode manifest" in r for r in reasons)
+    built = storage.catalog.find_records(kind="observation")
+    assert built and all(o.payload["view"] == "same" for o in built)  # the first episode, without its top view
+
+
+@pytest.mark.parametrize(("edit", "reason"), [
+    (lambda m: m["key_steps"][-1].update(frame=m["n_frames"] + 3), "past the video's last frame"),
+    (lambda m: m["key_steps"][0].update(text="  "), "key step 1 has empty text"),
+])
+def test_key_step_problems_are_named(world, tmp_path, storage, edit, reason):
+    source, episodes = world
+    name = sorted(episodes)[0]
+    shutil.copytree(source / name, tmp_path / "w" / name)
+    manifest_path = tmp_path / "w" / name / "episode.json"
+    manifest = json.loads(manifest_path.read_text())
+    edit(manifest)
+    manifest_path.write_text(json.dumps(manifest))
+    (tmp_path / "w" / name / "front.mp4").unlink()
+    counts = build_folder(tmp_path / "w", storage, PRODUCER, PLAN)
+    assert counts["records"] == 0 and counts["quarantined"] == 1
+    assert reason in storage.catalog.find_records(kind="quarantined_input")[0].status_reason
+
+
+def test_missing_demo_camera_quarantines_the_episode(world, tmp_path, storage):
+    source, episodes = world
+    name = sorted(episodes)[0]
+    shutil.copytree(source / name, tmp_path / "w" / name)
+    (tmp_path / "w" / name / "front.mp4").unlink()
+    counts = build_folder(tmp_path / "w", storage, PRODUCER, PLAN)
+    reasons = [r.status_reason for r in storage.catalog.find_records(kind="quarantined_input")]
+    assert counts["records"] == 0 and len(reasons) == 2
+    assert any("front.mp4: no such video" in r for r in reasons)
+    assert any("the demo camera 'front' has no usable video; cameras: top" in r for r in reasons)
+
+
+def test_frames_are_read_by_seeking(world):
+    source, episodes = world
+    name = sorted(episodes)[0]
+    frames = read_frames(source / name / "front.mp4", [40, 3, 3, 55])
+    assert sorted(frames) == [3, 40, 55]
+    truth = render(episodes[name], 55, "front", SIZE).astype(int)
+    assert np.abs(frames[55].astype(int) - truth).mean() < 8
