@@ -250,16 +250,31 @@ def release_diff(old: Annotated[str, typer.Argument(help="NAME@VERSION to compar
 @release_app.command("export")
 def release_export(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION (default: newest).")],
                    out: Annotated[Path | None, typer.Option(help="Folder; default: the configured export folder.")]
-                   = None) -> None:
-    """Write a release as records.parquet, records.jsonl, manifest.json and blobs/ files."""
+                   = None,
+                   fmt: Annotated[str, typer.Option("--format", help=(
+                       "records: records.parquet, records.jsonl, manifest.json and blobs/; progresslm: the five "
+                       "PROGRESS-BENCH .jsonl files plus frames/<id>/<frame>, as ProgressLM publishes them."))]
+                   = "records") -> None:
+    """Write a release in a format other tools read."""
     from storage.releases import export_release, load_release
 
     storage = _storage()
     with _failures_as_messages():
         manifest = load_release(storage.catalog, tag)
+        folder = out or _settings().export.folder
+        if fmt == "progresslm":
+            from tasks.sources.progress_published import export_progresslm
+
+            target = Path(folder) / f"{manifest.name}-v{manifest.version}-progresslm"
+            written = export_progresslm(storage.catalog, storage.blobs, tag, target)
+            console.print(f"exported {manifest.tag} to {target}: " +
+                          ", ".join(f"{name} {count}" for name, count in written.items()))
+            return
+        if fmt != "records":
+            raise ValueError(f"unknown export format {fmt!r}: use records or progresslm")
         with _progress() as progress:
             bar = progress.add_task(f"exporting {manifest.tag}", total=len(manifest.blobs) + len(manifest.records))
-            target = export_release(storage.catalog, storage.blobs, tag, out or _settings().export.folder,
+            target = export_release(storage.catalog, storage.blobs, tag, folder,
                                     on_progress=lambda n: progress.advance(bar, n))
     console.print(f"exported {manifest.tag} to {target}")
 

@@ -55,7 +55,7 @@ class Observation(Payload):
     view: Literal["same", "cross"] = "same"
     answerable: bool = True
     closest_idx: int | None = None  # 1-based index of the nearest demo step; None when unanswerable
-    delta: int | None = None  # signed percentage-point offset from that step, as published
+    delta: float | None = None  # signed percentage points from that step's progress (-0.0 kept: "-0%" is published)
     progress_score: float | None = Field(default=None, ge=0, le=1)  # None when unanswerable
     negative: Literal["text", "visual"] | None = None  # how an unanswerable sample was made
     camera_combination: str | None = None

@@ -127,3 +127,17 @@ def test_sample_world_command_writes_episodes(tmp_path):
                                                                                   "top.mp4"]
     bad = invoke("sample-world", str(tmp_path / "w2"), "--cameras", "roof")
     assert bad.exit_code == 2 and "unknown camera(s) roof" in bad.output
+
+
+def test_release_export_in_the_progresslm_format(project, tmp_path):
+    from schemas import Producer
+    from tasks.sources.progress_published import SAMPLE_DIR, import_into_catalog
+
+    storage, _, _ = project
+    import_into_catalog(SAMPLE_DIR, storage.catalog, Producer(task="import"))
+    assert invoke("release", "create", "pub", "--kind", "observation", "--kind", "demo").exit_code == 0
+    result = invoke("release", "export", "pub", "--format", "progresslm", "--out", str(tmp_path / "x"))
+    assert result.exit_code == 0 and "visual_cross_view.jsonl 30" in result.output
+    assert (tmp_path / "x" / "pub-v1-progresslm" / "text-normal.jsonl").exists()
+    wrong = invoke("release", "export", "pub", "--format", "csv")
+    assert wrong.exit_code == 1 and "unknown export format 'csv'" in wrong.output

@@ -38,7 +38,7 @@ def test_interpolation_is_exact_for_the_frame_taken():
     early, late = samples[0], samples[3]  # delta 0.1 and 0.9 in segment 0
     assert closest_reference(early) == 1 and closest_reference(late) == 2
     assert closest_text_step(early, 3) == 1 and closest_text_step(samples[-1], 3) == 2  # a tie goes earlier
-    assert percent_delta(0.4333, 1 / 3) == 10
+    assert percent_delta(0.4333, 1 / 3) == pytest.approx(10.0)
     with pytest.raises(ValueError, match="at least one key step"):
         segment_samples([0], PLAN)
 

@@ -24,7 +24,7 @@ def _line(**overrides):
 def test_types_of_both_file_families_are_normalised():
     visual = parse_published([_line()], source="v.jsonl", file_kind="visual_same_view.jsonl", producer=PRODUCER)
     demo, observation = visual.records
-    assert demo.kind == "demo" and demo.payload["total_steps"] == 2 and demo.payload["data_source"] == "h5_franka_3rgb"
+    assert demo.kind == "demo" and demo.payload["total_steps"] == 2 and demo.payload["data_source"] == "robomind_h5_franka_3rgb"
     obs = observation.typed()
     assert isinstance(obs, Observation)
     assert (obs.closest_idx, obs.delta, obs.progress_score, obs.answerable) == (1, 25, 0.25, True)
@@ -91,3 +91,19 @@ def test_crash_mid_import_then_rerun_resumes_without_duplicates(tmp_path, monkey
     resumed = import_into_catalog(SAMPLE_DIR, catalog, PRODUCER)
     assert resumed["new"] == len(clean.records) - 60
     assert catalog.query("SELECT count(*), count(DISTINCT id) FROM records")[0] == (len(clean.records),) * 2
+
+
+def test_published_files_round_trip_through_a_release(storage, tmp_path):
+    from storage.releases import create_release
+    from tasks.sources.progress_published import FILE_KINDS, export_progresslm
+
+    import_into_catalog(SAMPLE_DIR, storage.catalog, PRODUCER)
+    create_release(storage.catalog, storage.blobs, "published")
+    written = export_progresslm(storage.catalog, storage.blobs, "published", tmp_path / "out")
+    assert set(written) == set(FILE_KINDS)
+    for name in FILE_KINDS:
+        original = sorted(json.dumps(json.loads(line), sort_keys=True)
+                          for line in (SAMPLE_DIR / name).read_text().splitlines() if line.strip())
+        exported = sorted(json.dumps(json.loads(line), sort_keys=True)
+                          for line in (tmp_path / "out" / name).read_text().splitlines())
+        assert exported == original, name  # every field, with the file's own types

@@ -62,6 +62,7 @@ def closest_text_step(sample: ProgressSample, steps: int) -> int:
     return min(max(nearest, 1), steps)
 
 
-def percent_delta(progress: float, reference_progress: float) -> int:
-    """The signed percentage-point offset of a sample from its reference step, as the published files give it."""
-    return round(100 * (progress - reference_progress))
+def percent_delta(progress: float, reference_progress: float) -> float:
+    """The signed offset of a sample from its reference step in percentage points (the published files print it
+    rounded, with its sign: "+7%", "-0%")."""
+    return round(100 * (progress - reference_progress), 2)

@@ -1,14 +1,16 @@
-"""Importer for the published PROGRESS-BENCH files (ProgressLM, dataset/prog-bench).
+"""The published PROGRESS-BENCH format (ProgressLM, dataset/prog-bench): read it into records, write releases in it.
 
 Each row places one observation against one demonstration. A row becomes a ``demo`` record (shared by all rows
 of the same demonstration, since its id is content-derived) and an ``observation`` record whose parent is that
 demo. The files disagree on types (numbers as strings in the visual files, ints in the text files; ``n/a`` for
-unanswerable samples; ``data_source`` sometimes prefixed ``robomind_``), so every field is normalised here.
+unanswerable samples), so values are normalised on the way in and each file's own conventions are restored on the
+way out; ``data_source`` is kept as written (sometimes prefixed ``robomind_``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -64,7 +66,7 @@ class PublishedRow(BaseModel):
     total_steps: int = Field(ge=1)
     stage_to_estimate: list[str]
     closest_idx: int | None = None
-    delta: int | None = None
+    delta: float | None = None
     progress_score: float | None = None
     data_source: str
     camera_combination: str | None = None
@@ -85,11 +87,18 @@ class PublishedRow(BaseModel):
             raise ValueError(f"stage_to_estimate must name exactly one frame, got {value!r}")
         return frames
 
-    @field_validator("closest_idx", "delta", mode="before")
+    @field_validator("closest_idx", mode="before")
     @classmethod
-    def _integer(cls, value: Any, info: Any) -> int | None:
-        number = _optional_number(value, info.field_name)
-        return None if number is None else round(number)
+    def _index(cls, value: Any) -> int | None:
+        number = _optional_number(value, "closest_idx")
+        if number is not None and number != int(number):
+            raise ValueError(f"closest_idx must be a whole number, got {value!r}")
+        return None if number is None else int(number)
+
+    @field_validator("delta", mode="before")
+    @classmethod
+    def _delta(cls, value: Any) -> float | None:
+        return _optional_number(value, "delta")
 
     @field_validator("progress_score", mode="before")
     @classmethod
@@ -100,11 +109,6 @@ class PublishedRow(BaseModel):
         if not 0 <= number <= 100:
             raise ValueError(f"progress_score must lie in 0-100%, got {value!r}")
         return round(number / 100, 4)
-
-    @field_validator("data_source", mode="after")
-    @classmethod
-    def _source(cls, value: str) -> str:
-        return value.removeprefix("robomind_")
 
 
 @dataclass
@@ -210,3 +214,90 @@ def import_into_catalog(folder: Path, catalog: Catalog, producer: Producer, run_
 def import_progress_published(settings: Settings, folder: str, run_id: str | None) -> dict[str, int]:
     producer = Producer(task="import-progress-published", flow_run_id=run_id, params={"folder": folder})
     return import_into_catalog(Path(folder), open_storage(settings).catalog, producer, run_id)
+
+
+# -- writing releases in the published format -------------------------------------------------------------
+
+
+def file_kind_of(demo: Demo, observation: Observation) -> str:
+    if demo.modality == "text":
+        return "text-normal.jsonl" if observation.answerable else "text-unanswerable.jsonl"
+    if not observation.answerable:
+        return "visual-unanswerable.jsonl"
+    return "visual_cross_view.jsonl" if observation.view == "cross" else "visual_same_view.jsonl"
+
+
+def _signed_percent(delta: float) -> str:
+    sign = "-" if math.copysign(1.0, delta) < 0 else "+"
+    return f"{sign}{abs(round(delta))}%"
+
+
+def published_row(demo: Demo, observation: Observation) -> tuple[str, dict[str, Any]]:
+    """The file an observation belongs in and its row there, with that file's own types."""
+    kind = file_kind_of(demo, observation)
+    text = demo.modality == "text"
+    ints = kind == "text-normal.jsonl"  # the one file that writes numbers as numbers
+    row: dict[str, Any] = {"id": demo.trajectory_id, "task_goal": demo.task_goal,
+                           "text_demo" if text else "visual_demo": list(demo.steps),
+                           "total_steps": demo.total_steps if ints else str(demo.total_steps),
+                           "stage_to_estimate": observation.frame if text else [observation.frame]}
+    if observation.closest_idx is None:
+        row["closest_idx"] = "n/a"
+    else:
+        row["closest_idx"] = observation.closest_idx if ints else str(observation.closest_idx)
+    if not text:
+        row["delta"] = "n/a" if observation.delta is None else _signed_percent(observation.delta)
+    score = observation.progress_score
+    row["progress_score"] = "n/a" if score is None else f"{round(100 * score)}%"
+    row["data_source"] = demo.data_source
+    if observation.view == "cross":
+        row["camera_combination"] = observation.camera_combination
+    return kind, row
+
+
+def export_progresslm(catalog: Catalog, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
+    """Write a release's observations as the five ProgressLM files plus ``frames/<id>/<frame name>`` images.
+
+    Returns the rows written per file. Observations whose demo is missing from the catalog are an error: a
+    release never points at records that do not exist.
+    """
+    from storage.releases import load_release
+
+    manifest = load_release(catalog, tag)
+    observation_ids = [e.id for e in manifest.records if e.kind == "observation"]
+    observations = catalog.get_records(observation_ids)
+    demos = {r.id: r for r in catalog.get_records(sorted({o.payload["demo_id"] for o in observations}))}
+    rows: dict[str, list[tuple[tuple[str, str], dict[str, Any]]]] = {name: [] for name in FILE_KINDS}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for record in observations:
+        demo_record = demos.get(record.payload["demo_id"])
+        if demo_record is None:
+            raise ValueError(f"observation {record.id} names demo {record.payload['demo_id']}, not in the catalog")
+        demo, observation = demo_record.typed(), record.typed()
+        kind, row = published_row(demo, observation)
+        rows[kind].append(((demo.trajectory_id, observation.frame), row))
+        frames = out_dir / "frames" / _safe(demo.trajectory_id)
+        for ref in record.blobs:
+            _copy_once(store, ref.sha256, frames / observation.frame)
+        for index, ref in enumerate(demo_record.blobs):
+            if ref.role == f"demo_{index}" and index < len(demo.steps):
+                _copy_once(store, ref.sha256, frames / demo.steps[index])
+    written = {}
+    for kind, entries in rows.items():
+        if not entries:
+            continue
+        entries.sort(key=lambda entry: entry[0])
+        with open(out_dir / kind, "w", encoding="utf-8") as handle:
+            for _, row in entries:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        written[kind] = len(entries)
+    return written
+
+
+def _safe(trajectory_id: str) -> str:
+    return trajectory_id.replace("..", "_")
+
+
+def _copy_once(store: Any, sha256: str, destination: Path) -> None:
+    if not destination.exists():
+        store.get_to_file(sha256, destination)
