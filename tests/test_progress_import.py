@@ -24,7 +24,8 @@ def _line(**overrides):
 def test_types_of_both_file_families_are_normalised():
     visual = parse_published([_line()], source="v.jsonl", file_kind="visual_same_view.jsonl", producer=PRODUCER)
     demo, observation = visual.records
-    assert demo.kind == "demo" and demo.payload["total_steps"] == 2 and demo.payload["data_source"] == "robomind_h5_franka_3rgb"
+    assert demo.kind == "demo" and demo.payload["total_steps"] == 2
+    assert demo.payload["data_source"] == "robomind_h5_franka_3rgb"  # kept as written
     obs = observation.typed()
     assert isinstance(obs, Observation)
     assert (obs.closest_idx, obs.delta, obs.progress_score, obs.answerable) == (1, 25, 0.25, True)
