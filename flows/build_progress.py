@@ -10,9 +10,9 @@ from prefect import flow
 
 from flows.runtime import current_flow_run_id
 from schemas.config import Settings, load_settings
-from tasks.progress.construct import construct_progress
 from tasks.progress.sampling import SamplingPlan
-from tasks.sources.progress_published import SAMPLE_DIR, import_progress_published
+from tasks.progress.tasks import construct_progress, import_progress_published
+from tasks.sources.progress_published import SAMPLE_DIR
 from tasks.sources.tasks import render_sample_world
 
 SAMPLE_CAMERAS = ("front", "top", "side")

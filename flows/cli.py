@@ -122,6 +122,9 @@ def run(
     for release in summary["releases"].values():
         console.print(f"release {release['tag']}" + (f", exported to {release['export']}" if release.get("export")
                                                      else ""))
+        if release.get("stats"):
+            console.print(f"  {release['stats']['samples']} samples from {release['stats']['trajectories']} "
+                          f"trajectories; chart {release['stats']['chart']} (benchwright stats {release['tag']})")
     if quarantined:
         console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
 
@@ -152,6 +155,40 @@ def sample_world(
             write_episode(episode, folder, cameras=chosen, size=(width, height))
             progress.advance(bar)
     console.print(f"wrote {episodes} episodes with cameras {', '.join(chosen)} to {folder}")
+
+
+@app.command()
+def stats(
+    tag: Annotated[str, typer.Argument(help="A PROGRESS-BENCH release, NAME or NAME@VERSION.")]
+    = "benchwright-progress",
+    png: Annotated[Path | None, typer.Option(help="Where to write the chart; default beside the exports.")] = None,
+    tasks: Annotated[int, typer.Option(help="How many of the largest tasks to list.")] = 10,
+) -> None:
+    """Trajectories and samples of a PROGRESS-BENCH release per setting, platform and task (ProgressLM Fig. 3),
+    printed and drawn as a PNG chart."""
+    from tasks.progress.stats import plot, stats_for_release, stats_png_path
+
+    storage = _storage()
+    with _failures_as_messages():
+        from storage.releases import load_release
+
+        manifest = load_release(storage.catalog, tag)
+        numbers = stats_for_release(storage.catalog, tag)
+    table = Table(title=f"{manifest.tag}: samples per setting")
+    for column in ("setting", "trajectories", "samples"):
+        table.add_column(column, justify="left" if column == "setting" else "right")
+    for setting, trajectories, samples in numbers.rows():
+        table.add_row(setting, str(trajectories), str(samples), style="bold" if setting == "all" else None)
+    console.print(table)
+    for title, counter, limit in (("platform", numbers.platforms, None), ("task", numbers.tasks, tasks)):
+        listing = Table(title=f"samples per {title}")
+        listing.add_column(title)
+        listing.add_column("samples", justify="right")
+        for name, count in counter.most_common(limit):
+            listing.add_row(name, str(count))
+        console.print(listing)
+    chart = plot(numbers, png or stats_png_path(Path(_settings().export.folder), manifest.tag), manifest.tag)
+    console.print(f"chart: {chart}")
 
 
 @app.command()

@@ -13,6 +13,7 @@ from schemas import Benchmark, Status, code_version
 from schemas.config import Settings, load_settings
 from schemas.releases import ReleaseSelection
 from storage import open_storage
+from tasks.progress.tasks import publish_progress_stats
 from tasks.storage_tasks import check_release, export, freeze_release
 
 
@@ -36,6 +37,8 @@ def main_job(settings: Settings | None = None, progress_published_dir: str | Non
             tag = freeze_release(settings, f"{release_prefix}-{benchmark}", selection, params)
             check_release(settings, tag)
             summary["releases"][benchmark] = {"tag": tag}
+            if benchmark == Benchmark.PROGRESS.value:
+                summary["releases"][benchmark]["stats"] = publish_progress_stats(settings, tag)
             if export_release:
                 summary["releases"][benchmark]["export"] = export(settings, tag, settings.export.folder)
     except BaseException as error:

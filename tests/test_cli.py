@@ -141,3 +141,19 @@ def test_release_export_in_the_progresslm_format(project, tmp_path):
     assert (tmp_path / "x" / "pub-v1-progresslm" / "text-normal.jsonl").exists()
     wrong = invoke("release", "export", "pub", "--format", "csv")
     assert wrong.exit_code == 1 and "unknown export format 'csv'" in wrong.output
+
+
+def test_stats_prints_settings_and_draws_a_chart(project, tmp_path):
+    from schemas import Producer
+    from tasks.sources.progress_published import SAMPLE_DIR, import_into_catalog
+
+    storage, _, _ = project
+    import_into_catalog(SAMPLE_DIR, storage.catalog, Producer(task="import"))
+    assert invoke("release", "create", "pub", "--kind", "observation", "--kind", "demo").exit_code == 0
+    result = invoke("stats", "pub", "--png", str(tmp_path / "chart.png"))
+    assert result.exit_code == 0, result.output
+    cells = {row[0]: row[1:] for line in result.output.splitlines() if line.count("│") >= 4
+             for row in [[cell.strip() for cell in line.split("│")[1:-1]]]}
+    assert cells["visual cross-view"] == ["2", "30"] and cells["all"][1] == "119"  # the bundled sample files
+    assert "franka" in result.output and "agilex" in result.output
+    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

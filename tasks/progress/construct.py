@@ -12,12 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NONE
-
 from schemas import Benchmark, BlobRef, Demo, Observation, Producer, Record, Status, Trajectory, make_record
-from schemas.config import Settings
-from storage import Storage, open_storage
+from storage import Storage
 from tasks.progress.sampling import (
     ProgressSample,
     SamplingPlan,
@@ -156,10 +152,3 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
         counts["quarantined"] += len(built.quarantined)
         counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
     return counts
-
-
-@task(name="construct-progress", cache_policy=NONE)
-def construct_progress(settings: Settings, folder: str, plan: SamplingPlan, run_id: str | None) -> dict[str, int]:
-    producer = Producer(task="construct-progress", flow_run_id=run_id,
-                        params={"folder": folder, "plan": plan.__dict__})
-    return build_folder(Path(folder), open_storage(settings), producer, plan, run_id)

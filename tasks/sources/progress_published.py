@@ -17,13 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from prefect import task
-from prefect.cache_policies import NONE
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from schemas import Benchmark, Demo, Observation, Producer, Record, Status, make_record
-from schemas.config import Settings
-from storage import Catalog, open_storage
+from storage import Catalog
 from tasks.quarantine import quarantine
 
 SAMPLE_DIR = Path(__file__).parent / "samples" / "progress_bench"
@@ -208,12 +205,6 @@ def import_into_catalog(folder: Path, catalog: Catalog, producer: Producer, run_
     new = catalog.put_records(result.records + result.quarantined, run_id=run_id)
     return {"rows": result.rows, "records": len(result.records), "quarantined": len(result.quarantined),
             "new": new}
-
-
-@task(name="import-progress-published", cache_policy=NONE)
-def import_progress_published(settings: Settings, folder: str, run_id: str | None) -> dict[str, int]:
-    producer = Producer(task="import-progress-published", flow_run_id=run_id, params={"folder": folder})
-    return import_into_catalog(Path(folder), open_storage(settings).catalog, producer, run_id)
 
 
 # -- writing releases in the published format -------------------------------------------------------------

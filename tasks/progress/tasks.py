@@ -1,0 +1,44 @@
+"""Thin Prefect tasks over the PROGRESS-BENCH stages. Each opens storage from the settings it is given, so it runs
+the same in-process, on a worker or on another machine."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NONE
+
+from schemas import Producer
+from schemas.config import Settings
+from storage import open_storage
+from tasks.progress.construct import build_folder
+from tasks.progress.sampling import SamplingPlan
+from tasks.progress.stats import plot, stats_for_release, stats_png_path
+from tasks.sources.progress_published import import_into_catalog
+
+
+@task(name="construct-progress", cache_policy=NONE)
+def construct_progress(settings: Settings, folder: str, plan: SamplingPlan, run_id: str | None) -> dict[str, int]:
+    producer = Producer(task="construct-progress", flow_run_id=run_id,
+                        params={"folder": folder, "plan": plan.__dict__})
+    return build_folder(Path(folder), open_storage(settings), producer, plan, run_id)
+
+
+@task(name="import-progress-published", cache_policy=NONE)
+def import_progress_published(settings: Settings, folder: str, run_id: str | None) -> dict[str, int]:
+    producer = Producer(task="import-progress-published", flow_run_id=run_id, params={"folder": folder})
+    return import_into_catalog(Path(folder), open_storage(settings).catalog, producer, run_id)
+
+
+@task(name="progress-stats", cache_policy=NONE)
+def publish_progress_stats(settings: Settings, tag: str) -> dict[str, Any]:
+    """Statistics of a release: a markdown artifact on the flow run and a PNG beside the exports."""
+    stats = stats_for_release(open_storage(settings).catalog, tag)
+    png = plot(stats, stats_png_path(Path(settings.export.folder), tag), tag)
+    create_markdown_artifact(key=re.sub(r"[^a-z0-9-]", "-", f"stats-{tag}".lower()),
+                             markdown=f"# {tag}\n\n{stats.markdown()}\n\nChart: `{png}`",
+                             description=f"PROGRESS-BENCH statistics of {tag}")
+    return {"samples": stats.total_samples, "trajectories": stats.total_trajectories, "chart": str(png)}
