@@ -24,12 +24,15 @@ app = typer.Typer(
 release_app = typer.Typer(help="Freeze, list, verify, compare and export releases.", no_args_is_help=True)
 records_app = typer.Typer(help="Look at records and where they came from.", no_args_is_help=True)
 config_app = typer.Typer(help="The effective configuration.", no_args_is_help=True)
+build_app = typer.Typer(help="Run one benchmark's build flow (no release): new sources, backfills, reruns.",
+                        no_args_is_help=True)
 models_app = typer.Typer(help="Model backends by role: what is configured, and whether it answers.",
                          no_args_is_help=True)
 app.add_typer(release_app, name="release")
 app.add_typer(records_app, name="records")
 app.add_typer(config_app, name="config")
 app.add_typer(models_app, name="models")
+app.add_typer(build_app, name="build")
 
 console = Console()
 err = Console(stderr=True)
@@ -127,6 +130,44 @@ def run(
                           f"trajectories; chart {release['stats']['chart']} (benchwright stats {release['tag']})")
     if quarantined:
         console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
+
+
+@build_app.command("progress")
+def build_progress_command(
+    episodes: Annotated[Path | None, typer.Option(
+        help="Folder of episode folders; default: the sample world under the data folder.",
+        exists=True, file_okay=False)] = None,
+    published: Annotated[Path | None, typer.Option(
+        help="Folder with the published PROGRESS-BENCH .jsonl files; default: the bundled sample.",
+        exists=True, file_okay=False)] = None,
+    sample_episodes: Annotated[int, typer.Option(help="Sample-world episodes to render when --episodes is not "
+                                                      "given.")] = 7,
+    interval: Annotated[int, typer.Option(help="Evenly spaced observations per segment.")] = 2,
+    boundary: Annotated[list[float] | None, typer.Option(
+        help="Boundary offsets b in (0, 0.5): each samples delta = b and 1 - b (repeatable).")] = None,
+    demo_camera: Annotated[str, typer.Option(help="Camera of the visual demos and same-view observations.")]
+    = "front",
+    cross_camera: Annotated[list[str] | None, typer.Option(help="Cameras of cross-view observations "
+                                                                "(repeatable).")] = None,
+) -> None:
+    """Build PROGRESS-BENCH records from episodes and the published files, without freezing a release.
+
+    Idempotent: records are keyed by content, so rebuilding a source after it changed (a backfill) adds the
+    changed records and leaves the unchanged ones, ids included, as they were.
+    """
+    from flows.runtime import prepare_prefect
+
+    settings = _settings()
+    prepare_prefect(settings)
+    from flows.build_progress import build_progress
+
+    with console.status("building PROGRESS-BENCH (starting Prefect can take ~20 s)..."):
+        result = build_progress(settings, published_dir=str(published) if published else None,
+                                episodes_dir=str(episodes) if episodes else None, sample_episodes=sample_episodes,
+                                interval_per_segment=interval, boundary_offsets=tuple(boundary or (0.1,)),
+                                demo_camera=demo_camera, cross_cameras=tuple(cross_camera or ("top", "side")))
+    for source, counts in result.items():
+        console.print(f"{source}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
 @app.command("sample-world")
