@@ -1,0 +1,96 @@
+"""Build a PROGRESS-BENCH of the paper's size from the sample world with offline backends.
+
+    python bench/progress_build.py [--episodes 240] [--workers 2]
+
+Prints the wall time of rendering the sample world and of building (demos, observations, blobs, catalog writes),
+the records made, peak memory, and the time spent decoding the frames the build needs (by seeking) next to a plain
+sequential decode of the same videos, both measured in this run. ProgressLM's benchmark has about 240 trajectories
+and 3,325 observations; the default sampling plan here (one evenly spaced frame per segment, cross view from one
+camera) lands near that.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from schemas import Producer
+from storage import Catalog, LocalBlobStore, Storage
+from tasks.progress.construct import build_folder
+from tasks.progress.sampling import SamplingPlan, segment_samples
+from tasks.sources.episodes import load_sample_episode
+from tasks.sources.sample_world import TASK_TYPES, generate_episode, write_episode
+from tasks.sources.video import read_frames
+
+CAMERAS = ("front", "top")
+
+
+def _render(args: tuple[int, str]) -> None:
+    index, folder = args
+    write_episode(generate_episode(index, TASK_TYPES[index % len(TASK_TYPES)]), Path(folder), cameras=CAMERAS)
+
+
+def sequential_decode(paths: list[Path]) -> int:
+    import cv2
+
+    frames = 0
+    for path in paths:
+        capture = cv2.VideoCapture(str(path))
+        while capture.read()[0]:
+            frames += 1
+        capture.release()
+    return frames
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--episodes", type=int, default=240, help="sample-world episodes (trajectories)")
+    parser.add_argument("--workers", type=int, default=2, help="processes rendering the sample world")
+    parser.add_argument("--interval", type=int, default=1, help="evenly spaced observations per segment")
+    args = parser.parse_args()
+    plan = SamplingPlan(interval_per_segment=args.interval, boundary_offsets=(), demo_camera="front",
+                        cross_cameras=("top",))
+
+    with tempfile.TemporaryDirectory() as tmp:
+        world = Path(tmp) / "world"
+        start = time.perf_counter()
+        with ProcessPoolExecutor(args.workers) as pool:
+            list(pool.map(_render, [(i, str(world)) for i in range(args.episodes)], chunksize=4))
+        render_s = time.perf_counter() - start
+
+        storage = Storage(Catalog(Path(tmp) / "catalog.duckdb"), LocalBlobStore(Path(tmp) / "blobs"))
+        start = time.perf_counter()
+        counts = build_folder(world, storage, Producer(task="bench"), plan)
+        build_s = time.perf_counter() - start
+        peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        observations = storage.catalog.query("SELECT count(*) FROM records WHERE kind = 'observation'")[0][0]
+
+        episodes = [load_sample_episode(p) for p in sorted(world.iterdir())]
+        needed = 0
+        start = time.perf_counter()
+        for episode in episodes:
+            samples = [s.frame for s in segment_samples(episode.key_frames, plan)]
+            needed += len(read_frames(episode.videos["front"], episode.key_frames + samples))
+            needed += len(read_frames(episode.videos["top"], samples))
+        seek_s = time.perf_counter() - start
+        start = time.perf_counter()
+        total = sequential_decode([e.videos[c] for e in episodes for c in CAMERAS])
+        sequential_s = time.perf_counter() - start
+
+    print(f"episodes (trajectories)         {args.episodes:>10,}")
+    print(f"render sample world             {render_s:>10.1f} s  ({args.workers} processes, cameras {', '.join(CAMERAS)})")
+    print(f"build (demos, observations)     {build_s:>10.1f} s  ({counts['records']:,} records, "
+          f"{observations:,} observations, {counts['quarantined']} quarantined)")
+    print(f"build throughput                {observations / build_s:>10.1f} observations/s")
+    print(f"peak resident memory            {peak_mib:>10,.0f} MiB")
+    print(f"decode needed frames (seek)     {seek_s:>10.2f} s  ({needed:,} frames)")
+    print(f"decode every frame sequentially {sequential_s:>10.2f} s  ({total:,} frames)")
+    print(f"seek / sequential               {seek_s / sequential_s:>10.2f}")
+
+
+if __name__ == "__main__":
+    main()
