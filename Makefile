@@ -16,3 +16,4 @@ lint: setup
 
 bench: setup
 	.venv/bin/python bench/catalog_write.py
+	.venv/bin/python bench/progress_build.py
