@@ -30,24 +30,32 @@ def video_info(path: Path) -> tuple[int, float, tuple[int, int]]:
         capture.release()
 
 
+# Below this gap, reading through frames is cheaper than a seek, which decodes again from the previous key frame.
+SEEK_GAP = 60
+
+
 def read_frames(path: Path, indices: list[int]) -> dict[int, Any]:
-    """RGB arrays of the given frames. Frames are visited in order; a short gap is read through (cheaper than a
-    seek for inter-coded video), a long one is seeked."""
+    """RGB arrays of the given frames, visited in order: short gaps are read through (grab without conversion),
+    long ones seeked, so a few frames of a long video cost a few decodes, not the whole clip."""
     import cv2
 
     wanted = sorted(set(indices))
     if not wanted:
         return {}
-    count, _, _ = video_info(path)
-    if wanted[0] < 0 or wanted[-1] >= count:
-        raise VideoError(f"{path}: frame {wanted[-1] if wanted[-1] >= count else wanted[0]} is outside its "
-                         f"{count} frames")
+    if not path.is_file():
+        raise VideoError(f"{path}: no such video")
     capture = cv2.VideoCapture(str(path))
-    frames: dict[int, Any] = {}
-    position = 0
     try:
+        count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+        if not capture.isOpened() or count <= 0:
+            raise VideoError(f"{path}: not a readable video")
+        if wanted[0] < 0 or wanted[-1] >= count:
+            bad = wanted[-1] if wanted[-1] >= count else wanted[0]
+            raise VideoError(f"{path}: frame {bad} is outside its {count} frames")
+        frames: dict[int, Any] = {}
+        position = 0
         for index in wanted:
-            if index - position > 12 or index < position:
+            if index - position > SEEK_GAP:
                 capture.set(cv2.CAP_PROP_POS_FRAMES, index)
                 position = index
             while position < index:
