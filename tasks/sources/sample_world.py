@@ -266,16 +266,13 @@ def generate_episode(seed: int, task_type: str | None = None, *, fps: int = 10) 
     sim.hold(0.5)
     first = movers[0]
     arm = _arm_for(states[first.id].position[0])
-    if task_type == "pick_place":
-        goal = f"put the {first.name} on the {holder.name}"
+    if task_type in ("pick_place", "insert", "stack"):
+        target = movers[1] if task_type == "stack" else holder
+        verb = {"pick_place": "put", "insert": "put", "stack": "stack"}[task_type]
+        goal = f"{verb} the {first.name} {'into' if task_type == 'insert' else 'on'} the {target.name}"
         sim.pick(arm, first.id)
-        sim.place(arm, first.id, holder.id)
-        sim.retreat(arm, holder.id)
-    elif task_type == "stack":
-        goal = f"stack the {first.name} on the {movers[1].name}"
-        sim.pick(arm, first.id)
-        sim.place(arm, first.id, movers[1].id)
-        sim.retreat(arm, movers[1].id)
+        sim.place(arm, first.id, target.id)
+        sim.retreat(arm, target.id)
     elif task_type == "unstack":
         spot = _free_spot(sim, rng, first)
         goal = f"take the {first.name} off the {movers[1].name} and put it on the table"
@@ -289,11 +286,6 @@ def generate_episode(seed: int, task_type: str | None = None, *, fps: int = 10) 
         goal = f"push the {first.name} to the {'left' if to_x < x else 'right'} side of the table"
         sim.push(arm, first.id, (to_x, y))
         sim.retreat(arm, first.id)
-    elif task_type == "insert":
-        goal = f"put the {first.name} into the {holder.name}"
-        sim.pick(arm, first.id)
-        sim.place(arm, first.id, holder.id)
-        sim.retreat(arm, holder.id)
     elif task_type == "gather":
         second = movers[1]
         goal = f"put the {first.name} and the {second.name} into the {holder.name}"

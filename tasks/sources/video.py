@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +12,9 @@ class VideoError(ValueError):
     """A video that cannot be opened or lacks a requested frame; the message names the file and the frame."""
 
 
-def video_info(path: Path) -> tuple[int, float, tuple[int, int]]:
-    """(frame count, frames per second, (width, height)); raises VideoError when the file is not a readable video."""
+@contextmanager
+def open_video(path: Path) -> Iterator[tuple[Any, int]]:
+    """An OpenCV capture and the video's frame count; VideoError when the file is missing or not a video."""
     import cv2
 
     if not path.is_file():
@@ -21,13 +24,21 @@ def video_info(path: Path) -> tuple[int, float, tuple[int, int]]:
         count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
         if not capture.isOpened() or count <= 0:
             raise VideoError(f"{path}: not a readable video")
+        yield capture, count
+    finally:
+        capture.release()
+
+
+def video_info(path: Path) -> tuple[int, float, tuple[int, int]]:
+    """(frame count, frames per second, (width, height)); raises VideoError when the file is not a readable video."""
+    import cv2
+
+    with open_video(path) as (capture, count):
         ok, _ = capture.read()
         if not ok:
             raise VideoError(f"{path}: the first frame cannot be decoded")
         size = (int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
         return count, float(capture.get(cv2.CAP_PROP_FPS)), size
-    finally:
-        capture.release()
 
 
 # Below this gap, reading through frames is cheaper than a seek, which decodes again from the previous key frame.
@@ -42,13 +53,7 @@ def read_frames(path: Path, indices: list[int]) -> dict[int, Any]:
     wanted = sorted(set(indices))
     if not wanted:
         return {}
-    if not path.is_file():
-        raise VideoError(f"{path}: no such video")
-    capture = cv2.VideoCapture(str(path))
-    try:
-        count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
-        if not capture.isOpened() or count <= 0:
-            raise VideoError(f"{path}: not a readable video")
+    with open_video(path) as (capture, count):
         if wanted[0] < 0 or wanted[-1] >= count:
             bad = wanted[-1] if wanted[-1] >= count else wanted[0]
             raise VideoError(f"{path}: frame {bad} is outside its {count} frames")
@@ -67,8 +72,6 @@ def read_frames(path: Path, indices: list[int]) -> dict[int, Any]:
                 raise VideoError(f"{path}: frame {index} cannot be decoded (truncated?)")
             position += 1
             frames[index] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
-    finally:
-        capture.release()
     return frames
 
 
