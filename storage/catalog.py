@@ -235,7 +235,7 @@ class Catalog:
 
     def find_records(self, *, benchmark: str | None = None, kind: str | None = None,
                      status: Status | Sequence[Status] | None = None, run_id: str | None = None,
-                     limit: int | None = None) -> list[Record]:
+                     producer_task: str | None = None, limit: int | None = None) -> list[Record]:
         clauses, params = [], []
         if benchmark:
             clauses.append("benchmark = ?")
@@ -250,6 +250,9 @@ class Catalog:
         if run_id:
             clauses.append("run_id = ?")
             params.append(run_id)
+        if producer_task:
+            clauses.append("producer->>'task' = ?")
+            params.append(producer_task)
         where = ("WHERE " + " AND ".join(clauses)) if clauses else ""
         tail = f" ORDER BY created_at, id{f' LIMIT {int(limit)}' if limit else ''}"
         return self._select(where + tail, params)

@@ -42,3 +42,23 @@ def publish_progress_stats(settings: Settings, tag: str) -> dict[str, Any]:
                              markdown=f"# {tag}\n\n{stats.markdown()}\n\nChart: `{png}`",
                              description=f"PROGRESS-BENCH statistics of {tag}")
     return {"samples": stats.total_samples, "trajectories": stats.total_trajectories, "chart": str(png)}
+
+
+@task(name="text-negatives", cache_policy=NONE)
+def make_text_negatives(settings: Settings, run_id: str | None) -> dict[str, int]:
+    """Text negatives for the constructed text demos, by the chat backend when one is configured, else offline."""
+    from tasks.models.registry import has_backend, load_backend
+    from tasks.progress.text_negatives import PROMPT_VERSION, build_text_negatives
+
+    storage = open_storage(settings)
+    catalog = storage.catalog
+    chat = load_backend(settings, "chat", cache=catalog) if has_backend(settings, "chat") else None
+    producer = (chat.producer("text-negatives", flow_run_id=run_id, prompt_template_version=PROMPT_VERSION)
+                if chat else Producer(task="text-negatives", flow_run_id=run_id, backend="offline-spacy",
+                                      model_id=settings.nlp.spacy_model))
+    demos = catalog.find_records(kind="demo", producer_task="construct-progress")
+    observations = catalog.find_records(kind="observation", producer_task="construct-progress")
+    built = build_text_negatives(demos, observations, producer=producer, spacy_model=settings.nlp.spacy_model,
+                                 chat=chat, image_of=lambda o: storage.blobs.get(o.blobs[0].sha256))
+    new = catalog.put_records(built.records + built.quarantined, run_id=run_id)
+    return {"records": len(built.records), "quarantined": len(built.quarantined), "new": new}

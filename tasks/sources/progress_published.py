@@ -131,8 +131,9 @@ def _row_records(row: PublishedRow, modality: Literal["visual", "text"], view: s
     if row.closest_idx is not None and not 1 <= row.closest_idx <= len(steps):
         raise ValueError(f"closest_idx {row.closest_idx} is outside the demo's {len(steps)} steps")
     status = Status.ACCEPTED  # published rows passed the paper's own review
+    text_negative = "text" if negative == "text" else None
     demo = make_record(Demo(trajectory_id=row.id, modality=modality, task_goal=row.task_goal, steps=steps,
-                            total_steps=row.total_steps, data_source=row.data_source),
+                            total_steps=row.total_steps, data_source=row.data_source, negative=text_negative),
                        benchmark=Benchmark.PROGRESS, producer=producer, status=status)
     observation = make_record(
         Observation(demo_id=demo.id, frame=row.stage_to_estimate[0], view=view, answerable=answerable,
