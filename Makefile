@@ -6,7 +6,7 @@ setup:
 	@bash scripts/setup.sh
 
 demo: setup
-	.venv/bin/benchwright run
+	.venv/bin/benchwright run --unattended-review accept
 
 test: setup
 	.venv/bin/python -m pytest -q

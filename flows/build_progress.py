@@ -11,7 +11,13 @@ from prefect import flow
 from flows.runtime import current_flow_run_id
 from schemas.config import Settings, load_settings
 from tasks.progress.sampling import SamplingPlan
-from tasks.progress.tasks import construct_progress, import_progress_published, make_text_negatives
+from tasks.progress.tasks import (
+    apply_review,
+    construct_progress,
+    import_progress_published,
+    make_text_negatives,
+    make_visual_negatives,
+)
 from tasks.sources.progress_published import SAMPLE_DIR
 from tasks.sources.tasks import render_sample_world
 
@@ -22,7 +28,8 @@ SAMPLE_CAMERAS = ("front", "top", "side")
 def build_progress(settings: Settings | None = None, published_dir: str | None = None,
                    episodes_dir: str | None = None, sample_episodes: int = 7, sample_seed: int = 0,
                    interval_per_segment: int = 2, boundary_offsets: tuple[float, ...] = (0.1,),
-                   demo_camera: str = "front", cross_cameras: tuple[str, ...] = ("top", "side")) -> dict[str, Any]:
+                   demo_camera: str = "front", cross_cameras: tuple[str, ...] = ("top", "side"),
+                   visual_negatives_per_demo: int = 1, unattended_review: str = "wait") -> dict[str, Any]:
     """Build PROGRESS-BENCH records.
 
     ``episodes_dir``: folder of episode folders (default: the sample world, rendered under the data folder on first
@@ -38,6 +45,9 @@ def build_progress(settings: Settings | None = None, published_dir: str | None =
                         demo_camera=demo_camera, cross_cameras=tuple(cross_cameras))
     constructed = construct_progress(settings, episodes_dir, plan, run_id)
     text_negatives = make_text_negatives(settings, run_id)
+    visual_negatives = make_visual_negatives(settings, run_id, visual_negatives_per_demo)
+    review = apply_review(settings, unattended_review)
     published = import_progress_published(settings, str(Path(published_dir) if published_dir else SAMPLE_DIR),
                                           run_id)
-    return {"constructed": constructed, "text negatives": text_negatives, "published": published}
+    return {"constructed": constructed, "text negatives": text_negatives, "visual negatives": visual_negatives,
+            "review": review, "published": published}

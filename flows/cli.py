@@ -90,6 +90,10 @@ def run(
              "default: the sample world, rendered under the data folder on first use.",
         exists=True, file_okay=False)] = None,
     sample_episodes: Annotated[int, typer.Option(help="Sample-world episodes to render when none are given.")] = 7,
+    unattended_review: Annotated[str, typer.Option(help=(
+        "wait: leave review items to people, a later run applies their decisions; accept: the unattended demo "
+        "policy accepts them and records that on every record it touches (for demos, never for real releases)."))]
+    = "wait",
     release_prefix: Annotated[str, typer.Option(help="Releases are named <prefix>-<benchmark>.")] = "benchwright",
     export: Annotated[bool, typer.Option(help="Export each release to the configured export folder.")] = True,
 ) -> None:
@@ -110,13 +114,16 @@ def run(
         summary = main_job(settings=settings,
                            progress_published_dir=str(progress_published) if progress_published else None,
                            progress_episodes_dir=str(progress_episodes) if progress_episodes else None,
-                           sample_episodes=sample_episodes, release_prefix=release_prefix, export_release=export)
+                           sample_episodes=sample_episodes, unattended_review=unattended_review,
+                           release_prefix=release_prefix, export_release=export)
     table = Table(title=f"main job {summary['run_id']}")
     for column in ("benchmark", "source", "read", "records", "new", "quarantined"):
         table.add_column(column)
     quarantined = 0
     for benchmark, sources in summary["built"].items():
         for source, counts in sources.items():
+            if source == "review":
+                continue
             quarantined += counts.get("quarantined", 0)
             read = counts.get("rows", counts.get("episodes", ""))
             table.add_row(benchmark, source, str(read), str(counts.get("records", "")), str(counts.get("new", "")),
@@ -128,6 +135,14 @@ def run(
         if release.get("stats"):
             console.print(f"  {release['stats']['samples']} samples from {release['stats']['trajectories']} "
                           f"trajectories; chart {release['stats']['chart']} (benchwright stats {release['tag']})")
+    for benchmark, sources in summary["built"].items():
+        review = sources.get("review", {})
+        if review.get("decided by policy"):
+            console.print(f"{benchmark}: {review['decided by policy']} review items accepted by the unattended demo "
+                          "policy (marked as not human-reviewed)")
+        if review.get("awaiting review"):
+            console.print(f"{benchmark}: {review['awaiting review']} review items await people; a later run "
+                          "applies their decisions")
     if quarantined:
         console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
 

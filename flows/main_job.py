@@ -16,24 +16,29 @@ from storage import open_storage
 from tasks.progress.tasks import publish_progress_stats
 from tasks.storage_tasks import check_release, export, freeze_release
 
+# What a benchmark's release holds: its samples and what they are built from, not review items or decisions.
+RELEASED_KINDS = {Benchmark.PROGRESS.value: ("trajectory", "demo", "observation")}
+
 
 @flow(name="benchwright-main")
 def main_job(settings: Settings | None = None, progress_published_dir: str | None = None,
-             progress_episodes_dir: str | None = None, sample_episodes: int = 7,
+             progress_episodes_dir: str | None = None, sample_episodes: int = 7, unattended_review: str = "wait",
              release_prefix: str = "benchwright", export_release: bool = True) -> dict[str, Any]:
     settings = settings or load_settings()
     run_id = current_flow_run_id() or "local"
     catalog = open_storage(settings).catalog
     params = {"progress_published_dir": progress_published_dir, "progress_episodes_dir": progress_episodes_dir,
-              "sample_episodes": sample_episodes, "release_prefix": release_prefix}
+              "sample_episodes": sample_episodes, "unattended_review": unattended_review,
+              "release_prefix": release_prefix}
     catalog.start_run(run_id, "benchwright-main", params, code_version())
     summary: dict[str, Any] = {"run_id": run_id, "built": {}, "releases": {}}
     try:
         summary["built"][Benchmark.PROGRESS.value] = build_progress(
             settings, published_dir=progress_published_dir, episodes_dir=progress_episodes_dir,
-            sample_episodes=sample_episodes)
+            sample_episodes=sample_episodes, unattended_review=unattended_review)
         for benchmark in summary["built"]:
-            selection = ReleaseSelection(benchmarks=(benchmark,), statuses=(Status.ACCEPTED,))
+            selection = ReleaseSelection(benchmarks=(benchmark,), kinds=RELEASED_KINDS[benchmark],
+                                         statuses=(Status.ACCEPTED,))
             tag = freeze_release(settings, f"{release_prefix}-{benchmark}", selection, params)
             check_release(settings, tag)
             summary["releases"][benchmark] = {"tag": tag}

@@ -62,3 +62,54 @@ def make_text_negatives(settings: Settings, run_id: str | None) -> dict[str, int
                                  chat=chat, image_of=lambda o: storage.blobs.get(o.blobs[0].sha256))
     new = catalog.put_records(built.records + built.quarantined, run_id=run_id)
     return {"records": len(built.records), "quarantined": len(built.quarantined), "new": new}
+
+
+@task(name="visual-negatives", cache_policy=NONE)
+def make_visual_negatives(settings: Settings, run_id: str | None, per_demo: int = 1) -> dict[str, int]:
+    """Edited candidates of ``per_demo`` same-view observations of each constructed visual demo, with review items."""
+    import hashlib
+
+    from tasks.models.registry import has_backend, load_backend
+    from tasks.progress.visual_negatives import PROMPT_VERSION, build_visual_negatives
+
+    storage = open_storage(settings)
+    catalog = storage.catalog
+    chat = load_backend(settings, "chat", cache=catalog) if has_backend(settings, "chat") else None
+    editor = load_backend(settings, "editor")
+    detector = None if chat else load_backend(settings, "detector")
+    producer = Producer(task="visual-negatives", flow_run_id=run_id, backend=editor.name, model_id=editor.model,
+                        params={"editor": editor.output_params(), "planner": chat.name if chat else "offline",
+                                "detector": detector.name if detector else None},
+                        prompt_template_version=PROMPT_VERSION if chat else None)
+    demos = {d.id: d for d in catalog.find_records(kind="demo", producer_task="construct-progress")
+             if d.payload["modality"] == "visual"}
+    trajectories = {t.id: t for t in catalog.get_records(sorted({d.parents[0] for d in demos.values()}))}
+    chosen: dict[str, list] = {}
+    for observation in catalog.find_records(kind="observation", producer_task="construct-progress"):
+        if observation.payload["demo_id"] in demos and observation.payload["view"] == "same":
+            chosen.setdefault(observation.payload["demo_id"], []).append(observation)
+    items = []
+    for demo_id, observations in sorted(chosen.items()):
+        observations.sort(key=lambda o: hashlib.sha256(o.id.encode()).hexdigest())
+        steps = trajectories[demos[demo_id].parents[0]].payload["steps"]
+        items += [(demos[demo_id], o, steps) for o in observations[:per_demo]]
+    with storage.batched_blob_meta():
+        built = build_visual_negatives(
+            items, image_of=lambda o: storage.blobs.get(o.blobs[0].sha256),
+            put_image=lambda data: storage.put_blob(data, role="observation", media_type="image/png"),
+            editor=editor, producer=producer, detector=detector, chat=chat, spacy_model=settings.nlp.spacy_model)
+    new = catalog.put_records(built.records + built.quarantined, run_id=run_id)
+    return {"records": len(built.records), "quarantined": len(built.quarantined), "new": new}
+
+
+@task(name="apply-review", cache_policy=NONE)
+def apply_review(settings: Settings, policy: str) -> dict[str, int]:
+    """With policy ``accept``, the unattended demo policy decides every open item; with ``wait`` nothing is decided.
+    Returns what was decided and what still awaits people."""
+    from tasks.review import apply_unattended_policy, open_items
+
+    catalog = open_storage(settings).catalog
+    if policy not in ("wait", "accept"):
+        raise ValueError(f"unknown unattended review policy {policy!r}: use wait or accept")
+    decided = apply_unattended_policy(catalog) if policy == "accept" else 0
+    return {"decided by policy": decided, "awaiting review": len(open_items(catalog))}

@@ -1,0 +1,77 @@
+"""Review: items published to annotation queues, decisions coming back as records, and the policy for runs that
+nobody attends.
+
+A flow never blocks on people: it publishes review items and moves on; a later run applies the decisions that
+arrived. Each decision is a ``decision`` record naming the item, the target and the annotator; once an item has the
+answers the review settings ask for, its target becomes accepted or rejected with a reason saying who decided.
+The unattended policy decides as annotator ``policy:unattended-demo`` and says so on every record it touches, so a
+demo release can never pass as human-reviewed.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Literal
+
+from schemas import Decision, Producer, Record, Status, make_record
+from storage import Catalog
+
+UNATTENDED = "policy:unattended-demo"
+UNATTENDED_REASON = "auto-accepted by the unattended demo review policy; NOT human-reviewed"
+
+
+def open_items(catalog: Catalog, queue: str | None = None) -> list[Record]:
+    """Review items still waiting for decisions, oldest first."""
+    items = catalog.find_records(kind="review_item", status=Status.CANDIDATE)
+    return [i for i in items if queue is None or i.payload["queue"] == queue]
+
+
+def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["accept", "reject", "correct"],
+           note: str = "", required_answers: int = 1, agreement: str = "majority") -> Record:
+    """Store one decision; resolve the item when it has enough answers. Returns the decision record."""
+    decision = make_record(
+        Decision(item_id=item.id, target_id=item.payload["target_id"], annotator=annotator, verdict=verdict,
+                 note=note),
+        benchmark=item.benchmark, producer=Producer(task="review", params={"annotator": annotator}),
+        parents=[item.id], status=Status.ACCEPTED)
+    catalog.put_records([decision])
+    answers = [d for d in catalog.find_records(kind="decision") if d.payload["item_id"] == item.id]
+    latest = {d.payload["annotator"]: d.payload["verdict"] for d in answers}  # one vote per annotator
+    needed = max(required_answers, item.payload.get("required_answers", 1))
+    if len(latest) < needed:
+        return decision
+    votes = Counter(latest.values())
+    accepted = (votes["accept"] == len(latest)) if agreement == "unanimous" else (
+        votes["accept"] > len(latest) / 2)
+    who = ", ".join(sorted(latest))
+    if UNATTENDED in latest:
+        reason = UNATTENDED_REASON
+    else:
+        reason = f"{'accepted' if accepted else 'rejected'} by human review ({who})"
+    catalog.set_status([item.payload["target_id"]], Status.ACCEPTED if accepted else Status.REJECTED,
+                       reason=reason, actor=who)
+    catalog.set_status([item.id], Status.ACCEPTED, reason=f"resolved: {reason}", actor=who)
+    return decision
+
+
+def apply_unattended_policy(catalog: Catalog, queue: str | None = None) -> int:
+    """Accept every open item of ``queue`` as the unattended demo policy; returns how many were decided."""
+    items = open_items(catalog, queue)
+    for item in items:
+        decide(catalog, item, annotator=UNATTENDED, verdict="accept", note=UNATTENDED_REASON)
+    return len(items)
+
+
+def acceptance_by(catalog: Catalog, queue: str, field: str) -> dict[str, tuple[int, int]]:
+    """(accepted, decided) per value of a suggestion field, e.g. the edit strategy of visual negatives."""
+    items = {i.id: i for i in catalog.find_records(kind="review_item") if i.payload["queue"] == queue}
+    targets = catalog.get_records([i.payload["target_id"] for i in items.values()])
+    status = {t.id: t.status for t in targets}
+    table: dict[str, list[int]] = {}
+    for item in items.values():
+        state = status.get(item.payload["target_id"])
+        if state in (Status.ACCEPTED, Status.REJECTED):
+            row = table.setdefault(str(item.payload["suggestion"].get(field)), [0, 0])
+            row[0] += state is Status.ACCEPTED
+            row[1] += 1
+    return {key: (accepted, decided) for key, (accepted, decided) in sorted(table.items())}
