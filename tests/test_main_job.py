@@ -40,8 +40,10 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     assert "benchwright-progress@1" in first.stdout
     assert "quarantined input" in first.stdout
 
+    assert "review items await people" in first.stdout
     catalog = Catalog(tmp_path / "data" / "catalog.duckdb")
-    quarantined = catalog.find_records(kind="quarantined_input")
+    quarantined = [q for q in catalog.find_records(kind="quarantined_input")
+                   if q.payload["source"].endswith("visual_same_view.jsonl")]
     assert len(quarantined) == 1
     assert quarantined[0].status_reason.endswith("visual_same_view.jsonl:line 31: not valid JSON "
                                                  "(Expecting ',' delimiter at column 34)")
@@ -57,7 +59,11 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
 
     exported = tmp_path / "data" / "exports" / "benchwright-progress-v1"
     rows = [json.loads(line) for line in (exported / "records.jsonl").read_text().splitlines()]
-    assert len(rows) == stored - 1  # everything accepted, the quarantined line left out
+    released = catalog.query("SELECT count(*) FROM records WHERE status = 'accepted' "
+                             "AND kind IN ('trajectory', 'demo', 'observation')")[0][0]
+    assert len(rows) == released
+    assert not [row for row in rows if row["payload"].get("negative") == "visual"
+                and row["payload"]["source_frame"] is not None]  # edits wait for people
     assert (exported / "records.parquet").stat().st_size > 0
     constructed = [row for row in rows if row["kind"] == "observation" and row["payload"]["source_frame"] is not None]
     assert {row["payload"]["view"] for row in constructed} == {"same", "cross"}
@@ -66,3 +72,17 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
 
     verify = _run(["release", "verify", "benchwright-progress@1"], tmp_path)
     assert verify.returncode == 0 and "ok benchwright-progress@1" in verify.stdout
+
+    # People answer the review queue between runs; the next run applies their decisions and releases again.
+    from tasks.review import decide, open_items
+
+    items = open_items(catalog, "visual_negative")
+    assert items
+    decide(catalog, items[0], annotator="ann1", verdict="accept")
+    for item in items[1:]:
+        decide(catalog, item, annotator="ann1", verdict="reject")
+    third = _run(args, tmp_path)
+    assert third.returncode == 0, third.stderr
+    assert "benchwright-progress@2" in third.stdout and "await people" not in third.stdout
+    diff = _run(["release", "diff", "benchwright-progress@1", "benchwright-progress@2", "--json"], tmp_path)
+    assert json.loads(diff.stdout)["added"] == [items[0].payload["target_id"]]
