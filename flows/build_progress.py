@@ -15,6 +15,7 @@ from tasks.progress.tasks import (
     apply_review,
     construct_progress,
     import_progress_published,
+    make_chain_of_thought,
     make_text_negatives,
     make_visual_negatives,
 )
@@ -47,7 +48,8 @@ def build_progress(settings: Settings | None = None, published_dir: str | None =
     text_negatives = make_text_negatives(settings, run_id)
     visual_negatives = make_visual_negatives(settings, run_id, visual_negatives_per_demo)
     review = apply_review(settings, unattended_review)
+    chain_of_thought = make_chain_of_thought(settings, run_id)
     published = import_progress_published(settings, str(Path(published_dir) if published_dir else SAMPLE_DIR),
                                           run_id)
     return {"constructed": constructed, "text negatives": text_negatives, "visual negatives": visual_negatives,
-            "review": review, "published": published}
+            "review": review, "chain of thought": chain_of_thought, "published": published}

@@ -2,6 +2,7 @@
 
 from schemas.payloads import (
     BenchmarkItem,
+    ChainOfThought,
     Decision,
     Demo,
     MetricRow,
@@ -34,6 +35,7 @@ __all__ = [
     "Benchmark",
     "BenchmarkItem",
     "BlobRef",
+    "ChainOfThought",
     "Decision",
     "Demo",
     "MetricRow",

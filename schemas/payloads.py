@@ -65,6 +65,20 @@ class Observation(Payload):
 
 
 @register_payload
+class ChainOfThought(Payload):
+    """Ground-truth-guided reasoning for one observation in ProgressLM's four fields (training data, App. A.3)."""
+
+    kind = "cot"
+
+    observation_id: str
+    ref_think: str
+    ref: str  # the 1-based reference step, or "n/a"
+    score_think: str
+    score: str  # e.g. "43%", or "n/a"
+    method: Literal["template", "chat"]
+
+
+@register_payload
 class BenchmarkItem(Payload):
     """A question put to a model: ViC-Bench tasks, web-agent planning tests, and the like."""
 

@@ -113,3 +113,38 @@ def apply_review(settings: Settings, policy: str) -> dict[str, int]:
         raise ValueError(f"unknown unattended review policy {policy!r}: use wait or accept")
     decided = apply_unattended_policy(catalog) if policy == "accept" else 0
     return {"decided by policy": decided, "awaiting review": len(open_items(catalog))}
+
+
+@task(name="chain-of-thought", cache_policy=NONE)
+def make_chain_of_thought(settings: Settings, run_id: str | None) -> dict[str, int]:
+    """CoT for every accepted constructed observation and its negatives (templates offline, chat when set)."""
+    from schemas import Status
+    from tasks.models.registry import has_backend, load_backend
+    from tasks.progress.cot import PROMPT_VERSION, build_cot
+
+    storage = open_storage(settings)
+    catalog = storage.catalog
+    chat = load_backend(settings, "chat", cache=catalog) if has_backend(settings, "chat") else None
+    producer = (chat.producer("chain-of-thought", flow_run_id=run_id, prompt_template_version=PROMPT_VERSION)
+                if chat else Producer(task="chain-of-thought", flow_run_id=run_id, backend="template"))
+    observations = [o for task_name in ("construct-progress", "text-negatives", "visual-negatives")
+                    for o in catalog.find_records(kind="observation", producer_task=task_name,
+                                                  status=Status.ACCEPTED)]
+    demos = {d.id: d for d in catalog.get_records(sorted({o.payload["demo_id"] for o in observations}))}
+    trajectory_ids = {d.id: d.parents[0] for d in demos.values() if d.parents}
+    # A rewritten (negative) demo's parent is the demo it came from; its trajectory is one more step up.
+    parents = {p.id: p for p in catalog.get_records(sorted(set(trajectory_ids.values())))}
+    steps_of: dict[str, list[str]] = {}
+    for demo_id, parent_id in trajectory_ids.items():
+        parent = parents.get(parent_id)
+        if parent is not None and parent.kind == "demo":
+            parent = catalog.get_record(parent.parents[0])
+        if parent is not None:
+            steps_of[demo_id] = parent.payload["steps"]
+    items = [(demos[o.payload["demo_id"]], o, steps_of[o.payload["demo_id"]]) for o in observations
+             if o.payload["demo_id"] in steps_of]
+    records, quarantined = build_cot(
+        items, producer=producer, chat=chat, image_of=lambda o: storage.blobs.get(o.blobs[0].sha256),
+        demo_images_of=lambda d: [storage.blobs.get(b.sha256) for b in d.blobs])
+    new = catalog.put_records(records + quarantined, run_id=run_id)
+    return {"records": len(records), "quarantined": len(quarantined), "new": new}
