@@ -9,15 +9,12 @@ from prefect import flow
 
 from flows.build_progress import build_progress
 from flows.runtime import current_flow_run_id
-from schemas import Benchmark, Status, code_version
+from schemas import Benchmark, code_version
 from schemas.config import Settings, load_settings
-from schemas.releases import ReleaseSelection
 from storage import open_storage
-from tasks.progress.tasks import publish_progress_stats
-from tasks.storage_tasks import check_release, export, freeze_release
-
-# What a benchmark's release holds: its samples and what they are built from, not review items or decisions.
-RELEASED_KINDS = {Benchmark.PROGRESS.value: ("trajectory", "demo", "observation")}
+from tasks.progress.splits import SplitPlan
+from tasks.progress.tasks import freeze_progress_releases, publish_progress_stats
+from tasks.storage_tasks import check_release, export
 
 
 @flow(name="benchwright-main")
@@ -36,16 +33,14 @@ def main_job(settings: Settings | None = None, progress_published_dir: str | Non
         summary["built"][Benchmark.PROGRESS.value] = build_progress(
             settings, published_dir=progress_published_dir, episodes_dir=progress_episodes_dir,
             sample_episodes=sample_episodes, unattended_review=unattended_review)
-        for benchmark in summary["built"]:
-            selection = ReleaseSelection(benchmarks=(benchmark,), kinds=RELEASED_KINDS[benchmark],
-                                         statuses=(Status.ACCEPTED,))
-            tag = freeze_release(settings, f"{release_prefix}-{benchmark}", selection, params)
+        tags = freeze_progress_releases(settings, release_prefix, SplitPlan(), params)
+        for tag in tags:
             check_release(settings, tag)
-            summary["releases"][benchmark] = {"tag": tag}
-            if benchmark == Benchmark.PROGRESS.value:
-                summary["releases"][benchmark]["stats"] = publish_progress_stats(settings, tag)
+            release: dict[str, Any] = {"tag": tag}
             if export_release:
-                summary["releases"][benchmark]["export"] = export(settings, tag, settings.export.folder)
+                release["export"] = export(settings, tag, settings.export.folder)
+            release["stats"] = publish_progress_stats(settings, tag)
+            summary["releases"][tag] = release
     except BaseException as error:
         catalog.finish_run(run_id, "failed", {**summary, "error": repr(error)})
         raise

@@ -20,6 +20,8 @@ class ReleaseSelection(BaseModel):
     kinds: tuple[str, ...] = ()  # empty: all
     statuses: tuple[Status, ...] = (Status.ACCEPTED,)
     run_id: str | None = None
+    only_ids: tuple[str, ...] | None = None  # a subset chosen elsewhere (a split), intersected with the above
+    subset: str | None = None  # how that subset was chosen, e.g. "split=benchmark (by task, seed 0, 50%)"
 
 
 class ReleaseEntry(BaseModel):

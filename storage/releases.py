@@ -93,6 +93,9 @@ def _select(catalog: Catalog, selection: ReleaseSelection) -> list[Record]:
         for kind in selection.kinds or (None,):
             records.extend(catalog.find_records(benchmark=benchmark, kind=kind, status=selection.statuses,
                                                 run_id=selection.run_id))
+    if selection.only_ids is not None:
+        wanted = set(selection.only_ids)
+        records = [r for r in records if r.id in wanted]
     return sorted({r.id: r for r in records}.values(), key=lambda r: r.id)
 
 

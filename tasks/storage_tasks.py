@@ -1,4 +1,4 @@
-"""Thin Prefect tasks over the storage room: write records, freeze, verify and export releases.
+"""Thin Prefect tasks over the storage room: write records, verify and export releases.
 
 Tasks receive the ``Settings`` and open storage themselves, so they run the same in-process, on a worker or on
 another machine pointed at the same catalog and object store.
@@ -7,30 +7,20 @@ another machine pointed at the same catalog and object store.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from prefect import task
 from prefect.cache_policies import NONE
 
 from schemas import Record
 from schemas.config import Settings
-from schemas.releases import ReleaseSelection
 from storage import open_storage
-from storage.releases import create_release, export_release, verify_release
+from storage.releases import export_release, verify_release
 
 
 @task(name="write-records", cache_policy=NONE)
 def write_records(settings: Settings, records: list[Record], run_id: str | None = None) -> int:
     """Store records idempotently; returns how many were new."""
     return open_storage(settings).catalog.put_records(records, run_id=run_id)
-
-
-@task(name="freeze-release", cache_policy=NONE)
-def freeze_release(settings: Settings, name: str, selection: ReleaseSelection, params: dict[str, Any]) -> str:
-    storage = open_storage(settings)
-    manifest = create_release(storage.catalog, storage.blobs, name, selection=selection, params=params,
-                              only_if_changed=True)
-    return manifest.tag
 
 
 @task(name="verify-release", cache_policy=NONE)

@@ -34,13 +34,15 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     with open(sources / "visual_same_view.jsonl", "a") as handle:
         handle.write('{"id": "broken", "task_goal": "x"\n')
 
+    # Two episodes: pick_place (training, RL split) and stack (training, SFT split) with the default split plan.
     args = ["run", "--progress-published", str(sources), "--sample-episodes", "2"]
     first = _run(args, tmp_path)
     assert first.returncode == 0, first.stderr
-    assert "benchwright-progress@1" in first.stdout
+    for tag in ("benchwright-progress-published@1", "benchwright-progress-sft@1", "benchwright-progress-rl@1"):
+        assert tag in first.stdout
     assert "quarantined input" in first.stdout
-
     assert "review items await people" in first.stdout
+
     catalog = Catalog(tmp_path / "data" / "catalog.duckdb")
     quarantined = [q for q in catalog.find_records(kind="quarantined_input")
                    if q.payload["source"].endswith("visual_same_view.jsonl")]
@@ -50,28 +52,33 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     stored = catalog.query("SELECT count(*) FROM records")[0][0]
     runs = catalog.runs()
     assert runs[0][2] == "completed"
-    assert json.loads(runs[0][5])["releases"]["progress"]["tag"] == "benchwright-progress@1"
+    assert "benchwright-progress-published@1" in json.loads(runs[0][5])["releases"]
 
     second = _run(args, tmp_path)
     assert second.returncode == 0, second.stderr
     assert catalog.query("SELECT count(*), count(DISTINCT id) FROM records")[0] == (stored, stored)
-    assert "benchwright-progress@1" in second.stdout and "@2" not in second.stdout
+    assert "@2" not in second.stdout
 
-    exported = tmp_path / "data" / "exports" / "benchwright-progress-v1"
-    rows = [json.loads(line) for line in (exported / "records.jsonl").read_text().splitlines()]
-    released = catalog.query("SELECT count(*) FROM records WHERE status = 'accepted' "
-                             "AND kind IN ('trajectory', 'demo', 'observation')")[0][0]
-    assert len(rows) == released
-    assert not [row for row in rows if row["payload"].get("negative") == "visual"
-                and row["payload"]["source_frame"] is not None]  # edits wait for people
-    assert (exported / "records.parquet").stat().st_size > 0
-    constructed = [row for row in rows if row["kind"] == "observation" and row["payload"]["source_frame"] is not None]
+    exports = tmp_path / "data" / "exports"
+    published = [json.loads(line) for line in
+                 (exports / "benchwright-progress-published-v1" / "records.jsonl").read_text().splitlines()]
+    assert len(published) == catalog.query(
+        "SELECT count(*) FROM records WHERE status = 'accepted' AND producer->>'task' = 'import-progress-published'"
+    )[0][0]  # every published row but the broken one
+    training = [json.loads(line) for name in ("sft", "rl") for line in
+                (exports / f"benchwright-progress-{name}-v1" / "records.jsonl").read_text().splitlines()]
+    assert {row["kind"] for row in training} == {"trajectory", "demo", "observation", "cot"}
+    assert not [row for row in training if row["payload"].get("negative") == "visual"]  # edits wait for people
+    constructed = [row for row in training if row["kind"] == "observation" and row["payload"]["answerable"]]
     assert {row["payload"]["view"] for row in constructed} == {"same", "cross"}
-    assert all((exported / row["files"][0]).read_bytes()[:2] == b"\xff\xd8" for row in constructed)  # JPEG frames
+    sft = exports / "benchwright-progress-sft-v1"
+    assert all((sft / row["files"][0]).read_bytes()[:2] == b"\xff\xd8" for row in training
+               if row["kind"] == "observation" and (sft / row["files"][0]).exists())  # JPEG frames
+    assert (exports / "benchwright-progress-sft-v1-stats.png").exists()
     assert len(list((tmp_path / "data" / "sources" / "sample-world").iterdir())) == 2
 
-    verify = _run(["release", "verify", "benchwright-progress@1"], tmp_path)
-    assert verify.returncode == 0 and "ok benchwright-progress@1" in verify.stdout
+    verify = _run(["release", "verify", "benchwright-progress-sft@1"], tmp_path)
+    assert verify.returncode == 0 and "ok benchwright-progress-sft@1" in verify.stdout
 
     # People answer the review queue between runs; the next run applies their decisions and releases again.
     from tasks.review import decide, open_items
@@ -83,6 +90,11 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
         decide(catalog, item, annotator="ann1", verdict="reject")
     third = _run(args, tmp_path)
     assert third.returncode == 0, third.stderr
-    assert "benchwright-progress@2" in third.stdout and "await people" not in third.stdout
-    diff = _run(["release", "diff", "benchwright-progress@1", "benchwright-progress@2", "--json"], tmp_path)
-    assert json.loads(diff.stdout)["added"] == [items[0].payload["target_id"]]
+    assert "await people" not in third.stdout
+    bumped = [name for name in ("sft", "rl") if f"benchwright-progress-{name}@2" in third.stdout]
+    assert len(bumped) == 1  # the accepted edit joins the split of its trajectory
+    diff = _run(["release", "diff", f"benchwright-progress-{bumped[0]}@1", f"benchwright-progress-{bumped[0]}@2",
+                 "--json"], tmp_path)
+    added = json.loads(diff.stdout)["added"]
+    assert items[0].payload["target_id"] in added
+    assert {catalog.get_record(i).kind for i in added} == {"observation", "cot"}  # the edit and its reasoning

@@ -150,3 +150,19 @@ def test_frames_are_read_by_seeking(world):
     assert sorted(frames) == [3, 40, 55]
     truth = render(episodes[name], 55, "front", SIZE).astype(int)
     assert np.abs(frames[55].astype(int) - truth).mean() < 8
+
+
+def test_splits_keep_tasks_apart_and_stay_put():
+    from tasks.progress.splits import SplitPlan, split_of
+
+    plan = SplitPlan(benchmark_share=0.5, seed=0)
+    ids = [f"sample-{task}-{i:05d}" for task in ("pick_place", "stack", "unstack", "push", "insert", "gather",
+                                                 "swap") for i in range(20)]
+    splits = {i: split_of(i, plan) for i in ids}
+    by_task: dict[str, set[str]] = {}
+    for trajectory, split in splits.items():
+        by_task.setdefault(trajectory.split("-")[1], set()).add("benchmark" if split == "benchmark" else "train")
+    assert all(len(s) == 1 for s in by_task.values())  # no task on both sides
+    assert {"benchmark", "sft", "rl"} <= set(splits.values())
+    assert {i: split_of(i, plan) for i in ids} == splits
+    assert split_of("h5_franka_3rgb/stack_cups/001", plan) == split_of("h5_franka_3rgb/stack_cups/999", plan)

@@ -148,3 +148,44 @@ def make_chain_of_thought(settings: Settings, run_id: str | None) -> dict[str, i
         demo_images_of=lambda d: [storage.blobs.get(b.sha256) for b in d.blobs])
     new = catalog.put_records(records + quarantined, run_id=run_id)
     return {"records": len(records), "quarantined": len(quarantined), "new": new}
+
+
+BUILT_BY = ("construct-progress", "text-negatives", "visual-negatives", "chain-of-thought")
+
+
+@task(name="freeze-progress-releases", cache_policy=NONE)
+def freeze_progress_releases(settings: Settings, prefix: str, plan: Any, params: dict[str, Any]) -> list[str]:
+    """``<prefix>-progress`` (the benchmark split), ``-sft`` and ``-rl`` (training, with chain of thought) from what
+    was constructed, and ``<prefix>-progress-published`` from the published files. Each gets a new version only
+    when its content changed."""
+    from schemas import Benchmark, Status
+    from schemas.releases import ReleaseSelection
+    from storage.releases import ReleaseError, create_release
+    from tasks.progress.splits import split_members
+
+    storage = open_storage(settings)
+    catalog = storage.catalog
+    kinds = ("trajectory", "demo", "observation", "cot")
+    built = [r for name in BUILT_BY for r in catalog.find_records(benchmark=Benchmark.PROGRESS,
+                                                                 producer_task=name, status=Status.ACCEPTED)]
+    demos = {r.id: r for r in built if r.kind == "demo"}
+    members = split_members([r for r in built if r.kind in kinds], demos, plan)
+    names = {"benchmark": f"{prefix}-progress", "sft": f"{prefix}-progress-sft", "rl": f"{prefix}-progress-rl"}
+    published = [r.id for r in catalog.find_records(benchmark=Benchmark.PROGRESS,
+                                                    producer_task="import-progress-published",
+                                                    status=Status.ACCEPTED) if r.kind in kinds]
+    wanted = {**{names[s]: (ids, f"split={s} ({plan.describe()})") for s, ids in members.items()},
+              f"{prefix}-progress-published": (published, "the published PROGRESS-BENCH files")}
+    tags = []
+    for name, (ids, subset) in wanted.items():
+        selection = ReleaseSelection(benchmarks=(Benchmark.PROGRESS.value,), kinds=kinds,
+                                     only_ids=tuple(sorted(ids)), subset=subset)
+        try:
+            manifest = create_release(catalog, storage.blobs, name, selection=selection,
+                                      params={**params, "split_plan": plan.__dict__}, only_if_changed=True)
+        except ReleaseError as error:
+            if "matches no record" in str(error):
+                continue  # e.g. no task fell into this split
+            raise
+        tags.append(manifest.tag)
+    return tags
