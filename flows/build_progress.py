@@ -10,6 +10,7 @@ from prefect import flow
 
 from flows.runtime import current_flow_run_id
 from schemas.config import Settings, load_settings
+from tasks.models.registry import with_role_tags
 from tasks.progress.sampling import SamplingPlan
 from tasks.progress.tasks import (
     apply_review,
@@ -45,10 +46,12 @@ def build_progress(settings: Settings | None = None, published_dir: str | None =
     plan = SamplingPlan(interval_per_segment=interval_per_segment, boundary_offsets=tuple(boundary_offsets),
                         demo_camera=demo_camera, cross_cameras=tuple(cross_cameras))
     constructed = construct_progress(settings, episodes_dir, plan, run_id)
-    text_negatives = make_text_negatives(settings, run_id)
-    visual_negatives = make_visual_negatives(settings, run_id, visual_negatives_per_demo)
+    # Model-backed stages carry their roles' tags (``gpu`` for local weights on a GPU) for concurrency limits.
+    text_negatives = with_role_tags(make_text_negatives, settings, "chat")(settings, run_id)
+    visual_negatives = with_role_tags(make_visual_negatives, settings, "editor", "detector", "chat")(
+        settings, run_id, visual_negatives_per_demo)
     review = apply_review(settings, unattended_review)
-    chain_of_thought = make_chain_of_thought(settings, run_id)
+    chain_of_thought = with_role_tags(make_chain_of_thought, settings, "chat")(settings, run_id)
     published = import_progress_published(settings, str(Path(published_dir) if published_dir else SAMPLE_DIR),
                                           run_id)
     return {"constructed": constructed, "text negatives": text_negatives, "visual negatives": visual_negatives,
