@@ -44,18 +44,27 @@ def publish_progress_stats(settings: Settings, tag: str) -> dict[str, Any]:
     return {"samples": stats.total_samples, "trajectories": stats.total_trajectories, "chart": str(png)}
 
 
+def _chat_or_offline(settings: Settings, catalog: Any, task_name: str, prompt_version: str, offline: str,
+                     offline_model: str | None = None, run_id: str | None = None) -> tuple[Any, Producer]:
+    """The configured chat backend (answers cached in the catalog) and a producer naming it, or None and a producer
+    naming the stage's offline method when no chat backend is configured."""
+    from tasks.models.registry import has_backend, load_backend
+
+    if has_backend(settings, "chat"):
+        chat = load_backend(settings, "chat", cache=catalog)
+        return chat, chat.producer(task_name, flow_run_id=run_id, prompt_template_version=prompt_version)
+    return None, Producer(task=task_name, flow_run_id=run_id, backend=offline, model_id=offline_model)
+
+
 @task(name="text-negatives", cache_policy=NONE)
 def make_text_negatives(settings: Settings, run_id: str | None) -> dict[str, int]:
     """Text negatives for the constructed text demos, by the chat backend when one is configured, else offline."""
-    from tasks.models.registry import has_backend, load_backend
     from tasks.progress.text_negatives import PROMPT_VERSION, build_text_negatives
 
     storage = open_storage(settings)
     catalog = storage.catalog
-    chat = load_backend(settings, "chat", cache=catalog) if has_backend(settings, "chat") else None
-    producer = (chat.producer("text-negatives", flow_run_id=run_id, prompt_template_version=PROMPT_VERSION)
-                if chat else Producer(task="text-negatives", flow_run_id=run_id, backend="offline-spacy",
-                                      model_id=settings.nlp.spacy_model))
+    chat, producer = _chat_or_offline(settings, catalog, "text-negatives", PROMPT_VERSION, "offline-spacy",
+                                      settings.nlp.spacy_model, run_id)
     demos = catalog.find_records(kind="demo", producer_task="construct-progress")
     observations = catalog.find_records(kind="observation", producer_task="construct-progress")
     built = build_text_negatives(demos, observations, producer=producer, spacy_model=settings.nlp.spacy_model,
@@ -119,14 +128,12 @@ def apply_review(settings: Settings, policy: str) -> dict[str, int]:
 def make_chain_of_thought(settings: Settings, run_id: str | None) -> dict[str, int]:
     """CoT for every accepted constructed observation and its negatives (templates offline, chat when set)."""
     from schemas import Status
-    from tasks.models.registry import has_backend, load_backend
     from tasks.progress.cot import PROMPT_VERSION, build_cot
 
     storage = open_storage(settings)
     catalog = storage.catalog
-    chat = load_backend(settings, "chat", cache=catalog) if has_backend(settings, "chat") else None
-    producer = (chat.producer("chain-of-thought", flow_run_id=run_id, prompt_template_version=PROMPT_VERSION)
-                if chat else Producer(task="chain-of-thought", flow_run_id=run_id, backend="template"))
+    chat, producer = _chat_or_offline(settings, catalog, "chain-of-thought", PROMPT_VERSION, "template",
+                                      run_id=run_id)
     observations = [o for task_name in ("construct-progress", "text-negatives", "visual-negatives")
                     for o in catalog.find_records(kind="observation", producer_task=task_name,
                                                   status=Status.ACCEPTED)]
