@@ -386,25 +386,32 @@ def _insert_batch(records: list[Record], run_id: str | None) -> Callable[[duckdb
 
 
 def _record_columns(records: list[Record], run_id: str | None) -> dict[str, list[Any]]:
-    """Column lists for a batch, serialising each distinct producer once (a batch usually shares one)."""
-    producers: dict[int, str] = {}
-    columns: dict[str, list[Any]] = {name: [] for name in _RECORD_COLUMNS}
-    for r in records:
-        producer = producers.get(id(r.producer))
-        if producer is None:
-            producer = producers[id(r.producer)] = r.producer.model_dump_json()
-        columns["id"].append(r.id)
-        columns["kind"].append(r.kind)
-        columns["benchmark"].append(r.benchmark.value)
-        columns["payload"].append(canonical_json(r.payload))
-        columns["blobs"].append(canonical_json([[b.sha256, b.role, b.media_type] for b in r.blobs]))
-        columns["parents"].append(list(r.parents))
-        columns["producer"].append(producer)
-        columns["status"].append(r.status.value)
-        columns["status_reason"].append(r.status_reason)
-        columns["created_at"].append(r.created_at)
-        columns["run_id"].append(run_id or r.producer.flow_run_id)
-    return columns
+    """Column lists for a batch. This is the write path's hot loop: each distinct producer is serialised once (a
+    batch usually shares one), fields are read from the instance dict, and enum members go in as the strings they
+    are."""
+    producers: dict[int, tuple[str, str | None]] = {}
+    ids, kinds, benchmarks, payloads, blobs, parents, producer_column, statuses, reasons, times, runs = (
+        [] for _ in _RECORD_COLUMNS)
+    for record in records:
+        fields = record.__dict__
+        producer = fields["producer"]
+        serialised = producers.get(id(producer))
+        if serialised is None:
+            serialised = producers[id(producer)] = (producer.model_dump_json(), producer.flow_run_id)
+        ids.append(fields["id"])
+        kinds.append(fields["kind"])
+        benchmarks.append(str(fields["benchmark"]))
+        payloads.append(canonical_json(fields["payload"]))
+        refs = fields["blobs"]
+        blobs.append(canonical_json([[b.sha256, b.role, b.media_type] for b in refs]) if refs else "[]")
+        parents.append(list(fields["parents"]))
+        producer_column.append(serialised[0])
+        statuses.append(str(fields["status"]))
+        reasons.append(fields["status_reason"])
+        times.append(fields["created_at"])
+        runs.append(run_id or serialised[1])
+    return dict(zip(_RECORD_COLUMNS, (ids, kinds, benchmarks, payloads, blobs, parents, producer_column, statuses,
+                                      reasons, times, runs), strict=True))
 
 
 def _row_to_record(row: tuple[Any, ...]) -> Record:
