@@ -28,15 +28,17 @@ SAMPLE_CAMERAS = ("front", "top", "side")
 
 @flow(name="build-progress")
 def build_progress(settings: Settings | None = None, published_dir: str | None = None,
-                   episodes_dir: str | None = None, sample_episodes: int = 7, sample_seed: int = 0,
+                   episodes_dir: str | None = None, episodes_format: str = "sample", key_steps_file: str | None = None,
+                   sample_episodes: int = 7, sample_seed: int = 0,
                    interval_per_segment: int = 2, boundary_offsets: tuple[float, ...] = (0.1,),
                    demo_camera: str = "front", cross_cameras: tuple[str, ...] = ("top", "side"),
                    visual_negatives_per_demo: int = 1, unattended_review: str = "wait") -> dict[str, Any]:
     """Build PROGRESS-BENCH records.
 
-    ``episodes_dir``: folder of episode folders (default: the sample world, rendered under the data folder on first
-    use with ``sample_episodes`` episodes). ``published_dir``: the published .jsonl files (default: the bundled
-    sample of them).
+    ``episodes_dir``: episodes to build from (default: the sample world, rendered under the data folder on first
+    use with ``sample_episodes`` episodes); ``episodes_format`` ``sample`` (a folder per episode) or ``lerobot`` (a
+    LeRobot dataset, key steps from ``key_steps_file``, default ``<dataset>/key_steps.json``). ``published_dir``: the
+    published .jsonl files (default: the bundled sample of them).
     """
     settings = settings or load_settings()
     run_id = current_flow_run_id()
@@ -45,7 +47,7 @@ def build_progress(settings: Settings | None = None, published_dir: str | None =
         render_sample_world(episodes_dir, sample_episodes, sample_seed, SAMPLE_CAMERAS, (320, 240))
     plan = SamplingPlan(interval_per_segment=interval_per_segment, boundary_offsets=tuple(boundary_offsets),
                         demo_camera=demo_camera, cross_cameras=tuple(cross_cameras))
-    constructed = construct_progress(settings, episodes_dir, plan, run_id)
+    constructed = construct_progress(settings, episodes_dir, plan, run_id, episodes_format, key_steps_file)
     # Model-backed stages carry their roles' tags (``gpu`` for local weights on a GPU) for concurrency limits.
     text_negatives = with_role_tags(make_text_negatives, settings, "chat")(settings, run_id)
     visual_negatives = with_role_tags(make_visual_negatives, settings, "editor", "detector", "chat")(

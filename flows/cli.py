@@ -150,8 +150,14 @@ def run(
 @build_app.command("progress")
 def build_progress_command(
     episodes: Annotated[Path | None, typer.Option(
-        help="Folder of episode folders; default: the sample world under the data folder.",
+        help="Episodes to build from; default: the sample world under the data folder.",
         exists=True, file_okay=False)] = None,
+    episodes_format: Annotated[str, typer.Option(
+        help="sample: one folder per episode (episode.json + <camera>.mp4); lerobot: a LeRobot v2 dataset.")]
+    = "sample",
+    key_steps: Annotated[Path | None, typer.Option(
+        help="Key steps of a LeRobot dataset, JSON {episode: [{frame, text}]} or CSV episode,frame,text; "
+             "default <dataset>/key_steps.json.", exists=True, dir_okay=False)] = None,
     published: Annotated[Path | None, typer.Option(
         help="Folder with the published PROGRESS-BENCH .jsonl files; default: the bundled sample.",
         exists=True, file_okay=False)] = None,
@@ -178,7 +184,8 @@ def build_progress_command(
 
     with console.status("building PROGRESS-BENCH (starting Prefect can take ~20 s)..."):
         result = build_progress(settings, published_dir=str(published) if published else None,
-                                episodes_dir=str(episodes) if episodes else None, sample_episodes=sample_episodes,
+                                episodes_dir=str(episodes) if episodes else None, episodes_format=episodes_format,
+                                key_steps_file=str(key_steps) if key_steps else None, sample_episodes=sample_episodes,
                                 interval_per_segment=interval, boundary_offsets=tuple(boundary or (0.1,)),
                                 demo_camera=demo_camera, cross_cameras=tuple(cross_camera or ("top", "side")))
     for source, counts in result.items():

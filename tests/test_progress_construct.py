@@ -166,3 +166,52 @@ def test_splits_keep_tasks_apart_and_stay_put():
     assert {"benchmark", "sft", "rl"} <= set(splits.values())
     assert {i: split_of(i, plan) for i in ids} == splits
     assert split_of("h5_franka_3rgb/stack_cups/001", plan) == split_of("h5_franka_3rgb/stack_cups/999", plan)
+
+
+def to_lerobot(source, episodes, target):
+    """The sample world written as a LeRobot v2.1 dataset, with key steps in a separate file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (target / "meta").mkdir(parents=True)
+    info = {"codebase_version": "v2.1", "fps": 10, "chunks_size": 1000,
+            "data_path": "data/chunk-{episode_chunk:03d}/episode_{episode_index:06d}.parquet",
+            "video_path": "videos/chunk-{episode_chunk:03d}/{video_key}/episode_{episode_index:06d}.mp4",
+            "features": {"observation.images.front": {"dtype": "video"}, "observation.images.top": {"dtype": "video"},
+                         "action": {"dtype": "float32"}}}
+    (target / "meta" / "info.json").write_text(json.dumps(info))
+    lines, steps = [], {}
+    for index, name in enumerate(sorted(episodes)):
+        episode = episodes[name]
+        lines.append(json.dumps({"episode_index": index, "tasks": [episode.goal], "length": episode.n_frames}))
+        steps[str(index)] = [{"frame": s.frame, "text": s.text} for s in episode.key_steps]
+        (target / "data" / "chunk-000").mkdir(parents=True, exist_ok=True)
+        pq.write_table(pa.table({"frame_index": list(range(episode.n_frames)),
+                                 "timestamp": [i / 10 for i in range(episode.n_frames)]}),
+                       target / "data" / "chunk-000" / f"episode_{index:06d}.parquet")
+        for camera in ("front", "top"):
+            video = target / "videos" / "chunk-000" / f"observation.images.{camera}" / f"episode_{index:06d}.mp4"
+            video.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source / name / f"{camera}.mp4", video)
+    (target / "meta" / "episodes.jsonl").write_text("\n".join(lines) + "\n")
+    return steps
+
+
+def test_a_lerobot_dataset_builds_like_the_episode_folders(world, tmp_path, storage):
+    source, episodes = world
+    dataset = tmp_path / "my_robot_data"
+    steps = to_lerobot(source, episodes, dataset)
+    steps["1"][1]["text"] = ""  # one bad annotation
+    (dataset / "key_steps.json").write_text(json.dumps(steps))
+    counts = build_folder(dataset, storage, PRODUCER, PLAN, episode_format="lerobot")
+    assert counts["episodes"] == 2 and counts["quarantined"] == 1
+    reason = storage.catalog.find_records(kind="quarantined_input")[0].status_reason
+    assert "my_robot_data/episode_000001: key step 2 has empty text" in reason
+    first = episodes[sorted(episodes)[0]]
+    demos = storage.catalog.find_records(kind="demo")
+    assert {d.payload["trajectory_id"] for d in demos} == {"my_robot_data/episode_000000"}
+    assert {d.payload["task_goal"] for d in demos} == {first.goal}
+    key_frames = [0, *(s.frame for s in first.key_steps)]
+    assert len(storage.catalog.find_records(kind="observation")) == 3 * len(segment_samples(key_frames, PLAN))
+    with pytest.raises(ValueError, match="unknown episode format 'hdf5'"):
+        build_folder(dataset, storage, PRODUCER, PLAN, episode_format="hdf5")

@@ -23,7 +23,7 @@ from tasks.progress.sampling import (
     segment_samples,
 )
 from tasks.quarantine import quarantine
-from tasks.sources.episodes import EpisodeError, EpisodeSource, load_sample_episode
+from tasks.sources.episodes import EpisodeError, EpisodeSource, iter_episodes
 from tasks.sources.video import VideoError, encode_jpeg, read_frames
 
 CONSTRUCTED = "constructed from key-step ground truth; answerable samples need no human filter"
@@ -135,18 +135,20 @@ def _observations(sample: ProgressSample, steps: int, demo_camera: str, cross: l
 
 
 def build_folder(folder: Path, storage: Storage, producer: Producer, plan: SamplingPlan,
-                 run_id: str | None = None) -> dict[str, int]:
-    """Build every episode folder under ``folder``, writing each episode's records as soon as it is done, so an
-    interrupted run keeps what it finished and a rerun adds only the rest."""
+                 run_id: str | None = None, *, episode_format: str = "sample",
+                 key_steps: Path | None = None) -> dict[str, int]:
+    """Build every episode of ``folder`` (see ``tasks.sources.episodes.iter_episodes`` for the formats), writing
+    each episode's records as soon as it is done, so an interrupted run keeps what it finished and a rerun adds
+    only the rest."""
     counts = {"episodes": 0, "records": 0, "new": 0, "quarantined": 0}
-    for episode_dir in sorted(p for p in folder.iterdir() if p.is_dir()):
+    for locator, loaded in iter_episodes(folder, episode_format, key_steps=key_steps):
         counts["episodes"] += 1
         try:
             with storage.batched_blob_meta():
-                built = build_episode(load_sample_episode(episode_dir), storage, producer, plan)
+                built = build_episode(loaded(), storage, producer, plan)
         except EpisodeError as error:
             built = EpisodeBuild(quarantined=[quarantine(benchmark=Benchmark.PROGRESS, source=str(folder),
-                                                         locator=episode_dir.name, reason=str(error), raw="",
+                                                         locator=locator, reason=str(error), raw="",
                                                          producer=producer)])
         counts["records"] += len(built.records)
         counts["quarantined"] += len(built.quarantined)

@@ -21,10 +21,12 @@ from tasks.sources.progress_published import import_into_catalog
 
 
 @task(name="construct-progress", cache_policy=NONE)
-def construct_progress(settings: Settings, folder: str, plan: SamplingPlan, run_id: str | None) -> dict[str, int]:
+def construct_progress(settings: Settings, folder: str, plan: SamplingPlan, run_id: str | None,
+                       episode_format: str = "sample", key_steps: str | None = None) -> dict[str, int]:
     producer = Producer(task="construct-progress", flow_run_id=run_id,
-                        params={"folder": folder, "plan": plan.__dict__})
-    return build_folder(Path(folder), open_storage(settings), producer, plan, run_id)
+                        params={"folder": folder, "format": episode_format, "plan": plan.__dict__})
+    return build_folder(Path(folder), open_storage(settings), producer, plan, run_id, episode_format=episode_format,
+                        key_steps=Path(key_steps) if key_steps else None)
 
 
 @task(name="import-progress-published", cache_policy=NONE)
