@@ -61,6 +61,23 @@ def check_key_steps(episode_id: str, steps: list[KeyStepSpec], n_frames: int) ->
         previous = step.frame
 
 
+def check_videos(candidates: dict[str, Path], n_frames: int) -> tuple[dict[str, Path], dict[str, str]]:
+    """The cameras whose video opens and has the episode's frame count, and why each other one does not."""
+    videos: dict[str, Path] = {}
+    broken: dict[str, str] = {}
+    for camera, path in candidates.items():
+        try:
+            count, _, _ = video_info(path)
+        except VideoError as error:
+            broken[camera] = str(error)
+            continue
+        if count != n_frames:
+            broken[camera] = f"{path}: {count} frames, the episode has {n_frames} (truncated?)"
+            continue
+        videos[camera] = path
+    return videos, broken
+
+
 def load_sample_episode(folder: Path, *, data_source: str = "sample-world") -> EpisodeSource:
     """An episode folder written by ``sample_world.write_episode``."""
     manifest_path = folder / "episode.json"
@@ -75,19 +92,7 @@ def load_sample_episode(folder: Path, *, data_source: str = "sample-world") -> E
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
         raise EpisodeError(f"{manifest_path}: unreadable episode manifest ({type(error).__name__}: {error})") from None
     check_key_steps(episode_id, steps, n_frames)
-    videos: dict[str, Path] = {}
-    broken: dict[str, str] = {}
-    for camera, name in cameras.items():
-        path = folder / name
-        try:
-            count, _, _ = video_info(path)
-        except VideoError as error:
-            broken[camera] = str(error)
-            continue
-        if count != n_frames:
-            broken[camera] = f"{path}: {count} frames, the episode has {n_frames} (truncated?)"
-            continue
-        videos[camera] = path
+    videos, broken = check_videos({camera: folder / name for camera, name in cameras.items()}, n_frames)
     return EpisodeSource(id=episode_id, goal=str(manifest["goal"]), data_source=data_source,
                          fps=float(manifest.get("fps", 10)), n_frames=n_frames, key_steps=tuple(steps),
                          videos=videos, broken_cameras=broken,
@@ -134,22 +139,9 @@ def load_lerobot_episode(root: Path, info: dict[str, Any], episode: dict[str, An
     if key_steps is None:
         raise EpisodeError(f"{episode_id}: no key steps for episode {index} in the key-step file")
     check_key_steps(episode_id, key_steps, n_frames)
-    videos: dict[str, Path] = {}
-    broken: dict[str, str] = {}
-    for key, feature in info.get("features", {}).items():
-        if feature.get("dtype") != "video":
-            continue
-        camera = key.split(".")[-1]
-        path = root / info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=index)
-        try:
-            count, _, _ = video_info(path)
-        except VideoError as error:
-            broken[camera] = str(error)
-            continue
-        if count != n_frames:
-            broken[camera] = f"{path}: {count} frames, the episode has {n_frames} (truncated?)"
-            continue
-        videos[camera] = path
+    videos, broken = check_videos(
+        {key.split(".")[-1]: root / info["video_path"].format(episode_chunk=chunk, video_key=key, episode_index=index)
+         for key, feature in info.get("features", {}).items() if feature.get("dtype") == "video"}, n_frames)
     tasks = episode.get("tasks") or [""]
     return EpisodeSource(id=episode_id, goal=str(tasks[0]), data_source=data_source, fps=float(info.get("fps", 30)),
                          n_frames=n_frames, key_steps=tuple(key_steps), videos=videos, broken_cameras=broken,
