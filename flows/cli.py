@@ -72,6 +72,13 @@ def _failures_as_messages() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
+def _table(columns: tuple[str, ...], title: str | None = None) -> Table:
+    table = Table(title=title)
+    for column in columns:
+        table.add_column(column)
+    return table
+
+
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=err, transient=True)
@@ -116,9 +123,8 @@ def run(
                            progress_episodes_dir=str(progress_episodes) if progress_episodes else None,
                            sample_episodes=sample_episodes, unattended_review=unattended_review,
                            release_prefix=release_prefix, export_release=export)
-    table = Table(title=f"main job {summary['run_id']}")
-    for column in ("benchmark", "source", "read", "records", "new", "quarantined"):
-        table.add_column(column)
+    table = _table(("benchmark", "source", "read", "records", "new", "quarantined"),
+                   title=f"main job {summary['run_id']}")
     quarantined = 0
     for benchmark, sources in summary["built"].items():
         for source, counts in sources.items():
@@ -257,9 +263,7 @@ def stats(
 @app.command()
 def runs(limit: Annotated[int, typer.Option(help="How many of the newest runs to list.")] = 20) -> None:
     """List recent flow runs recorded in the catalog."""
-    table = Table()
-    for column in ("run id", "flow", "state", "started", "finished"):
-        table.add_column(column)
+    table = _table(("run id", "flow", "state", "started", "finished"))
     for run_id, flow, state, started, finished, _ in _storage().catalog.runs(limit):
         table.add_row(run_id, flow, state, f"{started:%Y-%m-%d %H:%M:%S}",
                       f"{finished:%H:%M:%S}" if finished else "")
@@ -274,9 +278,7 @@ def release_list() -> None:
     """List every release with its size and manifest hash."""
     from storage.releases import list_releases
 
-    table = Table()
-    for column in ("release", "created", "records", "manifest sha256"):
-        table.add_column(column)
+    table = _table(("release", "created", "records", "manifest sha256"))
     for name, version, created, count, sha in list_releases(_storage().catalog):
         table.add_row(f"{name}@{version}", f"{created:%Y-%m-%d %H:%M:%S}", str(count), sha[:16])
     console.print(table)
@@ -422,9 +424,7 @@ def records_list(
     with _failures_as_messages():
         found = _storage().catalog.find_records(benchmark=benchmark, kind=kind,
                                                 status=Status(status) if status else None, limit=limit)
-    table = Table()
-    for column in ("id", "benchmark", "kind", "status", "reason"):
-        table.add_column(column)
+    table = _table(("id", "benchmark", "kind", "status", "reason"))
     for record in found:
         table.add_row(record.id[:16], record.benchmark.value, record.kind, record.status.value,
                       record.status_reason or "")
@@ -434,9 +434,7 @@ def records_list(
 @records_app.command("stats")
 def records_stats() -> None:
     """Count records by benchmark, kind and status."""
-    table = Table()
-    for column in ("benchmark", "kind", "status", "records"):
-        table.add_column(column)
+    table = _table(("benchmark", "kind", "status", "records"))
     for (benchmark, kind, status), count in _storage().catalog.count_records().items():
         table.add_row(benchmark, kind, status, str(count))
     console.print(table)
@@ -450,9 +448,7 @@ def models_list() -> None:
     """Each role with its backend, model and parameters (configured, or the offline default)."""
     from tasks.models.registry import describe
 
-    table = Table()
-    for column in ("role", "backend", "model", "params", "from"):
-        table.add_column(column)
+    table = _table(("role", "backend", "model", "params", "from"))
     for row in describe(_settings()):
         table.add_row(row["role"], row["backend"] or "[dim]none[/dim]", row["model"] or "",
                       json.dumps(row["params"]) if row["params"] else "",
