@@ -32,7 +32,8 @@ def build_progress(settings: Settings | None = None, published_dir: str | None =
                    sample_episodes: int = 7, sample_seed: int = 0,
                    interval_per_segment: int = 2, boundary_offsets: tuple[float, ...] = (0.1,),
                    demo_camera: str = "front", cross_cameras: tuple[str, ...] = ("top", "side"),
-                   visual_negatives_per_demo: int = 1, unattended_review: str = "wait") -> dict[str, Any]:
+                   visual_negatives_per_demo: int = 1, unattended_review: str = "wait",
+                   review_wait_s: float = 0.0) -> dict[str, Any]:
     """Build PROGRESS-BENCH records.
 
     ``episodes_dir``: episodes to build from (default: the sample world, rendered under the data folder on first
@@ -52,7 +53,7 @@ def build_progress(settings: Settings | None = None, published_dir: str | None =
     text_negatives = with_role_tags(make_text_negatives, settings, "chat")(settings, run_id)
     visual_negatives = with_role_tags(make_visual_negatives, settings, "editor", "detector", "chat")(
         settings, run_id, visual_negatives_per_demo)
-    review = apply_review(settings, unattended_review)
+    review = apply_review(settings, unattended_review, review_wait_s)
     chain_of_thought = with_role_tags(make_chain_of_thought, settings, "chat")(settings, run_id)
     published = import_progress_published(settings, str(Path(published_dir) if published_dir else SAMPLE_DIR),
                                           run_id)

@@ -101,6 +101,8 @@ def run(
         "wait: leave review items to people, a later run applies their decisions; accept: the unattended demo "
         "policy accepts them and records that on every record it touches (for demos, never for real releases)."))]
     = "wait",
+    wait: Annotated[float, typer.Option(help="With --unattended-review wait: seconds to wait for review decisions "
+                                             "before releasing what is decided (0: do not wait).")] = 0.0,
     release_prefix: Annotated[str, typer.Option(help="Releases are named <prefix>-<benchmark>.")] = "benchwright",
     export: Annotated[bool, typer.Option(help="Export each release to the configured export folder.")] = True,
 ) -> None:
@@ -122,7 +124,7 @@ def run(
                            progress_published_dir=str(progress_published) if progress_published else None,
                            progress_episodes_dir=str(progress_episodes) if progress_episodes else None,
                            sample_episodes=sample_episodes, unattended_review=unattended_review,
-                           release_prefix=release_prefix, export_release=export)
+                           review_wait_s=wait, release_prefix=release_prefix, export_release=export)
     table = _table(("benchmark", "source", "read", "records", "new", "quarantined"),
                    title=f"main job {summary['run_id']}")
     quarantined = 0

@@ -20,6 +20,7 @@ from tasks.storage_tasks import check_release, export
 @flow(name="benchwright-main")
 def main_job(settings: Settings | None = None, progress_published_dir: str | None = None,
              progress_episodes_dir: str | None = None, sample_episodes: int = 7, unattended_review: str = "wait",
+             review_wait_s: float = 0.0,
              release_prefix: str = "benchwright", export_release: bool = True) -> dict[str, Any]:
     settings = settings or load_settings()
     run_id = current_flow_run_id() or "local"
@@ -32,7 +33,7 @@ def main_job(settings: Settings | None = None, progress_published_dir: str | Non
     try:
         summary["built"][Benchmark.PROGRESS.value] = build_progress(
             settings, published_dir=progress_published_dir, episodes_dir=progress_episodes_dir,
-            sample_episodes=sample_episodes, unattended_review=unattended_review)
+            sample_episodes=sample_episodes, unattended_review=unattended_review, review_wait_s=review_wait_s)
         tags = freeze_progress_releases(settings, release_prefix, SplitPlan(), params)
         for tag in tags:
             check_release(settings, tag)

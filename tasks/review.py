@@ -62,6 +62,19 @@ def apply_unattended_policy(catalog: Catalog, queue: str | None = None) -> int:
     return len(items)
 
 
+def wait_for_decisions(catalog: Catalog, timeout_s: float, *, queue: str | None = None, poll_s: float = 5.0) -> int:
+    """Wait until no item of ``queue`` is open or ``timeout_s`` passes (decisions arrive from the annotation UI in
+    other processes); returns how many are still open."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        remaining = len(open_items(catalog, queue))
+        if remaining == 0 or time.monotonic() >= deadline:
+            return remaining
+        time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))
+
+
 def acceptance_by(catalog: Catalog, queue: str, field: str) -> dict[str, tuple[int, int]]:
     """(accepted, decided) per value of a suggestion field, e.g. the edit strategy of visual negatives."""
     items = {i.id: i for i in catalog.find_records(kind="review_item") if i.payload["queue"] == queue}

@@ -126,3 +126,27 @@ def test_rejection_and_the_unattended_policy_are_recorded(storage):
     assert decisions == [("ann1", "reject"), ("policy:unattended-demo", "accept"),
                          ("policy:unattended-demo", "accept")]
     assert acceptance_by(storage.catalog, QUEUE, "strategy") == {"color": (0, 1), "remove": (2, 2)}
+
+
+def test_waiting_for_decisions_returns_when_people_answer_or_time_runs_out(storage):
+    import threading
+    import time
+
+    from schemas import ReviewItem
+    from tasks.review import wait_for_decisions
+
+    producer = Producer(task="t")
+    target = make_record(Observation(demo_id="d", frame="f.jpg", answerable=False, negative="visual"),
+                         benchmark=Benchmark.PROGRESS, producer=producer, status=Status.CANDIDATE)
+    item = make_record(ReviewItem(target_id=target.id, queue=QUEUE, question="q"), benchmark=Benchmark.PROGRESS,
+                       producer=producer)
+    storage.catalog.put_records([target, item])
+    start = time.monotonic()
+    assert wait_for_decisions(storage.catalog, 0.3, poll_s=0.1) == 1
+    assert 0.3 <= time.monotonic() - start < 2
+    answer = threading.Timer(0.5, lambda: decide(storage.catalog, item, annotator="ann1", verdict="accept"))
+    answer.start()
+    start = time.monotonic()
+    assert wait_for_decisions(storage.catalog, 20, poll_s=0.1) == 0
+    assert time.monotonic() - start < 5  # returned when the decision came, not at the timeout
+    answer.join()
