@@ -35,8 +35,9 @@ def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["
         benchmark=item.benchmark, producer=Producer(task="review", params={"annotator": annotator}),
         parents=[item.id], status=Status.ACCEPTED)
     catalog.put_records([decision])
-    answers = [d for d in catalog.find_records(kind="decision") if d.payload["item_id"] == item.id]
-    latest = {d.payload["annotator"]: d.payload["verdict"] for d in answers}  # one vote per annotator
+    answers = catalog.query("SELECT annotator, verdict FROM review_decisions WHERE item_id = ? ORDER BY created_at",
+                            [item.id])
+    latest = dict(answers)  # one vote per annotator, their latest
     needed = max(required_answers, item.payload.get("required_answers", 1))
     if len(latest) < needed:
         return decision
