@@ -15,6 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from schemas.records import Record, Status, canonical_json, code_version, record_id
 from schemas.releases import BlobInfo, ReleaseEntry, ReleaseManifest, ReleaseSelection
 from storage.blobs import BlobNotFoundError, BlobStore, sha256_bytes
@@ -248,11 +250,10 @@ def export_release(catalog: Catalog, store: BlobStore, tag: str, out_dir: str | 
         if on_progress:
             on_progress(len(chunk))
     rows.sort(key=lambda row: row["id"])
-    with open(target / "records.jsonl", "w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps({**row, "payload": json.loads(row["payload"]),
-                                     "blobs": json.loads(row["blobs"]),
-                                     "producer": json.loads(row["producer"])}, ensure_ascii=False) + "\n")
+    with open(target / "records.jsonl", "wb") as handle:
+        for row in rows:  # the JSON columns are already serialised: embed them as they are
+            handle.write(orjson.dumps({**row, **{k: orjson.Fragment(row[k]) for k in ("payload", "blobs", "producer")}})
+                         + b"\n")
     table = pa.Table.from_pylist(rows, schema=pa.schema([
         ("id", pa.string()), ("kind", pa.string()), ("benchmark", pa.string()), ("status", pa.string()),
         ("payload", pa.string()), ("blobs", pa.string()), ("files", pa.list_(pa.string())),
