@@ -46,6 +46,22 @@ def publish_progress_stats(settings: Settings, tag: str) -> dict[str, Any]:
     return {"samples": stats.total_samples, "trajectories": stats.total_trajectories, "chart": str(png)}
 
 
+def trajectory_steps(catalog: Any, demos: list[Any]) -> dict[str, list[str]]:
+    """The step texts of each demo's trajectory. A demo's parent is its trajectory, or, for a rewritten (negative)
+    demo, the demo it came from, whose parent is the trajectory: two batched lookups at most."""
+    parents = {p.id: p for p in catalog.get_records(sorted({d.parents[0] for d in demos if d.parents}))}
+    grandparents = {g.id: g for g in catalog.get_records(sorted({p.parents[0] for p in parents.values()
+                                                                  if p.kind == "demo" and p.parents}))}
+    steps: dict[str, list[str]] = {}
+    for demo in demos:
+        parent = parents.get(demo.parents[0]) if demo.parents else None
+        if parent is not None and parent.kind == "demo":
+            parent = grandparents.get(parent.parents[0]) if parent.parents else None
+        if parent is not None and parent.kind == "trajectory":
+            steps[demo.id] = parent.payload["steps"]
+    return steps
+
+
 def _chat_or_offline(settings: Settings, catalog: Any, task_name: str, prompt_version: str, offline: str,
                      offline_model: str | None = None, run_id: str | None = None) -> tuple[Any, Producer]:
     """The configured chat backend (answers cached in the catalog) and a producer naming it, or None and a producer
@@ -94,7 +110,7 @@ def make_visual_negatives(settings: Settings, run_id: str | None, per_demo: int 
                         prompt_template_version=PROMPT_VERSION if chat else None)
     demos = {d.id: d for d in catalog.find_records(kind="demo", producer_task="construct-progress")
              if d.payload["modality"] == "visual"}
-    trajectories = {t.id: t for t in catalog.get_records(sorted({d.parents[0] for d in demos.values()}))}
+    steps_of = trajectory_steps(catalog, list(demos.values()))
     chosen: dict[str, list] = {}
     for observation in catalog.find_records(kind="observation", producer_task="construct-progress"):
         if observation.payload["demo_id"] in demos and observation.payload["view"] == "same":
@@ -102,8 +118,7 @@ def make_visual_negatives(settings: Settings, run_id: str | None, per_demo: int 
     items = []
     for demo_id, observations in sorted(chosen.items()):
         observations.sort(key=lambda o: hashlib.sha256(o.id.encode()).hexdigest())
-        steps = trajectories[demos[demo_id].parents[0]].payload["steps"]
-        items += [(demos[demo_id], o, steps) for o in observations[:per_demo]]
+        items += [(demos[demo_id], o, steps_of[demo_id]) for o in observations[:per_demo]]
     with storage.batched_blob_meta():
         built = build_visual_negatives(
             items, image_of=lambda o: storage.blobs.get(o.blobs[0].sha256),
@@ -143,16 +158,7 @@ def make_chain_of_thought(settings: Settings, run_id: str | None) -> dict[str, i
                     for o in catalog.find_records(kind="observation", producer_task=task_name,
                                                   status=Status.ACCEPTED)]
     demos = {d.id: d for d in catalog.get_records(sorted({o.payload["demo_id"] for o in observations}))}
-    trajectory_ids = {d.id: d.parents[0] for d in demos.values() if d.parents}
-    # A rewritten (negative) demo's parent is the demo it came from; its trajectory is one more step up.
-    parents = {p.id: p for p in catalog.get_records(sorted(set(trajectory_ids.values())))}
-    steps_of: dict[str, list[str]] = {}
-    for demo_id, parent_id in trajectory_ids.items():
-        parent = parents.get(parent_id)
-        if parent is not None and parent.kind == "demo":
-            parent = catalog.get_record(parent.parents[0])
-        if parent is not None:
-            steps_of[demo_id] = parent.payload["steps"]
+    steps_of = trajectory_steps(catalog, list(demos.values()))
     items = [(demos[o.payload["demo_id"]], o, steps_of[o.payload["demo_id"]]) for o in observations
              if o.payload["demo_id"] in steps_of]
     records, quarantined = build_cot(
