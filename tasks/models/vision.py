@@ -130,6 +130,7 @@ class ClipTagger(Tagger):
     def __post_init__(self) -> None:
         if not self.model:
             raise ValueError("the clip tagger needs `model`: a CLIP checkpoint folder")
+        self.vocabulary = list(self.params.get("vocabulary", DEFAULT_VOCABULARY))
         self._loaded: tuple[Any, Any, Any] | None = None
 
     def _load(self) -> tuple[Any, Any, Any]:
@@ -140,9 +141,8 @@ class ClipTagger(Tagger):
             device = resolve_device(self.params.get("device"))
             model = CLIPModel.from_pretrained(self.model).to(device).eval()
             processor = AutoProcessor.from_pretrained(self.model)
-            vocabulary = list(self.params.get("vocabulary", DEFAULT_VOCABULARY))
             template = str(self.params.get("template", "a photo of a {}"))
-            text = processor(text=[template.format(v) for v in vocabulary], return_tensors="pt", padding=True)
+            text = processor(text=[template.format(v) for v in self.vocabulary], return_tensors="pt", padding=True)
             with torch.inference_mode():
                 features = model.get_text_features(**text.to(device))
                 features = getattr(features, "pooler_output", features)
@@ -153,7 +153,7 @@ class ClipTagger(Tagger):
         import torch
 
         model, processor, text_features = self._load()
-        vocabulary = list(self.params.get("vocabulary", DEFAULT_VOCABULARY))
+        vocabulary = self.vocabulary
         pixels = processor(images=decode_image(image), return_tensors="pt").to(model.device)
         with torch.inference_mode():
             features = model.get_image_features(**pixels)

@@ -109,6 +109,17 @@ def offline_negative(goal: str, steps: list[str], *, seed_text: str, spacy_model
                         original_object=lemma, new_object=new, method="offline")
 
 
+def offline_checked(goal: str, steps: list[str], *, seed_text: str, spacy_model: str
+                    ) -> tuple[TextNegative | None, list[str]]:
+    """The offline rewrite when it passes the same check as a chat rewrite; else None and why."""
+    try:
+        negative = offline_negative(goal, steps, seed_text=seed_text, spacy_model=spacy_model)
+    except ValueError as error:
+        return None, [str(error)]
+    problem = check_negative(goal, steps, negative, spacy_model)
+    return (None, [problem]) if problem else (negative, [])
+
+
 def check_negative(goal: str, steps: list[str], negative: TextNegative, spacy_model: str) -> str | None:
     """Why a rewrite is not a valid text negative, or None when it is."""
     if len(negative.steps) != len(steps):
@@ -197,14 +208,8 @@ def build_text_negatives(demos: list[Any], observations: list[Any], *, producer:
             negative, problems = chat_negative(chat, demo.task_goal, demo.steps, image=image,
                                                spacy_model=spacy_model)
         else:
-            try:
-                negative = offline_negative(demo.task_goal, demo.steps, seed_text=record.id,
-                                            spacy_model=spacy_model)
-                problem = check_negative(demo.task_goal, demo.steps, negative, spacy_model)
-            except ValueError as error:
-                negative, problem = None, str(error)
-            problems = [problem] if problem else []
-            negative = negative if not problem else None
+            negative, problems = offline_checked(demo.task_goal, demo.steps, seed_text=record.id,
+                                                 spacy_model=spacy_model)
         if negative is None:
             build.quarantined.append(quarantine(
                 benchmark=Benchmark.PROGRESS, source="text-negatives", locator=f"demo {record.id}",
