@@ -227,12 +227,6 @@ class Catalog:
             raise KeyError(f"id prefix {prefix!r} is ambiguous")
         return found[0][0]
 
-    def has_records(self, ids: Iterable[str]) -> set[str]:
-        wanted = list(ids)
-        if not wanted:
-            return set()
-        return {row[0] for row in self.query("SELECT id FROM records WHERE list_contains(?, id)", [wanted])}
-
     def find_records(self, *, benchmark: str | None = None, kind: str | None = None,
                      status: Status | Sequence[Status] | None = None, run_id: str | None = None,
                      producer_task: str | None = None, limit: int | None = None) -> list[Record]:

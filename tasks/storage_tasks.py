@@ -1,4 +1,4 @@
-"""Thin Prefect tasks over the storage room: write records, verify and export releases.
+"""Thin Prefect tasks over the storage room: verify and export releases.
 
 Tasks receive the ``Settings`` and open storage themselves, so they run the same in-process, on a worker or on
 another machine pointed at the same catalog and object store.
@@ -11,16 +11,9 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NONE
 
-from schemas import Record
 from schemas.config import Settings
 from storage import open_storage
 from storage.releases import export_release, verify_release
-
-
-@task(name="write-records", cache_policy=NONE)
-def write_records(settings: Settings, records: list[Record], run_id: str | None = None) -> int:
-    """Store records idempotently; returns how many were new."""
-    return open_storage(settings).catalog.put_records(records, run_id=run_id)
 
 
 @task(name="verify-release", cache_policy=NONE)

@@ -287,6 +287,7 @@ def export_progresslm(catalog: Catalog, store: Any, tag: str, out_dir: Path) -> 
 
 
 def _safe(trajectory_id: str) -> str:
+    """Trajectory ids are relative paths (``h5_franka_3rgb/task/001``); keep one from climbing out of frames/."""
     return trajectory_id.replace("..", "_")
 
 
