@@ -23,8 +23,8 @@ from storage import Catalog, LocalBlobStore, Storage
 from tasks.progress.construct import build_folder
 from tasks.progress.sampling import SamplingPlan, segment_samples
 from tasks.sources.episodes import load_sample_episode
+from tasks.sources.frames import read_frames
 from tasks.sources.sample_world import TASK_TYPES, generate_episode, write_episode
-from tasks.sources.video import read_frames
 
 CAMERAS = ("front", "top")
 
@@ -98,14 +98,14 @@ def main() -> None:
         start = time.perf_counter()
         for episode in episodes:
             samples = [s.frame for s in segment_samples(episode.key_frames, plan)]
-            needed += len(read_frames(episode.videos["front"], episode.key_frames + samples))
-            needed += len(read_frames(episode.videos["top"], samples))
+            needed += len(episode.cameras["front"].read(episode.key_frames + samples))
+            needed += len(episode.cameras["top"].read(samples))
         seek_s = time.perf_counter() - start
         start = time.perf_counter()
-        total = sequential_decode([e.videos[c] for e in episodes for c in CAMERAS])
+        total = sequential_decode([e.cameras[c].archive for e in episodes for c in CAMERAS])
         sequential_s = time.perf_counter() - start
 
-        clip = long_video([e.videos["front"] for e in episodes[:40]], Path(tmp) / "long.mp4", args.long_frames)
+        clip = long_video([e.cameras["front"].archive for e in episodes[:40]], Path(tmp) / "long.mp4", args.long_frames)
         spread = list(range(0, args.long_frames, args.long_frames // 30))
         start = time.perf_counter()
         read_frames(clip, spread)

@@ -20,42 +20,77 @@ from tasks.progress.tasks import (
     make_text_negatives,
     make_visual_negatives,
 )
+from tasks.sources.episodes import Hdf5Layout
 from tasks.sources.progress_published import SAMPLE_DIR
 from tasks.sources.tasks import render_sample_world
 
 SAMPLE_CAMERAS = ("front", "top", "side")
 
 
+STAGES = ("construct", "text-negatives", "visual-negatives", "review", "chain-of-thought", "published")
+
+
 @flow(name="build-progress")
 def build_progress(settings: Settings | None = None, published_dir: str | None = None,
+                   published_frames_dir: str | None = None,
                    episodes_dir: str | None = None, episodes_format: str = "sample", key_steps_file: str | None = None,
+                   hdf5_image_group: str = "observations/rgb_images", hdf5_cameras: dict[str, str] | None = None,
+                   hdf5_goal_key: str = "language_raw", hdf5_fps: float = 30.0,
                    sample_episodes: int = 7, sample_seed: int = 0,
-                   interval_per_segment: int = 2, boundary_offsets: tuple[float, ...] = (0.1,),
-                   demo_camera: str = "front", cross_cameras: tuple[str, ...] = ("top", "side"),
-                   visual_negatives_per_demo: int = 1, unattended_review: str = "wait",
-                   review_wait_s: float = 0.0) -> dict[str, Any]:
+                   interval_per_segment: int | None = None, boundary_offsets: tuple[float, ...] | None = None,
+                   demo_camera: str | None = None, cross_cameras: tuple[str, ...] | None = None,
+                   visual_negatives_per_demo: int | None = None, unattended_review: str = "wait",
+                   review_wait_s: float = 0.0, stages: tuple[str, ...] = STAGES,
+                   trajectories: list[str] | None = None) -> dict[str, Any]:
     """Build PROGRESS-BENCH records.
 
     ``episodes_dir``: episodes to build from (default: the sample world, rendered under the data folder on first
-    use with ``sample_episodes`` episodes); ``episodes_format`` ``sample`` (a folder per episode) or ``lerobot`` (a
-    LeRobot dataset, key steps from ``key_steps_file``, default ``<dataset>/key_steps.json``). ``published_dir``: the
-    published .jsonl files (default: the bundled sample of them).
+    use with ``sample_episodes`` episodes); ``episodes_format``: ``sample``, ``lerobot``, ``folder`` or ``hdf5``
+    (see ``tasks.sources.episodes.iter_episodes``), key steps from ``key_steps_file`` for the last three, HDF5
+    datasets from the ``hdf5_*`` parameters. ``published_dir``: the published .jsonl files (default: the bundled
+    sample of them), with frames from ``published_frames_dir`` when given.
+
+    Sampling parameters left as None come from the ``[progress]`` settings.
+
+    A backfill names ``stages`` (a subset of ``STAGES``, run in their fixed order) and ``trajectories`` (ids, or
+    episode folder names): only those are rebuilt; what they replace is superseded, unchanged records keep their ids.
     """
+    unknown = sorted(set(stages) - set(STAGES))
+    if unknown:
+        raise ValueError(f"unknown stage(s) {', '.join(unknown)}: choose from {', '.join(STAGES)}")
     settings = settings or load_settings()
     run_id = current_flow_run_id()
-    if episodes_dir is None:
-        episodes_dir = str(Path(settings.catalog.path).parent / "sources" / "sample-world")
-        render_sample_world(episodes_dir, sample_episodes, sample_seed, SAMPLE_CAMERAS, (320, 240))
-    plan = SamplingPlan(interval_per_segment=interval_per_segment, boundary_offsets=tuple(boundary_offsets),
-                        demo_camera=demo_camera, cross_cameras=tuple(cross_cameras))
-    constructed = construct_progress(settings, episodes_dir, plan, run_id, episodes_format, key_steps_file)
+    result: dict[str, Any] = {}
+    if "construct" in stages:
+        if episodes_dir is None:
+            episodes_dir = str(Path(settings.catalog.path).parent / "sources" / "sample-world")
+            if trajectories is None:  # a backfill rebuilds episodes that exist; it renders none
+                render_sample_world(episodes_dir, sample_episodes, sample_seed, SAMPLE_CAMERAS, (320, 240))
+        configured = settings.progress
+        plan = SamplingPlan(
+            interval_per_segment=configured.interval_per_segment if interval_per_segment is None
+            else interval_per_segment,
+            boundary_offsets=tuple(configured.boundary_offsets if boundary_offsets is None else boundary_offsets),
+            demo_camera=demo_camera or configured.demo_camera,
+            cross_cameras=tuple(configured.cross_cameras if cross_cameras is None else cross_cameras))
+        layout = Hdf5Layout(image_group=hdf5_image_group, cameras=dict(hdf5_cameras or {}), goal_key=hdf5_goal_key,
+                            fps=hdf5_fps)
+        result["constructed"] = construct_progress(settings, episodes_dir, plan, run_id, episodes_format,
+                                                   key_steps_file, layout, trajectories)
     # Model-backed stages carry their roles' tags (``gpu`` for local weights on a GPU) for concurrency limits.
-    text_negatives = with_role_tags(make_text_negatives, settings, "chat")(settings, run_id)
-    visual_negatives = with_role_tags(make_visual_negatives, settings, "editor", "detector", "chat")(
-        settings, run_id, visual_negatives_per_demo)
-    review = apply_review(settings, unattended_review, review_wait_s)
-    chain_of_thought = with_role_tags(make_chain_of_thought, settings, "chat")(settings, run_id)
-    published = import_progress_published(settings, str(Path(published_dir) if published_dir else SAMPLE_DIR),
-                                          run_id)
-    return {"constructed": constructed, "text negatives": text_negatives, "visual negatives": visual_negatives,
-            "review": review, "chain of thought": chain_of_thought, "published": published}
+    if "text-negatives" in stages:
+        result["text negatives"] = with_role_tags(make_text_negatives, settings, "chat")(settings, run_id,
+                                                                                        trajectories)
+    if "visual-negatives" in stages:
+        result["visual negatives"] = with_role_tags(make_visual_negatives, settings, "editor", "detector", "chat")(
+            settings, run_id, settings.progress.visual_negatives_per_demo if visual_negatives_per_demo is None
+            else visual_negatives_per_demo, trajectories)
+    if "review" in stages:
+        result["review"] = apply_review(settings, unattended_review, review_wait_s)
+    if "chain-of-thought" in stages:
+        result["chain of thought"] = with_role_tags(make_chain_of_thought, settings, "chat")(settings, run_id,
+                                                                                            trajectories)
+    if "published" in stages:
+        result["published"] = import_progress_published(
+            settings, str(Path(published_dir) if published_dir else SAMPLE_DIR), run_id, published_frames_dir)
+    return result

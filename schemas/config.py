@@ -61,6 +61,17 @@ class ExportSettings(BaseModel):
     folder: Path = Path("data/exports")
 
 
+class ProgressSettings(BaseModel):
+    """How PROGRESS-BENCH samples observations. Scheduled runs and backfills read the same values, so a nightly
+    run never undoes a backfill; change them here (or per run on the CLI) and backfill to rebuild."""
+
+    interval_per_segment: int = Field(default=2, ge=0)
+    boundary_offsets: tuple[float, ...] = (0.1,)
+    demo_camera: str = "front"
+    cross_cameras: tuple[str, ...] = ("top", "side")
+    visual_negatives_per_demo: int = Field(default=1, ge=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BENCHWRIGHT_", env_nested_delimiter="__", extra="forbid")
 
@@ -70,6 +81,7 @@ class Settings(BaseSettings):
     review: ReviewSettings = ReviewSettings()
     export: ExportSettings = ExportSettings()
     nlp: NlpSettings = NlpSettings()
+    progress: ProgressSettings = ProgressSettings()
     models: dict[str, ModelRole] = Field(default_factory=dict)
 
     @classmethod

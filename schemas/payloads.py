@@ -43,6 +43,7 @@ class Demo(Payload):
     total_steps: int = Field(ge=1)
     data_source: str
     negative: Literal["text"] | None = None  # a rewritten demo that no longer matches its trajectory
+    missing_frames: list[str] = Field(default_factory=list)  # key frames the source named but did not provide
 
 
 @register_payload
@@ -62,6 +63,8 @@ class Observation(Payload):
     camera_combination: str | None = None
     strategy: Literal["interval", "boundary"] | None = None  # how the frame was sampled (constructed samples)
     source_frame: int | None = None  # index of the observed frame in its video (constructed samples)
+    frame_missing: bool = False  # the source named the frame but did not provide it (imported samples)
+    source_row: str | None = None  # "<file>:<line>" of an imported sample, the key answers from elsewhere use
 
 
 @register_payload

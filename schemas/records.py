@@ -32,6 +32,7 @@ class Status(StrEnum):
     ACCEPTED = "accepted"
     REJECTED = "rejected"
     QUARANTINED = "quarantined"
+    SUPERSEDED = "superseded"  # replaced by a rebuild with other inputs or settings; never released
 
 
 class BlobRef(BaseModel):

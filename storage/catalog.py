@@ -229,8 +229,12 @@ class Catalog:
 
     def find_records(self, *, benchmark: str | None = None, kind: str | None = None,
                      status: Status | Sequence[Status] | None = None, run_id: str | None = None,
-                     producer_task: str | None = None, limit: int | None = None) -> list[Record]:
+                     producer_task: str | None = None, payload_equals: dict[str, str] | None = None,
+                     limit: int | None = None) -> list[Record]:
         clauses, params = [], []
+        for key, value in (payload_equals or {}).items():
+            clauses.append("payload->>? = ?")
+            params += [key, value]
         if benchmark:
             clauses.append("benchmark = ?")
             params.append(str(benchmark))
@@ -277,6 +281,29 @@ class Catalog:
             return len(changed)
 
         return self.run(write)
+
+    def supersede(self, ids: Iterable[str], *, reason: str, actor: str = "system") -> int:
+        """Mark records, and every record derived from them, superseded (human decisions excepted: they stay as
+        facts about what was shown); returns how many changed."""
+        stale = list(dict.fromkeys(ids))
+        if not stale:
+            return 0
+        rows = self.query(
+            """WITH RECURSIVE walk(id) AS (
+                   SELECT unnest(?::VARCHAR[])
+                   UNION SELECT p.child FROM record_parents p JOIN walk w ON p.parent = w.id)
+               SELECT r.id FROM records r SEMI JOIN walk w ON r.id = w.id
+               WHERE r.status <> 'superseded' AND r.kind <> 'decision'""", [stale])
+        return self.set_status([row[0] for row in rows], Status.SUPERSEDED, reason=reason, actor=actor)
+
+    def children_by_task(self, parent_ids: Sequence[str], task: str) -> list[str]:
+        """Ids of current (not superseded) records made by stage ``task`` directly from any of ``parent_ids``."""
+        if not parent_ids:
+            return []
+        return [row[0] for row in self.query(
+            """SELECT DISTINCT r.id FROM records r JOIN record_parents p ON p.child = r.id
+               WHERE list_contains(?, p.parent) AND r.producer->>'task' = ? AND r.status <> 'superseded'""",
+            [list(parent_ids), task])]
 
     def status_history(self, record_id: str) -> list[tuple[str, str | None, str, datetime]]:
         return self.query("SELECT status, reason, actor, changed_at FROM status_events WHERE record_id = ? "
@@ -367,6 +394,7 @@ def _insert_batch(records: list[Record], run_id: str | None) -> Callable[[duckdb
             count = con.execute(
                 "INSERT INTO records SELECT i.* FROM incoming_records i ANTI JOIN records r ON i.id = r.id "
                 "ON CONFLICT DO NOTHING").fetchone()[0]
+            _revive_superseded(con, run_id)
             if edges.num_rows:
                 con.execute("INSERT INTO record_parents SELECT i.* FROM incoming_edges i "
                             "ANTI JOIN record_parents p ON i.child = p.child AND i.parent = p.parent "
@@ -377,6 +405,26 @@ def _insert_batch(records: list[Record], run_id: str | None) -> Callable[[duckdb
         return count
 
     return write
+
+
+def _revive_superseded(con: duckdb.DuckDBPyConnection, run_id: str | None) -> None:
+    """A superseded record produced again is current again, with the status it had before it was superseded
+    (or, if it never changed status, the one it is produced with now)."""
+    rows = con.execute(
+        """SELECT i.id, coalesce(
+                  (SELECT e.status FROM status_events e WHERE e.record_id = i.id AND e.status <> 'superseded'
+                   ORDER BY e.changed_at DESC LIMIT 1), i.status),
+                  coalesce((SELECT e.reason FROM status_events e WHERE e.record_id = i.id
+                            AND e.status <> 'superseded' ORDER BY e.changed_at DESC LIMIT 1), i.status_reason)
+           FROM incoming_records i SEMI JOIN records r ON r.id = i.id AND r.status = 'superseded'""").fetchall()
+    if not rows:
+        return
+    now = datetime.now(UTC)
+    for record_id, status, reason in rows:
+        con.execute("UPDATE records SET status = ?, status_reason = ? WHERE id = ?", [status, reason, record_id])
+    con.execute("INSERT INTO status_events SELECT unnest(?), unnest(?), unnest(?), ?, ?",
+                [[r[0] for r in rows], [r[1] for r in rows],
+                 [f"produced again by run {run_id}" if run_id else "produced again" for _ in rows], "system", now])
 
 
 def _record_columns(records: list[Record], run_id: str | None) -> dict[str, list[Any]]:

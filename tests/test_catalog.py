@@ -96,3 +96,31 @@ def test_a_held_lock_is_waited_for_then_reported(tmp_path):
         holder.kill()
         holder.wait()
     assert Catalog(path, lock_timeout_s=5).schema_version() == SCHEMA_VERSION
+
+
+def test_superseding_cascades_to_derived_records_and_a_rebuild_revives(catalog):
+    from schemas import Producer, Status
+    from tasks.superseding import supersede_outputs_of
+
+    stage = Producer(task="stage")
+    source = item_record(0)
+    kept, replaced = item_record(1, parents=(source.id,), producer=stage), item_record(2, parents=(source.id,),
+                                                                                      producer=stage)
+    derived = item_record(3, parents=(replaced.id,), producer=Producer(task="later"))
+    catalog.put_records([source, kept, replaced, derived])
+    catalog.set_status([replaced.id], Status.ACCEPTED, reason="reviewed")
+    newer = item_record(4, parents=(source.id,), producer=stage)
+    catalog.put_records([kept, newer], run_id="run-2")
+    assert supersede_outputs_of(catalog, task="stage", produced=[kept, newer], run_id="run-2") == 2
+    status = {r.id: (r.status, r.status_reason) for r in catalog.find_records()}
+    assert status[replaced.id][0] == status[derived.id][0] == Status.SUPERSEDED
+    assert "run-2" in status[replaced.id][1]
+    assert status[kept.id][0] == status[newer.id][0] == status[source.id][0] == Status.CANDIDATE
+    # the stage produces the replaced record again: it is current again, with the status it had before
+    catalog.put_records([replaced], run_id="run-3")
+    assert catalog.get_record(replaced.id).status == Status.ACCEPTED
+    assert catalog.get_record(replaced.id).status_reason == "reviewed"
+    assert catalog.get_record(derived.id).status == Status.SUPERSEDED  # until its own stage makes it again
+    assert [h[0] for h in catalog.status_history(replaced.id)] == ["accepted", "superseded", "accepted"]
+    # an input whose stage failed this time (nothing produced from it) keeps its earlier outputs
+    assert supersede_outputs_of(catalog, task="stage", produced=[], run_id="run-4") == 0

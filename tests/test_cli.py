@@ -135,7 +135,7 @@ def test_release_export_in_the_progresslm_format(project, tmp_path):
     from tasks.sources.progress_published import SAMPLE_DIR, import_into_catalog
 
     storage, _, _ = project
-    import_into_catalog(SAMPLE_DIR, storage.catalog, Producer(task="import"))
+    import_into_catalog(SAMPLE_DIR, storage, Producer(task="import"))
     assert invoke("release", "create", "pub", "--kind", "observation", "--kind", "demo").exit_code == 0
     result = invoke("release", "export", "pub", "--format", "progresslm", "--out", str(tmp_path / "x"))
     assert result.exit_code == 0 and "visual_cross_view.jsonl 30" in result.output
@@ -149,7 +149,7 @@ def test_stats_prints_settings_and_draws_a_chart(project, tmp_path):
     from tasks.sources.progress_published import SAMPLE_DIR, import_into_catalog
 
     storage, _, _ = project
-    import_into_catalog(SAMPLE_DIR, storage.catalog, Producer(task="import"))
+    import_into_catalog(SAMPLE_DIR, storage, Producer(task="import"))
     assert invoke("release", "create", "pub", "--kind", "observation", "--kind", "demo").exit_code == 0
     result = invoke("stats", "pub", "--png", str(tmp_path / "chart.png"))
     assert result.exit_code == 0, result.output

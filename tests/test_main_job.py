@@ -98,3 +98,31 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     added = json.loads(diff.stdout)["added"]
     assert items[0].payload["target_id"] in added
     assert {catalog.get_record(i).kind for i in added} == {"observation", "cot"}  # the edit and its reasoning
+
+    # A backfill: one trajectory's key-step annotation is corrected and only it is rebuilt; its earlier samples are
+    # superseded, not released beside the new ones, and the next scheduled run keeps the rebuild.
+    world = tmp_path / "data" / "sources" / "sample-world"
+    trajectory = sorted(p.name for p in world.iterdir())[0]
+    manifest = json.loads((world / trajectory / "episode.json").read_text())
+    manifest["key_steps"][0]["frame"] -= 3
+    (world / trajectory / "episode.json").write_text(json.dumps(manifest))
+    before = {r.id for r in catalog.find_records(kind="observation", producer_task="construct-progress")}
+    backfill = _run(["build", "progress", "--trajectory", trajectory, "--stage", "construct",
+                     "--stage", "text-negatives", "--stage", "chain-of-thought"], tmp_path)
+    assert backfill.returncode == 0, backfill.stderr
+    assert "superseded" in backfill.stdout
+    after = catalog.find_records(kind="observation", producer_task="construct-progress")
+    replaced = {r.id for r in after if r.status == "superseded"}
+    assert replaced and replaced <= before
+    assert {catalog.get_record(r.parents[0]).payload["trajectory_id"] for r in after
+            if r.id not in before} == {trajectory}  # only the chosen trajectory was rebuilt
+    fourth = _run(args, tmp_path)
+    assert fourth.returncode == 0, fourth.stderr
+    removed, added = set(), set()
+    for tag in (f"benchwright-progress-{n}@{v}" for n in ("sft", "rl") for v in (2, 3)):
+        if tag in fourth.stdout:
+            diff = json.loads(_run(["release", "diff", f"{tag.split('@')[0]}@1", tag, "--json"], tmp_path).stdout)
+            removed |= set(diff["removed"])
+            added |= set(diff["added"])
+    assert replaced <= removed and not replaced & added
+    assert catalog.query("SELECT count(*) - count(DISTINCT id) FROM records")[0][0] == 0

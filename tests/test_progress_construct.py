@@ -17,8 +17,8 @@ from tasks.progress.sampling import (
     percent_delta,
     segment_samples,
 )
+from tasks.sources.frames import read_frames
 from tasks.sources.sample_world import generate_episode, render, write_episode
-from tasks.sources.video import read_frames
 
 SIZE = (160, 120)
 PLAN = SamplingPlan(interval_per_segment=2, boundary_offsets=(0.1,), demo_camera="front", cross_cameras=("top",))
@@ -140,7 +140,7 @@ def test_missing_demo_camera_quarantines_the_episode(world, tmp_path, storage):
     reasons = [r.status_reason for r in storage.catalog.find_records(kind="quarantined_input")]
     assert counts["records"] == 0 and len(reasons) == 2
     assert any("front.mp4: no such video" in r for r in reasons)
-    assert any("the demo camera 'front' has no usable video; cameras: top" in r for r in reasons)
+    assert any("the demo camera 'front' has no usable frames; cameras: top" in r for r in reasons)
 
 
 def test_frames_are_read_by_seeking(world):
@@ -213,5 +213,163 @@ def test_a_lerobot_dataset_builds_like_the_episode_folders(world, tmp_path, stor
     assert {d.payload["task_goal"] for d in demos} == {first.goal}
     key_frames = [0, *(s.frame for s in first.key_steps)]
     assert len(storage.catalog.find_records(kind="observation")) == 3 * len(segment_samples(key_frames, PLAN))
-    with pytest.raises(ValueError, match="unknown episode format 'hdf5'"):
-        build_folder(dataset, storage, PRODUCER, PLAN, episode_format="hdf5")
+    with pytest.raises(ValueError, match="unknown episode format 'rosbag'"):
+        build_folder(dataset, storage, PRODUCER, PLAN, episode_format="rosbag")
+
+
+def _camera_frames(source, name, camera):
+    from tasks.sources.frames import VideoFrames
+
+    frames = VideoFrames(source / name / f"{camera}.mp4")
+    return frames.read(list(range(frames.count())))
+
+
+def _assert_like_the_world(storage, episodes, trajectory_of):
+    """Every same-view observation shows the world's true frame and carries the world's progress."""
+    for name, episode in episodes.items():
+        demos = {d.payload["modality"]: d for d in storage.catalog.find_records(kind="demo")
+                 if d.payload["trajectory_id"] == trajectory_of(name)}
+        assert demos["text"].payload["steps"] == [s.text for s in episode.key_steps]
+        assert demos["visual"].payload["task_goal"] == episode.goal
+        key_frames = [0, *(s.frame for s in episode.key_steps)]
+        samples = {s.frame: s for s in segment_samples(key_frames, PLAN)}
+        same = [o for o in storage.catalog.find_records(kind="observation")
+                if o.parents[0] == demos["visual"].id and o.payload["view"] == "same"]
+        assert len(same) == len(samples)
+        for record in same:
+            frame = record.payload["source_frame"]
+            assert record.payload["progress_score"] == pytest.approx(samples[frame].progress, abs=1e-4)
+            stored = np.asarray(__import__("PIL.Image", fromlist=["Image"]).open(
+                storage.blobs.path_for(record.blobs[0].sha256)).convert("RGB"), int)
+            assert np.abs(stored - render(episode, frame, "front", SIZE).astype(int)).mean() < 8
+
+
+def test_a_plain_folder_of_videos_and_frame_folders_with_a_csv(world, tmp_path, storage):
+    import csv
+
+    import cv2
+
+    source, episodes = world
+    first, second = sorted(episodes)
+    root = tmp_path / "lab_videos"
+    (root / first).mkdir(parents=True)
+    shutil.copy(source / first / "front.mp4", root / first / "front.mp4")  # a video for one camera...
+    for camera in ("top",):  # ...and a frame folder for the other, numbered without padding
+        for index, rgb in _camera_frames(source, first, camera).items():
+            (root / first / camera).mkdir(exist_ok=True)
+            cv2.imwrite(str(root / first / camera / f"{index}.png"), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    (root / second).mkdir()
+    for index, rgb in _camera_frames(source, second, "front").items():
+        (root / second / "front").mkdir(exist_ok=True)
+        cv2.imwrite(str(root / second / "front" / f"{index:05d}.jpg"), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    (root / "no_notes").mkdir()
+    shutil.copy(source / first / "front.mp4", root / "no_notes" / "front.mp4")
+    with open(root / "key_steps.csv", "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["episode", "frame", "text", "goal"])
+        for name in (first, second):
+            for number, step in enumerate(episodes[name].key_steps):
+                writer.writerow([name, step.frame, step.text, episodes[name].goal if number == 0 else ""])
+    counts = build_folder(root, storage, PRODUCER, PLAN, episode_format="folder")
+    assert counts["episodes"] == 3 and counts["quarantined"] == 1
+    reason = storage.catalog.find_records(kind="quarantined_input")[0].status_reason
+    assert "lab_videos/no_notes: no key steps" in reason
+    _assert_like_the_world(storage, episodes, lambda name: f"lab_videos/{name}")
+    trajectories = {(t.payload["source_id"], t.payload["camera"]): t
+                    for t in storage.catalog.find_records(kind="trajectory")}
+    assert trajectories[(f"lab_videos/{first}", "top")].payload["meta"]["frames_from"] == "image-folder"
+    assert trajectories[(f"lab_videos/{first}", "front")].blobs[0].role == "video"
+    assert not trajectories[(f"lab_videos/{first}", "top")].blobs  # frame folders are kept only as used
+    cross = [o for o in storage.catalog.find_records(kind="observation") if o.payload["view"] == "cross"]
+    assert cross and {o.payload["camera_combination"] for o in cross} == {"front+top"}
+
+
+def write_hdf5(source, name, episode, path, *, encoded: bool, goal: bool = True, frames: int | None = None):
+    """One episode as RoboMind stores it: per-camera image datasets, JPEG bytes or raw arrays, and the goal."""
+    import cv2
+    import h5py
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with h5py.File(path, "w") as handle:
+        if goal:
+            handle.create_dataset("language_raw", data=[episode.goal.encode()])
+        for camera in ("front", "top"):
+            images = list(_camera_frames(source, name, camera).values())[:frames]
+            key = f"observations/rgb_images/{camera}"
+            if encoded:
+                data = [np.frombuffer(cv2.imencode(".jpg", cv2.cvtColor(i, cv2.COLOR_RGB2BGR))[1].tobytes(), np.uint8)
+                        for i in images]
+                dataset = handle.create_dataset(key, (len(data),), dtype=h5py.vlen_dtype(np.uint8))
+                for index, row in enumerate(data):
+                    dataset[index] = row
+            else:
+                handle.create_dataset(key, data=np.stack(images))
+
+
+def test_robomind_style_hdf5_episodes(world, tmp_path, storage):
+    source, episodes = world
+    first, second = sorted(episodes)
+    root = tmp_path / "robomind"
+    write_hdf5(source, first, episodes[first], root / "franka" / "ep1" / "trajectory.hdf5", encoded=True)
+    write_hdf5(source, second, episodes[second], root / "franka" / "ep2" / "trajectory.hdf5", encoded=False)
+    write_hdf5(source, second, episodes[second], root / "franka" / "ep3" / "trajectory.hdf5", encoded=False,
+               goal=False)
+    (root / "franka" / "ep4").mkdir()
+    (root / "franka" / "ep4" / "trajectory.hdf5").write_bytes(b"not hdf5 at all")
+    steps = {f"franka/{ep}/trajectory": [{"frame": s.frame, "text": s.text} for s in episodes[name].key_steps]
+             for ep, name in (("ep1", first), ("ep2", second), ("ep3", second), ("ep4", second))}
+    (root / "key_steps.json").write_text(json.dumps(steps))
+    counts = build_folder(root, storage, PRODUCER, PLAN, episode_format="hdf5")
+    assert counts["episodes"] == 4 and counts["quarantined"] == 2
+    reasons = sorted(r.status_reason for r in storage.catalog.find_records(kind="quarantined_input"))
+    assert any("robomind/franka/ep3/trajectory: no task goal" in r for r in reasons)
+    assert any("robomind/franka/ep4/trajectory: not a readable HDF5 file" in r for r in reasons)
+    trajectory_of = {first: "robomind/franka/ep1/trajectory", second: "robomind/franka/ep2/trajectory"}
+    _assert_like_the_world(storage, episodes, trajectory_of.get)
+
+
+def test_hdf5_dataset_keys_are_configurable_and_short_cameras_reported(world, tmp_path, storage):
+    from tasks.sources.episodes import Hdf5Layout
+
+    source, episodes = world
+    name = sorted(episodes)[0]
+    path = tmp_path / "h5" / "run.h5"
+    write_hdf5(source, name, episodes[name], path, encoded=False)
+    import h5py
+
+    with h5py.File(path, "a") as handle:  # a camera cut short, under its own key
+        handle.create_dataset("cams/wrist", data=handle["observations/rgb_images/top"][:20])
+    (tmp_path / "h5" / "key_steps.json").write_text(json.dumps(
+        {"run": {"goal": "a goal from the notes", "steps": [{"frame": s.frame, "text": s.text}
+                                                           for s in episodes[name].key_steps]}}))
+    layout = Hdf5Layout(cameras={"front": "observations/rgb_images/front", "top": "cams/wrist"})
+    counts = build_folder(tmp_path / "h5", storage, PRODUCER, PLAN, episode_format="hdf5", hdf5_layout=layout)
+    assert counts["quarantined"] == 1
+    reason = storage.catalog.find_records(kind="quarantined_input")[0].status_reason
+    assert "run.h5:cams/wrist: 20 frames, the episode has" in reason
+    demos = storage.catalog.find_records(kind="demo")
+    assert {d.payload["task_goal"] for d in demos} == {"a goal from the notes"}  # the notes win over the file
+    assert all(o.payload["view"] == "same" for o in storage.catalog.find_records(kind="observation"))
+
+
+def test_a_rebuild_with_other_sampling_supersedes_the_earlier_one(world, storage):
+    from schemas import Status
+
+    folder, episodes = world
+    first = build_folder(folder, storage, PRODUCER, PLAN)
+    denser = SamplingPlan(interval_per_segment=3, boundary_offsets=(0.1,), demo_camera="front", cross_cameras=("top",))
+    second = build_folder(folder, storage, PRODUCER, denser)
+    assert first["superseded"] == 0 and second["superseded"] > 0
+    current = storage.catalog.find_records(kind="observation", status=Status.ACCEPTED)
+    for episode in episodes.values():
+        key_frames = [0, *(s.frame for s in episode.key_steps)]
+        frames = {o.payload["source_frame"] for o in current if o.payload["frame"].startswith("front")
+                  and any(d.id == o.parents[0] and d.payload["trajectory_id"] == episode.id
+                          for d in storage.catalog.find_records(kind="demo"))}
+        assert frames == {s.frame for s in segment_samples(key_frames, denser)}  # only the newer build is current
+    # unchanged records (trajectories, demos, frames both plans sample) kept their ids and stayed accepted
+    assert {d.status for d in storage.catalog.find_records(kind="demo")} == {Status.ACCEPTED}
+    back = build_folder(folder, storage, PRODUCER, PLAN)
+    assert back["new"] == 0 and back["superseded"] == second["new"] - 0  # the denser-only samples go again
+    current = storage.catalog.find_records(kind="observation", status=Status.ACCEPTED)
+    assert len(current) == first["records"] - len(storage.catalog.find_records(kind="trajectory")) - 2 * len(episodes)

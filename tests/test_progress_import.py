@@ -5,7 +5,8 @@ import json
 import pytest
 
 from schemas import Observation, Producer, Status
-from storage import Catalog
+from storage import Storage
+from storage.blobs import LocalBlobStore
 from storage.catalog import Catalog as CatalogClass
 from tasks.sources.progress_published import SAMPLE_DIR, import_folder, import_into_catalog, parse_published
 
@@ -59,10 +60,15 @@ def test_bad_lines_are_quarantined_with_item_and_reason_and_the_rest_goes_on():
         parse_published([], source="x", file_kind="other.jsonl", producer=PRODUCER)
 
 
-def test_bundled_sample_imports_and_reimport_adds_nothing(catalog: Catalog):
-    first = import_into_catalog(SAMPLE_DIR, catalog, PRODUCER)
+def test_bundled_sample_imports_and_reimport_adds_nothing(storage):
+    catalog = storage.catalog
+    first = import_into_catalog(SAMPLE_DIR, storage, PRODUCER)
     assert first["quarantined"] == 0 and first["new"] == first["records"] > 100
-    again = import_into_catalog(SAMPLE_DIR, catalog, Producer(task="another run"))
+    records = catalog.find_records()
+    viewable = [r for r in records if r.kind == "observation" or r.payload["modality"] == "visual"]
+    assert first["frames missing"] == len(viewable)  # no frame folder: every record that shows frames says so
+    assert all(r.payload["frame_missing"] for r in records if r.kind == "observation")
+    again = import_into_catalog(SAMPLE_DIR, storage, Producer(task="another run"))
     assert again["new"] == 0
     kinds = {k: n for (_, k, _), n in catalog.count_records().items()}
     assert kinds["observation"] == first["rows"]
@@ -75,6 +81,7 @@ def test_crash_mid_import_then_rerun_resumes_without_duplicates(tmp_path, monkey
 
     clean = import_folder(SAMPLE_DIR, PRODUCER)
     catalog = CatalogClass(tmp_path / "c.duckdb", batch_size=20)
+    storage = Storage(catalog=catalog, blobs=LocalBlobStore(tmp_path / "blobs"))
     real_insert = catalog_module._insert_batch
     calls = {"n": 0}
 
@@ -86,10 +93,10 @@ def test_crash_mid_import_then_rerun_resumes_without_duplicates(tmp_path, monkey
 
     monkeypatch.setattr(catalog_module, "_insert_batch", crash_after_three_batches)
     with pytest.raises(KeyboardInterrupt):
-        import_into_catalog(SAMPLE_DIR, catalog, PRODUCER)
+        import_into_catalog(SAMPLE_DIR, storage, PRODUCER)
     assert catalog.query("SELECT count(*) FROM records")[0][0] == 60  # three committed batches survive
     monkeypatch.setattr(catalog_module, "_insert_batch", real_insert)
-    resumed = import_into_catalog(SAMPLE_DIR, catalog, PRODUCER)
+    resumed = import_into_catalog(SAMPLE_DIR, storage, PRODUCER)
     assert resumed["new"] == len(clean.records) - 60
     assert catalog.query("SELECT count(*), count(DISTINCT id) FROM records")[0] == (len(clean.records),) * 2
 
@@ -98,7 +105,7 @@ def test_published_files_round_trip_through_a_release(storage, tmp_path):
     from storage.releases import create_release
     from tasks.sources.progress_published import FILE_KINDS, export_progresslm
 
-    import_into_catalog(SAMPLE_DIR, storage.catalog, PRODUCER)
+    import_into_catalog(SAMPLE_DIR, storage, PRODUCER)
     create_release(storage.catalog, storage.blobs, "published")
     written = export_progresslm(storage.catalog, storage.blobs, "published", tmp_path / "out")
     assert set(written) == set(FILE_KINDS)
@@ -108,3 +115,45 @@ def test_published_files_round_trip_through_a_release(storage, tmp_path):
         exported = sorted(json.dumps(json.loads(line), sort_keys=True)
                           for line in (tmp_path / "out" / name).read_text().splitlines())
         assert exported == original, name  # every field, with the file's own types
+
+
+def test_a_frame_folder_attaches_frames_and_marks_the_missing_ones(storage, tmp_path):
+    from storage.releases import create_release
+    from tasks.sources.progress_published import export_progresslm
+
+    rows = [json.loads(line) for line in (SAMPLE_DIR / "visual_same_view.jsonl").read_text().splitlines()]
+    rows = [*rows[:3], *[r for r in rows if r["id"] != rows[0]["id"]][:3]]  # two of them from other demos
+    (tmp_path / "pub").mkdir()
+    (tmp_path / "pub" / "visual_same_view.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    frames = tmp_path / "frames"
+    first = rows[0]
+    for number, name in enumerate([*first["visual_demo"][:-1], first["stage_to_estimate"][0]]):
+        (frames / first["id"]).mkdir(parents=True, exist_ok=True)
+        (frames / first["id"] / name).write_bytes(f"jpeg bytes {number}".encode())  # the last key frame is absent
+    counts = import_into_catalog(tmp_path / "pub", storage, PRODUCER, frames_dir=frames)
+    assert counts["quarantined"] == 0 and counts["rows"] == 6
+    observation = next(o for o in storage.catalog.find_records(kind="observation")
+                       if o.payload["source_row"] == "visual_same_view.jsonl:1")
+    demo = storage.catalog.get_record(observation.parents[0])
+    assert not observation.payload["frame_missing"]
+    assert storage.blobs.get(observation.blobs[0].sha256) == f"jpeg bytes {len(first['visual_demo']) - 1}".encode()
+    assert demo.payload["missing_frames"] == [first["visual_demo"][-1]]
+    assert [b.role for b in demo.blobs] == [f"demo_{i}" for i in range(len(first["visual_demo"]) - 1)]
+    others = [o for o in storage.catalog.find_records(kind="observation")
+              if o.payload["demo_id"] != demo.id and o.payload["frame"] not in first["visual_demo"]]
+    assert others and all(o.payload["frame_missing"] and not o.blobs for o in others)
+    # exported frames land where a re-import finds them: the round trip keeps the frames, and the demos' ids (the
+    # observations differ only in the row they were read from)
+    create_release(storage.catalog, storage.blobs, "pub")
+    export_progresslm(storage.catalog, storage.blobs, "pub", tmp_path / "out")
+    assert (tmp_path / "out" / "frames" / first["id"] / first["stage_to_estimate"][0]).read_bytes() == \
+        f"jpeg bytes {len(first['visual_demo']) - 1}".encode()
+    before = storage.catalog.find_records(kind="observation")
+    again = import_into_catalog(tmp_path / "out", storage, PRODUCER, frames_dir=tmp_path / "out" / "frames")
+    assert again["new"] == 6 and len(storage.catalog.find_records(kind="demo")) == 2  # no new demo
+
+    def without_row(records):
+        return sorted((json.dumps({**r.payload, "source_row": None}, sort_keys=True), r.blobs) for r in records)
+
+    after = [o for o in storage.catalog.find_records(kind="observation") if o.id not in {b.id for b in before}]
+    assert without_row(after) == without_row(before)

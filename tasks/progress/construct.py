@@ -23,8 +23,9 @@ from tasks.progress.sampling import (
     segment_samples,
 )
 from tasks.quarantine import quarantine
-from tasks.sources.episodes import EpisodeError, EpisodeSource, iter_episodes
-from tasks.sources.video import VideoError, encode_jpeg, read_frames
+from tasks.sources.episodes import EpisodeError, EpisodeSource, Hdf5Layout, iter_episodes
+from tasks.sources.frames import FrameError, encode_jpeg
+from tasks.superseding import supersede_replaced
 
 CONSTRUCTED = "constructed from key-step ground truth; answerable samples need no human filter"
 
@@ -49,22 +50,22 @@ def build_episode(source: EpisodeSource, storage: Storage, producer: Producer, p
 
     for camera, reason in source.broken_cameras.items():
         reject(f"{source.id}/{camera}", reason)
-    if plan.demo_camera not in source.videos:
-        reject(source.id, f"the demo camera {plan.demo_camera!r} has no usable video; cameras: "
-                          f"{', '.join(source.videos) or 'none'}")
+    if plan.demo_camera not in source.cameras:
+        reject(source.id, f"the demo camera {plan.demo_camera!r} has no usable frames; cameras: "
+                          f"{', '.join(source.cameras) or 'none'}")
         return build
     samples = segment_samples(source.key_frames, plan)
-    cross = [c for c in plan.cross_cameras if c in source.videos and c != plan.demo_camera]
+    cross = [c for c in plan.cross_cameras if c in source.cameras and c != plan.demo_camera]
     try:
-        frames = {plan.demo_camera: read_frames(source.videos[plan.demo_camera],
-                                                source.key_frames + [s.frame for s in samples])}
-    except VideoError as error:
+        frames = {plan.demo_camera: source.cameras[plan.demo_camera].read(
+            source.key_frames + [s.frame for s in samples])}
+    except FrameError as error:
         reject(f"{source.id}/{plan.demo_camera}", str(error))
         return build
     for camera in cross:
         try:
-            frames[camera] = read_frames(source.videos[camera], [s.frame for s in samples])
-        except VideoError as error:
+            frames[camera] = source.cameras[camera].read([s.frame for s in samples])
+        except FrameError as error:
             reject(f"{source.id}/{camera}", str(error))
     cross = [c for c in cross if c in frames]
 
@@ -72,18 +73,22 @@ def build_episode(source: EpisodeSource, storage: Storage, producer: Producer, p
         return storage.put_blob(encode_jpeg(frames[camera][frame]), role=role, media_type="image/jpeg")
 
     trajectories = {}
-    for camera, path in source.videos.items():
-        video = storage.blobs.put_file(path)
-        storage.catalog.put_blob_meta([(video, path.stat().st_size, "video/mp4")])
+    for camera, camera_frames in source.cameras.items():
+        archived = []
+        if camera_frames.archive is not None:  # a video is kept whole; frame folders and HDF5 rows only as used
+            path = camera_frames.archive
+            video = storage.blobs.put_file(path)
+            storage.catalog.put_blob_meta([(video, path.stat().st_size, "video/mp4")])
+            archived = [BlobRef(sha256=video, role="video", media_type="video/mp4")]
         trajectories[camera] = make_record(
             Trajectory(source=source.data_source, source_id=source.id, task_goal=source.goal,
                        steps=[s.text for s in source.key_steps],
                        step_times=[round(s.frame / source.fps, 3) for s in source.key_steps],
                        frame_names=[frame_name(camera, k) for k in source.key_frames], camera=camera,
                        meta={"key_frames": source.key_frames, "n_frames": source.n_frames, "fps": source.fps,
+                             "frames_from": camera_frames.kind,
                              **{k: v for k, v in source.meta.items() if k != "objects"}}),
-            benchmark=Benchmark.PROGRESS, producer=producer,
-            blobs=[BlobRef(sha256=video, role="video", media_type="video/mp4")],
+            benchmark=Benchmark.PROGRESS, producer=producer, blobs=archived,
             status=Status.ACCEPTED, status_reason=CONSTRUCTED)
     demo_trajectory = trajectories[plan.demo_camera]
     steps = len(source.key_steps)
@@ -136,21 +141,41 @@ def _observations(sample: ProgressSample, steps: int, demo_camera: str, cross: l
 
 def build_folder(folder: Path, storage: Storage, producer: Producer, plan: SamplingPlan,
                  run_id: str | None = None, *, episode_format: str = "sample",
-                 key_steps: Path | None = None) -> dict[str, int]:
-    """Build every episode of ``folder`` (see ``tasks.sources.episodes.iter_episodes`` for the formats), writing
-    each episode's records as soon as it is done, so an interrupted run keeps what it finished and a rerun adds
-    only the rest."""
-    counts = {"episodes": 0, "records": 0, "new": 0, "quarantined": 0}
-    for locator, loaded in iter_episodes(folder, episode_format, key_steps=key_steps):
-        counts["episodes"] += 1
+                 key_steps: Path | None = None, hdf5_layout: Hdf5Layout | None = None,
+                 only: list[str] | None = None) -> dict[str, int]:
+    """Build every episode of ``folder`` (see ``tasks.sources.episodes.iter_episodes`` for the formats), or only
+    those whose trajectory id or locator is in ``only``, writing each episode's records as soon as it is done, so
+    an interrupted run keeps what it finished and a rerun adds only the rest. An episode built before with other
+    settings has its earlier records superseded."""
+    wanted = set(only) if only is not None else None
+    counts = {"episodes": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
+    for locator, loaded in iter_episodes(folder, episode_format, key_steps=key_steps, hdf5_layout=hdf5_layout):
         try:
+            source = loaded()
+            if wanted is not None and source.id not in wanted and locator not in wanted:
+                continue
+            counts["episodes"] += 1
             with storage.batched_blob_meta():
-                built = build_episode(loaded(), storage, producer, plan)
+                built = build_episode(source, storage, producer, plan)
         except EpisodeError as error:
+            if wanted is not None and locator not in wanted:
+                continue  # a backfill of other episodes is no place to report this one
+            counts["episodes"] += 1
             built = EpisodeBuild(quarantined=[quarantine(benchmark=Benchmark.PROGRESS, source=str(folder),
                                                          locator=locator, reason=str(error), raw="",
                                                          producer=producer)])
         counts["records"] += len(built.records)
         counts["quarantined"] += len(built.quarantined)
         counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
+        if built.records:
+            counts["superseded"] += _supersede_earlier_builds(storage.catalog, built.records, producer.task, run_id)
     return counts
+
+
+def _supersede_earlier_builds(catalog: Any, records: list[Record], task: str, run_id: str | None) -> int:
+    """An episode rebuilt with other sampling settings (or changed key steps) replaces its earlier build."""
+    source_id = next(r.payload["source_id"] for r in records if r.kind == "trajectory")
+    earlier = [r.id for r in catalog.find_records(kind="trajectory", producer_task=task, status=Status.ACCEPTED,
+                                                  payload_equals={"source_id": source_id})]
+    return supersede_replaced(catalog, task=task, previous=earlier, produced=[r.id for r in records],
+                              run_id=run_id)

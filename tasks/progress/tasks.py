@@ -17,22 +17,30 @@ from storage import open_storage
 from tasks.progress.construct import build_folder
 from tasks.progress.sampling import SamplingPlan
 from tasks.progress.stats import plot, stats_for_release, stats_png_path
+from tasks.sources.episodes import Hdf5Layout
 from tasks.sources.progress_published import import_into_catalog
 
 
 @task(name="construct-progress", cache_policy=NONE)
 def construct_progress(settings: Settings, folder: str, plan: SamplingPlan, run_id: str | None,
-                       episode_format: str = "sample", key_steps: str | None = None) -> dict[str, int]:
+                       episode_format: str = "sample", key_steps: str | None = None,
+                       hdf5_layout: Hdf5Layout | None = None, trajectories: list[str] | None = None
+                       ) -> dict[str, int]:
     producer = Producer(task="construct-progress", flow_run_id=run_id,
-                        params={"folder": folder, "format": episode_format, "plan": plan.__dict__})
+                        params={"folder": folder, "format": episode_format, "plan": plan.__dict__,
+                                **({"hdf5": hdf5_layout.__dict__} if episode_format == "hdf5" and hdf5_layout else {})})
     return build_folder(Path(folder), open_storage(settings), producer, plan, run_id, episode_format=episode_format,
-                        key_steps=Path(key_steps) if key_steps else None)
+                        key_steps=Path(key_steps) if key_steps else None, hdf5_layout=hdf5_layout,
+                        only=trajectories)
 
 
 @task(name="import-progress-published", cache_policy=NONE)
-def import_progress_published(settings: Settings, folder: str, run_id: str | None) -> dict[str, int]:
-    producer = Producer(task="import-progress-published", flow_run_id=run_id, params={"folder": folder})
-    return import_into_catalog(Path(folder), open_storage(settings).catalog, producer, run_id)
+def import_progress_published(settings: Settings, folder: str, run_id: str | None,
+                              frames_dir: str | None = None) -> dict[str, int]:
+    producer = Producer(task="import-progress-published", flow_run_id=run_id,
+                        params={"folder": folder, "frames": frames_dir})
+    return import_into_catalog(Path(folder), open_storage(settings), producer, run_id,
+                               Path(frames_dir) if frames_dir else None)
 
 
 @task(name="progress-stats", cache_policy=NONE)
@@ -74,8 +82,35 @@ def _chat_or_offline(settings: Settings, catalog: Any, task_name: str, prompt_ve
     return None, Producer(task=task_name, flow_run_id=run_id, backend=offline, model_id=offline_model)
 
 
+def constructed(catalog: Any, kind: str, trajectories: list[str] | None = None) -> list[Any]:
+    """Current constructed records of a kind, of the given trajectories only when named (a backfill)."""
+    from schemas import Status
+
+    records = catalog.find_records(kind=kind, producer_task="construct-progress", status=Status.ACCEPTED)
+    if trajectories is None:
+        return records
+    wanted = set(trajectories)
+    if kind == "demo":
+        return [r for r in records if r.payload["trajectory_id"] in wanted]
+    if kind == "observation":
+        demos = {d.id for d in constructed(catalog, "demo", trajectories)}
+        return [r for r in records if r.payload["demo_id"] in demos]
+    return [r for r in records if r.payload.get("source_id") in wanted]
+
+
+def _store_stage_output(catalog: Any, task_name: str, records: list[Any], quarantined: list[Any],
+                        run_id: str | None) -> dict[str, int]:
+    """Store what a stage made and supersede what it made before from the same inputs and did not make again."""
+    from tasks.superseding import supersede_outputs_of
+
+    new = catalog.put_records(records + quarantined, run_id=run_id)
+    superseded = supersede_outputs_of(catalog, task=task_name, produced=records, run_id=run_id)
+    return {"records": len(records), "quarantined": len(quarantined), "new": new, "superseded": superseded}
+
+
 @task(name="text-negatives", cache_policy=NONE)
-def make_text_negatives(settings: Settings, run_id: str | None) -> dict[str, int]:
+def make_text_negatives(settings: Settings, run_id: str | None, trajectories: list[str] | None = None
+                        ) -> dict[str, int]:
     """Text negatives for the constructed text demos, by the chat backend when one is configured, else offline."""
     from tasks.progress.text_negatives import PROMPT_VERSION, build_text_negatives
 
@@ -83,16 +118,16 @@ def make_text_negatives(settings: Settings, run_id: str | None) -> dict[str, int
     catalog = storage.catalog
     chat, producer = _chat_or_offline(settings, catalog, "text-negatives", PROMPT_VERSION, "offline-spacy",
                                       settings.nlp.spacy_model, run_id)
-    demos = catalog.find_records(kind="demo", producer_task="construct-progress")
-    observations = catalog.find_records(kind="observation", producer_task="construct-progress")
-    built = build_text_negatives(demos, observations, producer=producer, spacy_model=settings.nlp.spacy_model,
-                                 chat=chat, image_of=lambda o: storage.blobs.get(o.blobs[0].sha256))
-    new = catalog.put_records(built.records + built.quarantined, run_id=run_id)
-    return {"records": len(built.records), "quarantined": len(built.quarantined), "new": new}
+    built = build_text_negatives(constructed(catalog, "demo", trajectories),
+                                 constructed(catalog, "observation", trajectories), producer=producer,
+                                 spacy_model=settings.nlp.spacy_model, chat=chat,
+                                 image_of=lambda o: storage.blobs.get(o.blobs[0].sha256))
+    return _store_stage_output(catalog, "text-negatives", built.records, built.quarantined, run_id)
 
 
 @task(name="visual-negatives", cache_policy=NONE)
-def make_visual_negatives(settings: Settings, run_id: str | None, per_demo: int = 1) -> dict[str, int]:
+def make_visual_negatives(settings: Settings, run_id: str | None, per_demo: int = 1,
+                          trajectories: list[str] | None = None) -> dict[str, int]:
     """Edited candidates of ``per_demo`` same-view observations of each constructed visual demo, with review items."""
     import hashlib
 
@@ -108,11 +143,10 @@ def make_visual_negatives(settings: Settings, run_id: str | None, per_demo: int 
                         params={"editor": editor.output_params(), "planner": chat.name if chat else "offline",
                                 "detector": detector.name if detector else None},
                         prompt_template_version=PROMPT_VERSION if chat else None)
-    demos = {d.id: d for d in catalog.find_records(kind="demo", producer_task="construct-progress")
-             if d.payload["modality"] == "visual"}
+    demos = {d.id: d for d in constructed(catalog, "demo", trajectories) if d.payload["modality"] == "visual"}
     steps_of = trajectory_steps(catalog, list(demos.values()))
     chosen: dict[str, list] = {}
-    for observation in catalog.find_records(kind="observation", producer_task="construct-progress"):
+    for observation in constructed(catalog, "observation", trajectories):
         if observation.payload["demo_id"] in demos and observation.payload["view"] == "same":
             chosen.setdefault(observation.payload["demo_id"], []).append(observation)
     items = []
@@ -124,8 +158,7 @@ def make_visual_negatives(settings: Settings, run_id: str | None, per_demo: int 
             items, image_of=lambda o: storage.blobs.get(o.blobs[0].sha256),
             put_image=lambda data: storage.put_blob(data, role="observation", media_type="image/png"),
             editor=editor, producer=producer, detector=detector, chat=chat, spacy_model=settings.nlp.spacy_model)
-    new = catalog.put_records(built.records + built.quarantined, run_id=run_id)
-    return {"records": len(built.records), "quarantined": len(built.quarantined), "new": new}
+    return _store_stage_output(catalog, "visual-negatives", built.records, built.quarantined, run_id)
 
 
 @task(name="apply-review", cache_policy=NONE)
@@ -145,7 +178,8 @@ def apply_review(settings: Settings, policy: str, wait_s: float = 0.0) -> dict[s
 
 
 @task(name="chain-of-thought", cache_policy=NONE)
-def make_chain_of_thought(settings: Settings, run_id: str | None) -> dict[str, int]:
+def make_chain_of_thought(settings: Settings, run_id: str | None, trajectories: list[str] | None = None
+                          ) -> dict[str, int]:
     """CoT for every accepted constructed observation and its negatives (templates offline, chat when set)."""
     from schemas import Status
     from tasks.progress.cot import PROMPT_VERSION, build_cot
@@ -158,14 +192,15 @@ def make_chain_of_thought(settings: Settings, run_id: str | None) -> dict[str, i
                     for o in catalog.find_records(kind="observation", producer_task=task_name,
                                                   status=Status.ACCEPTED)]
     demos = {d.id: d for d in catalog.get_records(sorted({o.payload["demo_id"] for o in observations}))}
+    if trajectories is not None:
+        demos = {i: d for i, d in demos.items() if d.payload["trajectory_id"] in set(trajectories)}
     steps_of = trajectory_steps(catalog, list(demos.values()))
     items = [(demos[o.payload["demo_id"]], o, steps_of[o.payload["demo_id"]]) for o in observations
              if o.payload["demo_id"] in steps_of]
     records, quarantined = build_cot(
         items, producer=producer, chat=chat, image_of=lambda o: storage.blobs.get(o.blobs[0].sha256),
         demo_images_of=lambda d: [storage.blobs.get(b.sha256) for b in d.blobs])
-    new = catalog.put_records(records + quarantined, run_id=run_id)
-    return {"records": len(records), "quarantined": len(quarantined), "new": new}
+    return _store_stage_output(catalog, "chain-of-thought", records, quarantined, run_id)
 
 
 BUILT_BY = ("construct-progress", "text-negatives", "visual-negatives", "chain-of-thought")

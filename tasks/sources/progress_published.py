@@ -5,6 +5,11 @@ of the same demonstration, since its id is content-derived) and an ``observation
 demo. The files disagree on types (numbers as strings in the visual files, ints in the text files; ``n/a`` for
 unanswerable samples), so values are normalised on the way in and each file's own conventions are restored on the
 way out; ``data_source`` is kept as written (sometimes prefixed ``robomind_``).
+
+The files name frames but ship none. Given a frame folder (``<frames>/<id>/<frame name>``, the layout our export
+writes, or ``<frames>/<frame name>``), each named frame found there is stored as a blob of its record; every frame
+not found is listed on its record (``missing_frames`` on a demo, ``frame_missing`` on an observation), so the rows
+still import, can be scored from answers made elsewhere, and are known not to be viewable.
 """
 
 from __future__ import annotations
@@ -12,14 +17,14 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from schemas import Benchmark, Demo, Observation, Producer, Record, Status, make_record
+from schemas import Benchmark, BlobRef, Demo, Observation, Producer, Record, Status, make_record
 from storage import Catalog
 from tasks.quarantine import quarantine
 
@@ -120,8 +125,16 @@ class ImportResult:
         self.rows += other.rows
 
 
+# (trajectory id, frame name, role) -> the stored frame, or None when the source does not provide it
+FrameLookup = Callable[[str, str, str], BlobRef | None]
+
+
+def no_frames(trajectory_id: str, frame: str, role: str) -> BlobRef | None:
+    return None
+
+
 def _row_records(row: PublishedRow, modality: Literal["visual", "text"], view: str, negative: str | None,
-                 producer: Producer) -> list[Record]:
+                 producer: Producer, frame_blob: FrameLookup, source_row: str) -> list[Record]:
     steps = row.text_demo if modality == "text" else row.visual_demo
     if not steps:
         raise ValueError(f"{modality}_demo is missing or empty")
@@ -132,19 +145,30 @@ def _row_records(row: PublishedRow, modality: Literal["visual", "text"], view: s
         raise ValueError(f"closest_idx {row.closest_idx} is outside the demo's {len(steps)} steps")
     status = Status.ACCEPTED  # published rows passed the paper's own review
     text_negative = "text" if negative == "text" else None
+    demo_blobs, missing = [], []
+    if modality == "visual":
+        for index, name in enumerate(steps):
+            found = frame_blob(row.id, name, f"demo_{index}")
+            demo_blobs.append(found) if found else missing.append(name)
     demo = make_record(Demo(trajectory_id=row.id, modality=modality, task_goal=row.task_goal, steps=steps,
-                            total_steps=row.total_steps, data_source=row.data_source, negative=text_negative),
-                       benchmark=Benchmark.PROGRESS, producer=producer, status=status)
+                            total_steps=row.total_steps, data_source=row.data_source, negative=text_negative,
+                            missing_frames=missing),
+                       benchmark=Benchmark.PROGRESS, producer=producer, blobs=demo_blobs, status=status)
+    seen = frame_blob(row.id, row.stage_to_estimate[0], "observation")
     observation = make_record(
         Observation(demo_id=demo.id, frame=row.stage_to_estimate[0], view=view, answerable=answerable,
                     closest_idx=row.closest_idx, delta=row.delta, progress_score=row.progress_score,
-                    negative=negative if not answerable else None, camera_combination=row.camera_combination),
-        benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo.id], status=status)
+                    negative=negative if not answerable else None, camera_combination=row.camera_combination,
+                    frame_missing=seen is None, source_row=source_row),
+        benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo.id], blobs=[seen] if seen else [],
+        status=status)
     return [demo, observation]
 
 
-def parse_published(lines: Iterable[str], *, source: str, file_kind: str, producer: Producer) -> ImportResult:
-    """Turn the lines of one published file into records; a bad line is quarantined with its line number."""
+def parse_published(lines: Iterable[str], *, source: str, file_kind: str, producer: Producer,
+                    frame_blob: FrameLookup = no_frames) -> ImportResult:
+    """Turn the lines of one published file into records; a bad line is quarantined with its line number. Each
+    observation records ``<file name>:<line>`` as its ``source_row``."""
     try:
         kind = FILE_KINDS[file_kind]
     except KeyError:
@@ -158,7 +182,8 @@ def parse_published(lines: Iterable[str], *, source: str, file_kind: str, produc
         result.rows += 1
         try:
             row = PublishedRow.model_validate(json.loads(line.rstrip("\r\n")))
-            records = _row_records(row, kind["modality"], kind["view"], kind["negative"], producer)
+            records = _row_records(row, kind["modality"], kind["view"], kind["negative"], producer, frame_blob,
+                                   f"{file_kind}:{number}")
         except (json.JSONDecodeError, ValidationError, ValueError) as error:
             reason = _reason(error)
             result.quarantined.append(quarantine(benchmark=Benchmark.PROGRESS, source=source,
@@ -188,24 +213,48 @@ def published_files(folder: Path) -> Iterator[Path]:
             yield path
 
 
-def import_folder(folder: Path, producer: Producer) -> ImportResult:
+def import_folder(folder: Path, producer: Producer, frame_blob: FrameLookup = no_frames) -> ImportResult:
     files = list(published_files(folder))
     if not files:
         raise FileNotFoundError(f"{folder} holds none of the PROGRESS-BENCH files ({', '.join(FILE_KINDS)})")
     result = ImportResult()
     for path in files:
         with open(path, encoding="utf-8") as handle:
-            result.extend(parse_published(handle, source=str(path), file_kind=path.name, producer=producer))
+            result.extend(parse_published(handle, source=str(path), file_kind=path.name, producer=producer,
+                                          frame_blob=frame_blob))
     return result
 
 
-def import_into_catalog(folder: Path, catalog: Catalog, producer: Producer, run_id: str | None = None
-                        ) -> dict[str, int]:
-    """Parse every published file in ``folder`` and store the result; quarantined lines are stored too."""
-    result = import_folder(folder, producer)
-    new = catalog.put_records(result.records + result.quarantined, run_id=run_id)
+def frame_folder_lookup(frames_dir: Path, storage: Any) -> FrameLookup:
+    """Frames from ``<frames_dir>/<id>/<name>`` or ``<frames_dir>/<name>``, each file stored once."""
+    stored: dict[Path, str] = {}
+
+    def lookup(trajectory_id: str, frame: str, role: str) -> BlobRef | None:
+        for path in (frames_dir / _safe(trajectory_id) / frame, frames_dir / frame):
+            if path.is_file():
+                if path not in stored:
+                    stored[path] = storage.put_blob(path.read_bytes(), role=role, media_type=_media_type(path)).sha256
+                return BlobRef(sha256=stored[path], role=role, media_type=_media_type(path))
+        return None
+
+    return lookup
+
+
+def _media_type(path: Path) -> str:
+    return {".png": "image/png", ".webp": "image/webp"}.get(path.suffix.lower(), "image/jpeg")
+
+
+def import_into_catalog(folder: Path, storage: Any, producer: Producer, run_id: str | None = None,
+                        frames_dir: Path | None = None) -> dict[str, int]:
+    """Parse every published file in ``folder`` and store the result; quarantined lines are stored too. Frames
+    come from ``frames_dir`` when given; the count of records with frames missing is returned."""
+    lookup = frame_folder_lookup(frames_dir, storage) if frames_dir else no_frames
+    with storage.batched_blob_meta():
+        result = import_folder(folder, producer, lookup)
+    new = storage.catalog.put_records(result.records + result.quarantined, run_id=run_id)
+    missing = sum(1 for r in result.records if r.payload.get("frame_missing") or r.payload.get("missing_frames"))
     return {"rows": result.rows, "records": len(result.records), "quarantined": len(result.quarantined),
-            "new": new}
+            "new": new, "frames missing": missing}
 
 
 # -- writing releases in the published format -------------------------------------------------------------
@@ -271,8 +320,9 @@ def export_progresslm(catalog: Catalog, store: Any, tag: str, out_dir: Path) -> 
         frames = out_dir / "frames" / _safe(demo.trajectory_id)
         for ref in record.blobs:
             _copy_once(store, ref.sha256, frames / observation.frame)
-        for index, ref in enumerate(demo_record.blobs):
-            if ref.role == f"demo_{index}" and index < len(demo.steps):
+        for ref in demo_record.blobs:
+            index = int(ref.role.removeprefix("demo_")) if ref.role.startswith("demo_") else len(demo.steps)
+            if index < len(demo.steps):
                 _copy_once(store, ref.sha256, frames / demo.steps[index])
     written = {}
     for kind, entries in rows.items():

@@ -1,0 +1,230 @@
+"""Decode just the frames a stage needs from wherever a camera's frames live: a video (by seeking, never the whole
+clip), a folder of image files, or an image dataset inside an HDF5 file (RoboMind-style episodes).
+
+Every camera of every source is a ``FrameSource`` with a frame count and ``read(indices)``; construction code never
+needs to know which kind it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+
+class FrameError(ValueError):
+    """Frames that cannot be opened or lack a requested index; the message names the file and the frame."""
+
+
+@contextmanager
+def open_video(path: Path) -> Iterator[tuple[Any, int]]:
+    """An OpenCV capture and the video's frame count; FrameError when the file is missing or not a video."""
+    import cv2
+
+    if not path.is_file():
+        raise FrameError(f"{path}: no such video")
+    capture = cv2.VideoCapture(str(path))
+    try:
+        count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
+        if not capture.isOpened() or count <= 0:
+            raise FrameError(f"{path}: not a readable video")
+        yield capture, count
+    finally:
+        capture.release()
+
+
+def video_info(path: Path) -> tuple[int, float, tuple[int, int]]:
+    """(frame count, frames per second, (width, height)); raises FrameError when the file is not a readable video."""
+    import cv2
+
+    with open_video(path) as (capture, count):
+        ok, _ = capture.read()
+        if not ok:
+            raise FrameError(f"{path}: the first frame cannot be decoded")
+        size = (int(capture.get(cv2.CAP_PROP_FRAME_WIDTH)), int(capture.get(cv2.CAP_PROP_FRAME_HEIGHT)))
+        return count, float(capture.get(cv2.CAP_PROP_FPS)), size
+
+
+# Below this gap, reading through frames is cheaper than a seek, which decodes again from the previous key frame.
+SEEK_GAP = 60
+
+
+def read_frames(path: Path, indices: list[int]) -> dict[int, Any]:
+    """RGB arrays of the given frames, visited in order: short gaps are read through (grab without conversion),
+    long ones seeked, so a few frames of a long video cost a few decodes, not the whole clip."""
+    import cv2
+
+    wanted = sorted(set(indices))
+    if not wanted:
+        return {}
+    with open_video(path) as (capture, count):
+        if wanted[0] < 0 or wanted[-1] >= count:
+            bad = wanted[-1] if wanted[-1] >= count else wanted[0]
+            raise FrameError(f"{path}: frame {bad} is outside its {count} frames")
+        frames: dict[int, Any] = {}
+        position = 0
+        for index in wanted:
+            if index - position > SEEK_GAP:
+                capture.set(cv2.CAP_PROP_POS_FRAMES, index)
+                position = index
+            while position < index:
+                if not capture.grab():
+                    raise FrameError(f"{path}: frame {position} cannot be decoded (truncated?)")
+                position += 1
+            ok, bgr = capture.read()
+            if not ok:
+                raise FrameError(f"{path}: frame {index} cannot be decoded (truncated?)")
+            position += 1
+            frames[index] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+    return frames
+
+
+def encode_jpeg(rgb: Any, quality: int = 92) -> bytes:
+    import cv2
+
+    ok, data = cv2.imencode(".jpg", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality])
+    if not ok:
+        raise ValueError("JPEG encoding failed")
+    return data.tobytes()
+
+
+# -- frame sources ---------------------------------------------------------------------------------------------
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")
+VIDEO_SUFFIXES = (".mp4", ".avi", ".mkv", ".mov", ".webm")
+
+
+class FrameSource:
+    """One camera's frames. ``archive`` is the file worth keeping with the trajectory (a video), if any."""
+
+    kind: str = ""
+    location: str = ""
+    archive: Path | None = None
+
+    def count(self) -> int:
+        raise NotImplementedError
+
+    def read(self, indices: list[int]) -> dict[int, Any]:
+        raise NotImplementedError
+
+    def _check_range(self, wanted: list[int], count: int) -> None:
+        if wanted and (wanted[0] < 0 or wanted[-1] >= count):
+            bad = wanted[-1] if wanted[-1] >= count else wanted[0]
+            raise FrameError(f"{self.location}: frame {bad} is outside its {count} frames")
+
+
+class VideoFrames(FrameSource):
+    kind = "video"
+
+    def __init__(self, path: Path) -> None:
+        self.path = self.archive = path
+        self.location = str(path)
+
+    def count(self) -> int:
+        return video_info(self.path)[0]
+
+    def read(self, indices: list[int]) -> dict[int, Any]:
+        return read_frames(self.path, indices)
+
+
+class ImageFolderFrames(FrameSource):
+    """Frame i is the i-th image file of the folder in natural order (``2.png`` before ``10.png``)."""
+
+    kind = "image-folder"
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.location = str(folder)
+        self._files: list[Path] | None = None
+
+    def files(self) -> list[Path]:
+        if self._files is None:
+            if not self.folder.is_dir():
+                raise FrameError(f"{self.folder}: no such frame folder")
+            self._files = sorted((p for p in self.folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES),
+                                 key=_natural_key)
+        return self._files
+
+    def count(self) -> int:
+        count = len(self.files())
+        if not count:
+            raise FrameError(f"{self.folder}: no image files ({', '.join(IMAGE_SUFFIXES)})")
+        return count
+
+    def read(self, indices: list[int]) -> dict[int, Any]:
+        import cv2
+
+        files = self.files()
+        wanted = sorted(set(indices))
+        self._check_range(wanted, len(files))
+        frames = {}
+        for index in wanted:
+            bgr = cv2.imread(str(files[index]), cv2.IMREAD_COLOR)
+            if bgr is None:
+                raise FrameError(f"{files[index]}: frame {index} is not a readable image")
+            frames[index] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+        return frames
+
+
+class Hdf5Frames(FrameSource):
+    """An image dataset inside an HDF5 file: raw frames (N, H, W, 3) in RGB, or one encoded image (JPEG/PNG bytes)
+    per frame, variable-length or zero-padded to a fixed width, as RoboMind stores them. Only the requested rows
+    are read."""
+
+    kind = "hdf5"
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path, self.key = path, key
+        self.location = f"{path}:{key}"
+
+    def _dataset(self, handle: Any) -> Any:
+        dataset = handle.get(self.key)
+        if dataset is None or not hasattr(dataset, "shape"):
+            raise FrameError(f"{self.location}: no such image dataset")
+        return dataset
+
+    def _open(self) -> Any:
+        import h5py
+
+        try:
+            return h5py.File(self.path, "r")
+        except (OSError, ValueError) as error:
+            raise FrameError(f"{self.path}: not a readable HDF5 file ({error})") from None
+
+    def count(self) -> int:
+        with self._open() as handle:
+            return int(self._dataset(handle).shape[0])
+
+    def read(self, indices: list[int]) -> dict[int, Any]:
+        import cv2
+        import numpy as np
+
+        wanted = sorted(set(indices))
+        with self._open() as handle:
+            dataset = self._dataset(handle)
+            self._check_range(wanted, int(dataset.shape[0]))
+            rows = dataset[wanted] if wanted else []
+            frames = {}
+            for index, row in zip(wanted, rows, strict=True):
+                array = np.asarray(row)
+                if array.ndim == 3:
+                    frames[index] = np.ascontiguousarray(array[..., :3], dtype=np.uint8)
+                    continue
+                data = np.frombuffer(row if isinstance(row, bytes) else array.tobytes(), np.uint8)
+                bgr = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
+                if bgr is None:
+                    raise FrameError(f"{self.location}: frame {index} is not a decodable image")
+                frames[index] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+        return frames
+
+
+def _natural_key(path: Path) -> list[Any]:
+    import re
+
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name)]
+
+
+def frames_at(path: Path) -> FrameSource:
+    """A video file or a folder of frame images, by what ``path`` is."""
+    return ImageFolderFrames(path) if path.is_dir() else VideoFrames(path)
