@@ -1,0 +1,1 @@
+"""EXPLORE-Bench construction stages."""

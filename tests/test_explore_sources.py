@@ -1,0 +1,99 @@
+"""EXPLORE-Bench sources and instance extraction: narrations normalised, clips cut, bad clips rejected with reasons."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import pytest
+
+from tasks.explore.instances import InstanceRejected, SubsetBounds, extract_instance
+from tasks.sources.narrations import Narration, NarrationError, normalise_actor, read_actions, read_ego4d
+from tasks.sources.sample_world import generate_episode, render
+
+SIZE = (320, 240)
+
+
+@pytest.mark.parametrize(("raw", "normalised"), [
+    ("#C C picks up the knife", "C picks up the knife"),
+    ("#c c turns the tap", "C turns the tap"),
+    ("#C cuts the onion.", "C cuts the onion"),
+    ("#O man X hands C a cup", "X hands C a cup"),
+    ("#O X opens the door", "X opens the door"),
+    ("#C C drops #unsure the lid", "C drops the lid"),
+])
+def test_actor_notation_is_normalised(raw, normalised):
+    assert normalise_actor(raw) == normalised
+
+
+def test_ego4d_narrations_take_the_fuller_pass(tmp_path):
+    path = tmp_path / "narration.json"
+    path.write_text(json.dumps({
+        "video-1": {"status": "complete",
+                    "narration_pass_1": {"narrations": [
+                        {"timestamp_sec": 3.0, "timestamp_frame": 90, "narration_text": "#C C opens the fridge"},
+                        {"timestamp_sec": 1.0, "timestamp_frame": 30, "narration_text": "#C C walks to the fridge"},
+                        {"timestamp_sec": 5.0, "timestamp_frame": 150, "narration_text": ""}]},
+                    "narration_pass_2": {"narrations": [
+                        {"timestamp_sec": 2.0, "timestamp_frame": 60, "narration_text": "#C C stands"}]}},
+        "video-2": {"status": "redacted"}}))
+    videos = read_ego4d(path)
+    assert list(videos) == ["video-1"]
+    assert videos["video-1"] == [Narration(1.0, "C walks to the fridge"), Narration(3.0, "C opens the fridge")]
+    assert read_ego4d(path, narration_pass="narration_pass_2")["video-1"] == [Narration(2.0, "C stands")]
+    (tmp_path / "bad.json").write_text("[1, 2")
+    with pytest.raises(NarrationError, match=r"bad\.json: unreadable narration file"):
+        read_ego4d(tmp_path / "bad.json")
+
+
+def test_plain_actions_files_by_time_or_frame(tmp_path):
+    (tmp_path / "a.csv").write_text("video,time,text\nkitchen,2.5,#C C picks up the pan\nkitchen,1.0,C washes\n")
+    assert read_actions(tmp_path / "a.csv")["kitchen"][0] == Narration(1.0, "C washes")
+    (tmp_path / "a.json").write_text(json.dumps({"kitchen": [{"frame": 50, "text": "C stirs"}]}))
+    assert read_actions(tmp_path / "a.json", fps={"kitchen": 25.0})["kitchen"] == [Narration(2.0, "C stirs")]
+    with pytest.raises(NarrationError, match="neither a time nor a frame"):
+        read_actions(tmp_path / "a.json")
+
+
+@pytest.fixture(scope="module")
+def clip():
+    episode = generate_episode(3, "gather")
+    narrations = [Narration(0.2 + i * (episode.n_frames / episode.fps - 0.6) / 14, f"C does step {i}")
+                  for i in range(15)]
+    return episode, narrations
+
+
+def _reader(episode, camera_of=lambda frame: "ego", blur=()):
+    def read(indices):
+        frames = {i: render(episode, i, camera_of(i), SIZE) for i in indices}
+        return {i: cv2.GaussianBlur(f, (9, 9), 4) if i in blur else f for i, f in frames.items()}
+    return read
+
+
+def test_an_instance_spans_the_activity_with_its_actions(clip):
+    episode, narrations = clip
+    extracted, frames = extract_instance("ego-clip", narrations, fps=episode.fps, n_frames=episode.n_frames,
+                                         read_frames=_reader(episode))
+    assert extracted.actions == [n.text for n in narrations] and extracted.subset == "Short"
+    assert extracted.start_frame == 0
+    assert extracted.end_frame == min(episode.n_frames - 1, round(extracted.end_s * episode.fps))
+    assert extracted.quality["view_agreement"] > 0.5 and extracted.quality["final_sharpness"] > 30
+    assert frames["final"].shape == (SIZE[1], SIZE[0], 3)
+    assert SubsetBounds().subset_of(150) == "Medium" and SubsetBounds().subset_of(694) == "Long"
+    assert SubsetBounds(short_min=3, medium_min=8, long_min=12).subset_of(15) == "Long"
+
+
+def test_bad_clips_are_rejected_with_reasons(clip):
+    episode, narrations = clip
+    common = {"fps": episode.fps, "n_frames": episode.n_frames}
+    end = episode.n_frames - 1
+    with pytest.raises(InstanceRejected, match=r"ego-clip: 1 narration\(s\) run past the video's end"):
+        extract_instance("ego-clip", [*narrations, Narration(99.0, "C leaves")], read_frames=_reader(episode),
+                         **common)
+    with pytest.raises(InstanceRejected, match=r"ego-clip: 5 atomic actions .* fewer than 11"):
+        extract_instance("ego-clip", narrations[:5], read_frames=_reader(episode), **common)
+    with pytest.raises(InstanceRejected, match="the final frame is blurred"):
+        extract_instance("ego-clip", narrations, read_frames=_reader(episode, blur={end}), **common)
+    with pytest.raises(InstanceRejected, match="drastic viewpoint change"):
+        extract_instance("ego-clip", narrations, **common,
+                         read_frames=_reader(episode, camera_of=lambda f: "front" if f == end else "ego"))
