@@ -109,3 +109,20 @@ def test_written_episode_has_decodable_videos_per_camera(tmp_path):
         expected = render(episode, episode.key_steps[0].frame, camera, (160, 120))
         assert np.abs(cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB).astype(int) - expected).mean() < 6  # lossy mp4v
         video.release()
+
+
+def test_atomic_actions_narrate_the_real_events():
+    from tasks.sources.sample_world import TASK_TYPES, generate_episode
+
+    for task in TASK_TYPES:
+        episode = generate_episode(11, task)
+        frames = [frame for frame, _ in episode.actions]
+        assert frames == sorted(frames) and 0 <= frames[0] and frames[-1] < episode.n_frames
+        assert all(text.startswith("C ") for _, text in episode.actions)
+        assert len(episode.actions) > len(episode.key_steps)
+        for frame, text in episode.actions:  # a grasp is narrated when the hand is at the object, still open
+            if text.startswith("C grasps the "):
+                name = text.removeprefix("C grasps the ")
+                obj = next(o for o in episode.objects if o.name == name)
+                assert obj.id not in episode.frames[frame]["held"]
+                assert any(obj.id in episode.frames[f]["held"] for f in range(frame, min(frame + 5, episode.n_frames)))

@@ -93,6 +93,9 @@ class Episode:
     fps: int
     frames: list[dict[str, Any]] = field(default_factory=list)  # per frame: object positions, grippers, holds
     key_steps: list[KeyStep] = field(default_factory=list)
+    # Atomic actions as an egocentric narrator would write them (C: the camera wearer, whose hands the grippers
+    # are): (frame the action starts, text), finer grained than the key steps.
+    actions: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def n_frames(self) -> int:
@@ -106,6 +109,7 @@ class Episode:
                 "n_frames": self.n_frames, "objects": [asdict(o) | {"name": o.name} for o in self.objects],
                 "key_steps": [{"frame": s.frame, "text": s.text, "arm": s.arm,
                                "states": {k: asdict(v) for k, v in s.states.items()}} for s in self.key_steps],
+                "actions": [{"frame": frame, "text": text} for frame, text in self.actions],
                 "frames": self.frames}
 
 
@@ -123,6 +127,7 @@ class _Simulator:
         self.fps = fps
         self.frames: list[dict[str, Any]] = []
         self.key_steps: list[KeyStep] = []
+        self.actions: list[tuple[int, str]] = []
         self._record()
 
     def _record(self) -> None:
@@ -163,6 +168,9 @@ class _Simulator:
         for _ in range(max(1, round(seconds * self.fps))):
             self._record()
 
+    def act(self, text: str) -> None:
+        self.actions.append((len(self.frames) - 1, f"C {text}"))
+
     def key(self, arm: str, text: str) -> None:
         self.key_steps.append(KeyStep(frame=len(self.frames) - 1, text=f"[{arm}] {text}", arm=arm,
                                       states={k: ObjectState(**asdict(v)) for k, v in self.states.items()}))
@@ -171,12 +179,16 @@ class _Simulator:
     def pick(self, arm: str, object_id: str) -> None:
         name = self.objects[object_id].name
         above = self.grasp_point(object_id) + np.array([0, 0, 0.08])
+        self.act(f"reaches for the {name} with the {arm} hand")
         self.move(arm, above, 1.0)
+        self.act(f"lowers the {arm} hand to the {name}")
         self.move(arm, self.grasp_point(object_id), 0.5)
+        self.act(f"grasps the {name}")
         self.closed[arm] = True
         state = self.states[object_id]
         state.held_by, state.support = arm, None
         self.hold(0.3)
+        self.act(f"lifts the {name}")
         self.move(arm, self.grippers[arm] + np.array([0, 0, LIFT]), 0.6, carrying=object_id)
         self.key(arm, f"picks up the {name}")
 
@@ -195,8 +207,14 @@ class _Simulator:
             text = f"places the {obj.name} on the table"
         grasp_height = self.grippers[arm][2] - self.states[object_id].position[2]
         target = np.array([x, y, z + grasp_height])
+        where = text.removeprefix(f"places the {obj.name} ")
+        self.act(f"carries the {obj.name} {'over' if onto else 'to a spot on'} "
+                 f"{where.removeprefix('in ').removeprefix('on ')}")
         self.move(arm, target + np.array([0, 0, 0.06]), 1.2, carrying=object_id, arc=0.04)
+        self.act(f"lowers the {obj.name} {'into' if where.startswith('in ') else 'onto'} "
+                 f"{where.removeprefix('in ').removeprefix('on ')}")
         self.move(arm, target, 0.5, carrying=object_id)
+        self.act(f"releases the {obj.name}")
         self.closed[arm] = False
         state = self.states[object_id]
         state.held_by, state.support = None, onto
@@ -210,6 +228,7 @@ class _Simulator:
         direction = np.array([to[0] - x, to[1] - y])
         direction /= max(1e-9, float(np.linalg.norm(direction)))
         behind = np.array([x, y]) - direction * (obj.half[0] + 0.03)
+        self.act(f"moves the {arm} hand behind the {obj.name}")
         self.move(arm, np.array([behind[0], behind[1], 0.06]), 0.8, arc=0.05)
         self.closed[arm] = True
         self.hold(0.2)
@@ -217,13 +236,16 @@ class _Simulator:
         side = "left" if direction[0] < -0.5 else "right" if direction[0] > 0.5 else (
             "back" if direction[1] > 0 else "front")
         gripper_end = np.array([to[0], to[1]]) - direction * (obj.half[0] + 0.03)
+        self.act(f"pushes the {obj.name} to the {side}")
         self.move(arm, np.array([gripper_end[0], gripper_end[1], 0.06]), 1.5, carrying=object_id)
         self.states[object_id].position = (float(to[0]), float(to[1]), 0.0)
+        self.act(f"lets go of the {obj.name}")
         self.closed[arm] = False
         self.hold(0.2)
         self.key(arm, f"pushes the {obj.name} to the {side}")
 
     def retreat(self, arm: str, near: str) -> None:
+        self.act(f"pulls the {arm} hand back from the {self.objects[near].name}")
         self.move(arm, np.array(ARM_REST[arm]), 1.0)
         self.hold(0.3)
         self.key(arm, f"moves away from the {self.objects[near].name}")
@@ -313,7 +335,7 @@ def generate_episode(seed: int, task_type: str | None = None, *, fps: int = 10) 
         sim.place(arm, first.id, None, at=b_xy)
         sim.retreat(arm, first.id)
     return Episode(id=f"sample-{task_type}-{seed:05d}", seed=seed, task_type=task_type, goal=goal,
-                   objects=objects, fps=fps, frames=sim.frames, key_steps=sim.key_steps)
+                   objects=objects, fps=fps, frames=sim.frames, key_steps=sim.key_steps, actions=sim.actions)
 
 
 def _place_without_overlap(objects: list[WorldObject], rng: np.random.Generator) -> dict[str, ObjectState]:
