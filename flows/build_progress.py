@@ -13,13 +13,13 @@ from schemas.config import Settings, load_settings
 from tasks.models.registry import with_role_tags
 from tasks.progress.sampling import SamplingPlan
 from tasks.progress.tasks import (
-    apply_review,
     construct_progress,
     import_progress_published,
     make_chain_of_thought,
     make_text_negatives,
     make_visual_negatives,
 )
+from tasks.review_tasks import apply_review
 from tasks.sources.episodes import Hdf5Layout
 from tasks.sources.progress_published import SAMPLE_DIR
 from tasks.sources.tasks import render_sample_world

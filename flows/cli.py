@@ -398,7 +398,8 @@ def release_export(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION
                    = None,
                    fmt: Annotated[str, typer.Option("--format", help=(
                        "records: records.parquet, records.jsonl, manifest.json and blobs/; progresslm: the five "
-                       "PROGRESS-BENCH .jsonl files plus frames/<id>/<frame>, as ProgressLM publishes them."))]
+                       "PROGRESS-BENCH .jsonl files plus frames/<id>/<frame>, as ProgressLM publishes them; explore: "
+                       "explore_bench.json plus images/, EXPLORE-Bench's annotation format."))]
                    = "records") -> None:
     """Write a release in a format other tools read."""
     from storage.releases import export_release, load_release
@@ -415,8 +416,16 @@ def release_export(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION
             console.print(f"exported {manifest.tag} to {target}: " +
                           ", ".join(f"{name} {count}" for name, count in written.items()))
             return
+        if fmt == "explore":
+            from tasks.explore.export import export_explore
+
+            target = Path(folder) / f"{manifest.name}-v{manifest.version}-explore"
+            written = export_explore(storage.catalog, storage.blobs, tag, target)
+            console.print(f"exported {manifest.tag} to {target}: " +
+                          ", ".join(f"{name} {count}" for name, count in written.items()))
+            return
         if fmt != "records":
-            raise ValueError(f"unknown export format {fmt!r}: use records or progresslm")
+            raise ValueError(f"unknown export format {fmt!r}: use records, progresslm or explore")
         with _progress() as progress:
             bar = progress.add_task(f"exporting {manifest.tag}", total=len(manifest.blobs) + len(manifest.records))
             target = export_release(storage.catalog, storage.blobs, tag, folder,

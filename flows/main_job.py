@@ -7,11 +7,13 @@ from typing import Any
 
 from prefect import flow
 
+from flows.build_explore import build_explore
 from flows.build_progress import build_progress
 from flows.runtime import current_flow_run_id
 from schemas import Benchmark, code_version
 from schemas.config import Settings, load_settings
 from storage import open_storage
+from tasks.explore.tasks import export_explore_release, freeze_explore_release
 from tasks.progress.splits import SplitPlan
 from tasks.progress.tasks import freeze_progress_releases, publish_progress_stats
 from tasks.storage_tasks import check_release, export
@@ -19,14 +21,16 @@ from tasks.storage_tasks import check_release, export
 
 @flow(name="benchwright-main")
 def main_job(settings: Settings | None = None, progress_published_dir: str | None = None,
-             progress_episodes_dir: str | None = None, sample_episodes: int = 7, unattended_review: str = "wait",
+             progress_episodes_dir: str | None = None, sample_episodes: int = 7,
+             explore_clips_dir: str | None = None, explore_clip_format: str = "sample", unattended_review: str = "wait",
              review_wait_s: float = 0.0,
              release_prefix: str = "benchwright", export_release: bool = True) -> dict[str, Any]:
     settings = settings or load_settings()
     run_id = current_flow_run_id() or "local"
     catalog = open_storage(settings).catalog
     params = {"progress_published_dir": progress_published_dir, "progress_episodes_dir": progress_episodes_dir,
-              "sample_episodes": sample_episodes, "unattended_review": unattended_review,
+              "sample_episodes": sample_episodes, "explore_clips_dir": explore_clips_dir,
+              "unattended_review": unattended_review,
               "release_prefix": release_prefix}
     catalog.start_run(run_id, "benchwright-main", params, code_version())
     summary: dict[str, Any] = {"run_id": run_id, "built": {}, "releases": {}}
@@ -34,6 +38,9 @@ def main_job(settings: Settings | None = None, progress_published_dir: str | Non
         summary["built"][Benchmark.PROGRESS.value] = build_progress(
             settings, published_dir=progress_published_dir, episodes_dir=progress_episodes_dir,
             sample_episodes=sample_episodes, unattended_review=unattended_review, review_wait_s=review_wait_s)
+        summary["built"][Benchmark.EXPLORE.value] = build_explore(
+            settings, clips_dir=explore_clips_dir, clip_format=explore_clip_format,
+            unattended_review=unattended_review, review_wait_s=review_wait_s)
         tags = freeze_progress_releases(settings, release_prefix, SplitPlan(), params)
         for tag in tags:
             check_release(settings, tag)
@@ -42,6 +49,14 @@ def main_job(settings: Settings | None = None, progress_published_dir: str | Non
                 release["export"] = export(settings, tag, settings.export.folder)
             release["stats"] = publish_progress_stats(settings, tag)
             summary["releases"][tag] = release
+        explore_tag = freeze_explore_release(settings, release_prefix, params)
+        if explore_tag:
+            check_release(settings, explore_tag)
+            release = {"tag": explore_tag}
+            if export_release:
+                release["export"] = export(settings, explore_tag, settings.export.folder)
+                release["explore format"] = export_explore_release(settings, explore_tag)
+            summary["releases"][explore_tag] = release
     except BaseException as error:
         catalog.finish_run(run_id, "failed", {**summary, "error": repr(error)})
         raise

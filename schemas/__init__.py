@@ -5,6 +5,7 @@ from schemas.payloads import (
     ChainOfThought,
     Decision,
     Demo,
+    ExploreInstance,
     MetricRow,
     Observation,
     Prediction,
@@ -12,7 +13,6 @@ from schemas.payloads import (
     ReviewItem,
     SceneAnnotation,
     SceneObject,
-    SceneRelation,
     Trajectory,
 )
 from schemas.records import (
@@ -38,6 +38,7 @@ __all__ = [
     "ChainOfThought",
     "Decision",
     "Demo",
+    "ExploreInstance",
     "MetricRow",
     "Observation",
     "Payload",
@@ -48,7 +49,6 @@ __all__ = [
     "ReviewItem",
     "SceneAnnotation",
     "SceneObject",
-    "SceneRelation",
     "Status",
     "Trajectory",
     "canonical_json",

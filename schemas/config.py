@@ -72,6 +72,17 @@ class ProgressSettings(BaseModel):
     visual_negatives_per_demo: int = Field(default=1, ge=0)
 
 
+class ExploreSettings(BaseModel):
+    """EXPLORE-Bench instance checks and subsets (Sec. 3.2, 4.1)."""
+
+    short_min: int = Field(default=11, ge=1)  # Short: 11-99 atomic actions
+    medium_min: int = Field(default=100, ge=1)  # Medium: 100-199
+    long_min: int = Field(default=200, ge=1)  # Long: 200 and more
+    min_sharpness: float = Field(default=30.0, ge=0)  # variance of the Laplacian; real footage often uses 100
+    min_view_correlation: float = Field(default=0.7, ge=-1, le=1)
+    max_view_shift: float = Field(default=0.15, ge=0)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BENCHWRIGHT_", env_nested_delimiter="__", extra="forbid")
 
@@ -82,6 +93,7 @@ class Settings(BaseSettings):
     export: ExportSettings = ExportSettings()
     nlp: NlpSettings = NlpSettings()
     progress: ProgressSettings = ProgressSettings()
+    explore: ExploreSettings = ExploreSettings()
     models: dict[str, ModelRole] = Field(default_factory=dict)
 
     @classmethod

@@ -27,11 +27,14 @@ def open_items(catalog: Catalog, queue: str | None = None) -> list[Record]:
 
 
 def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["accept", "reject", "correct"],
-           note: str = "", required_answers: int = 1, agreement: str = "majority") -> Record:
-    """Store one decision; resolve the item when it has enough answers. Returns the decision record."""
+           note: str = "", correction: dict | None = None, required_answers: int = 1,
+           agreement: str = "majority") -> Record:
+    """Store one decision; resolve the item when it has enough answers. Returns the decision record. A ``correct``
+    verdict carries the annotator's corrected content; it counts against accepting the target as it was, and the
+    stage that owns the queue turns the correction into a new record (for scenes: ``apply_scene_corrections``)."""
     decision = make_record(
         Decision(item_id=item.id, target_id=item.payload["target_id"], annotator=annotator, verdict=verdict,
-                 note=note),
+                 note=note, correction=correction or {}),
         benchmark=item.benchmark, producer=Producer(task="review", params={"annotator": annotator}),
         parents=[item.id], status=Status.ACCEPTED)
     catalog.put_records([decision])

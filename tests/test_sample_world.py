@@ -117,7 +117,7 @@ def test_atomic_actions_narrate_the_real_events():
     for task in TASK_TYPES:
         episode = generate_episode(11, task)
         frames = [frame for frame, _ in episode.actions]
-        assert frames == sorted(frames) and 0 <= frames[0] and frames[-1] < episode.n_frames
+        assert frames == sorted(frames) and frames[0] >= 0 and frames[-1] < episode.n_frames
         assert all(text.startswith("C ") for _, text in episode.actions)
         assert len(episode.actions) > len(episode.key_steps)
         for frame, text in episode.actions:  # a grasp is narrated when the hand is at the object, still open

@@ -21,7 +21,7 @@ SHAPE_NOUNS = {"triangle": "triangle", "square": "cube", "rectangle": "block", "
 SHAPE_WORDS = {
     "triangle": {"triangle", "wedge", "pyramid"},
     "square": {"cube", "block", "box", "square", "brick"},
-    "rectangle": {"block", "box", "rectangle", "bar", "brick", "tray", "book"},
+    "rectangle": {"block", "box", "rectangle", "bar", "brick", "tray", "book", "cube"},  # a cube seen obliquely
     "circle": {"ball", "sphere", "circle", "disc", "disk", "plate", "bowl", "cup", "can", "orange", "apple"},
     "other": {"object", "item", "thing"},
 }

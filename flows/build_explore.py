@@ -1,0 +1,57 @@
+"""EXPLORE-Bench build flow: instances from narrated egocentric clips (the sample world's head camera by default),
+their final scenes annotated stage by stage, published for human correction, corrections applied."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow
+
+from flows.runtime import current_flow_run_id
+from schemas.config import Settings, load_settings
+from tasks.explore.tasks import annotate_explore, apply_scene_corrections, extract_explore_instances
+from tasks.models.registry import with_role_tags
+from tasks.review_tasks import apply_review
+from tasks.sources.tasks import render_sample_world
+
+# The sample world's longer activities (15-22 narrated actions) make Short instances; a pick-and-place (8) shows
+# the too-few-actions check.
+SAMPLE_TASKS = ("gather", "swap", "gather", "swap", "pick_place")
+STAGES = ("extract", "annotate", "review", "corrections")
+
+
+@flow(name="build-explore")
+def build_explore(settings: Settings | None = None, clips_dir: str | None = None, clip_format: str = "sample",
+                  narrations_file: str | None = None, sample_clips: int = 5, sample_seed: int = 100,
+                  unattended_review: str = "wait", review_wait_s: float = 0.0, stages: tuple[str, ...] = STAGES,
+                  clips: list[str] | None = None, annotate_again: bool = False) -> dict[str, Any]:
+    """Build EXPLORE-Bench records.
+
+    ``clips_dir``: clips to build from (default: the sample world filmed by its head camera, rendered under the
+    data folder on first use); ``clip_format`` ``sample``, ``ego4d`` (``<uid>.mp4`` + ``narration.json``) or
+    ``folder`` (videos + ``actions.json``/``.csv``), narrations from ``narrations_file`` when given. A backfill
+    names ``stages`` and ``clips``; ``annotate_again`` re-annotates instances that already have an annotation
+    (after a model changed), superseding what the new annotation replaces.
+    """
+    unknown = sorted(set(stages) - set(STAGES))
+    if unknown:
+        raise ValueError(f"unknown stage(s) {', '.join(unknown)}: choose from {', '.join(STAGES)}")
+    settings = settings or load_settings()
+    run_id = current_flow_run_id()
+    result: dict[str, Any] = {}
+    if "extract" in stages:
+        if clips_dir is None:
+            clips_dir = str(Path(settings.catalog.path).parent / "sources" / "sample-world-ego")
+            if clips is None:
+                render_sample_world(clips_dir, sample_clips, sample_seed, ("ego",), (640, 480), SAMPLE_TASKS)
+        result["instances"] = extract_explore_instances(settings, clips_dir, clip_format, narrations_file, run_id,
+                                                        clips)
+    if "annotate" in stages:
+        result["scene annotation"] = with_role_tags(annotate_explore, settings, "chat", "detector", "tagger")(
+            settings, run_id, clips, annotate_again)
+    if "review" in stages:
+        result["review"] = apply_review(settings, unattended_review, review_wait_s)
+    if "corrections" in stages:
+        result["corrections"] = apply_scene_corrections(settings, run_id)
+    return result

@@ -1,0 +1,181 @@
+"""Thin Prefect tasks over the EXPLORE-Bench stages; each opens storage from the settings it is given."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NONE
+
+from schemas import Benchmark, Producer, Status
+from schemas.config import Settings
+from storage import open_storage
+from tasks.explore.construct import SCENE_QUEUE, Annotators, annotate_instance, build_clip, human_version
+from tasks.explore.instances import QualityThresholds, SubsetBounds
+from tasks.sources.ego_clips import iter_clips
+
+
+def _bounds(settings: Settings) -> tuple[SubsetBounds, QualityThresholds]:
+    e = settings.explore
+    return (SubsetBounds(e.short_min, e.medium_min, e.long_min),
+            QualityThresholds(e.min_sharpness, e.min_view_correlation, e.max_view_shift))
+
+
+@task(name="extract-explore-instances", cache_policy=NONE)
+def extract_explore_instances(settings: Settings, folder: str, clip_format: str, narrations: str | None,
+                              run_id: str | None, clips: list[str] | None = None) -> dict[str, int]:
+    """An instance per clip (or per named clip), each clip's records written as soon as it is done."""
+    storage = open_storage(settings)
+    bounds, quality = _bounds(settings)
+    producer = Producer(task="extract-explore", flow_run_id=run_id,
+                        params={"folder": folder, "format": clip_format, "subsets": bounds.__dict__,
+                                "checks": quality.__dict__})
+    counts = {"clips": 0, "records": 0, "new": 0, "quarantined": 0}
+    for locator, load in iter_clips(Path(folder), clip_format, narrations=Path(narrations) if narrations else None):
+        if clips is not None and locator not in clips:
+            continue
+        counts["clips"] += 1
+        with storage.batched_blob_meta():
+            built = build_clip(load, locator, storage, producer, bounds=bounds, quality=quality)
+        counts["records"] += len(built.records)
+        counts["quarantined"] += len(built.quarantined)
+        counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
+    return counts
+
+
+def _annotators(settings: Settings, catalog: Any) -> tuple[Annotators, Producer]:
+    from tasks.models.registry import has_backend, load_backend
+
+    chat = load_backend(settings, "chat", cache=catalog) if has_backend(settings, "chat") else None
+    tagger, detector = load_backend(settings, "tagger"), load_backend(settings, "detector")
+    embedder = load_backend(settings, "embedder") if has_backend(settings, "embedder") else None
+    producer = Producer(task="annotate-explore", backend=chat.name if chat else "offline",
+                        model_id=chat.model if chat else None,
+                        params={"tagger": tagger.fingerprint(), "detector": detector.fingerprint(),
+                                "embedder": embedder.fingerprint() if embedder else None},
+                        prompt_template_version="explore-v1" if chat else None)
+    return Annotators(tagger, detector, embedder, chat, settings.nlp.spacy_model), producer
+
+
+@task(name="annotate-explore", cache_policy=NONE)
+def annotate_explore(settings: Settings, run_id: str | None, instances: list[str] | None = None,
+                     again: bool = False) -> dict[str, int]:
+    """Annotate the final scene of every accepted instance that has no current annotation (or, with ``again``,
+    of the named or all instances, superseding what the earlier annotation made and this one did not)."""
+    from tasks.superseding import supersede_outputs_of
+
+    storage = open_storage(settings)
+    catalog = storage.catalog
+    annotators, producer = _annotators(settings, catalog)
+    producer = producer.model_copy(update={"flow_run_id": run_id})
+    counts = {"instances": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
+    for instance in catalog.find_records(kind="explore_instance", status=Status.ACCEPTED):
+        if instances is not None and instance.payload["clip_id"] not in instances and instance.id not in instances:
+            continue
+        if not again and catalog.children_by_task([instance.id], "annotate-explore"):
+            continue
+        final = next(b for b in instance.blobs if b.role == "final")
+        built = annotate_instance(instance, storage.blobs.get(final.sha256), annotators, producer)
+        counts["instances"] += 1
+        counts["records"] += len(built.records)
+        counts["quarantined"] += len(built.quarantined)
+        counts["new"] += catalog.put_records(built.records + built.quarantined, run_id=run_id)
+        if again and built.records:
+            counts["superseded"] += supersede_outputs_of(catalog, task="annotate-explore", produced=built.records[:1],
+                                                         run_id=run_id)
+    return counts
+
+
+@task(name="apply-scene-corrections", cache_policy=NONE)
+def apply_scene_corrections(settings: Settings, run_id: str | None) -> dict[str, int]:
+    """Each human correction of a scene becomes a ``human`` scene record (parents: the machine annotation and the
+    decision); one that breaks the guidelines is quarantined with the reasons and the decision kept."""
+    from tasks.quarantine import quarantine
+
+    catalog = open_storage(settings).catalog
+    producer = Producer(task="apply-scene-corrections", flow_run_id=run_id)
+    items = {i.id: i for i in catalog.find_records(kind="review_item") if i.payload["queue"] == SCENE_QUEUE}
+    decisions = [d for d in catalog.find_records(kind="decision")
+                 if d.payload["item_id"] in items and d.payload["verdict"] == "correct"]
+    done = {p for r in catalog.find_records(kind="scene", producer_task="apply-scene-corrections") for p in r.parents}
+    made, rejected = [], []
+    for decision in decisions:
+        if decision.id in done:
+            continue
+        target = catalog.get_record(decision.payload["target_id"])
+        record, problem = human_version(target, decision, producer)
+        if record is None:
+            rejected.append(quarantine(benchmark=Benchmark.EXPLORE, source=f"decision {decision.id}",
+                                       locator=decision.payload["annotator"], reason=problem or "",
+                                       raw=json.dumps(decision.payload["correction"]), producer=producer))
+        else:
+            made.append(record)
+    new = catalog.put_records(made + rejected, run_id=run_id)
+    return {"corrections": len(made), "quarantined": len(rejected), "new": new}
+
+
+def final_scenes(catalog: Any) -> dict[str, Any]:
+    """instance id -> the scene annotation a release takes: the newest human correction, else the machine
+    annotation once review accepted it."""
+    chosen: dict[str, Any] = {}
+    for scene in catalog.find_records(kind="scene", status=Status.ACCEPTED):
+        stage = scene.payload["stage"]
+        if stage not in ("human", "corrected"):
+            continue
+        current = chosen.get(scene.payload["instance_id"])
+        if current is None or (stage == "human" and (current.payload["stage"] != "human"
+                                                     or scene.created_at >= current.created_at)):
+            chosen[scene.payload["instance_id"]] = scene
+    return chosen
+
+
+@task(name="freeze-explore-release", cache_policy=NONE)
+def freeze_explore_release(settings: Settings, prefix: str, params: dict[str, Any]) -> str | None:
+    """``<prefix>-explore``: instances with a reviewed final scene, their clips and those scenes; the quality of
+    the scenes against the sample world's truth (when known) is stored in the release's params."""
+    from schemas.releases import ReleaseSelection
+    from storage.releases import create_release
+    from tasks.explore.quality import scene_quality, summarise
+
+    storage = open_storage(settings)
+    catalog = storage.catalog
+    scenes = final_scenes(catalog)
+    if not scenes:
+        return None
+    instances = {r.id: r for r in catalog.get_records(sorted(scenes))}
+    trajectories = {r.id: r for r in catalog.get_records(sorted({i.parents[0] for i in instances.values()}))}
+    ids = [*scenes.values(), *instances.values(), *trajectories.values()]
+    figures = []
+    for instance_id, scene in scenes.items():
+        truth = trajectories[instances[instance_id].parents[0]].payload["meta"].get("truth")
+        if truth:
+            figures.append(scene_quality([_object(o) for o in scene.payload["objects"]], truth))
+    quality = summarise(figures) if figures else {}
+    selection = ReleaseSelection(benchmarks=(Benchmark.EXPLORE.value,), kinds=("trajectory", "explore_instance",
+                                                                                "scene"),
+                                 only_ids=tuple(sorted(r.id for r in ids)),
+                                 subset="instances with a reviewed final scene")
+    manifest = create_release(catalog, storage.blobs, f"{prefix}-explore", selection=selection,
+                              params={**params, "quality_vs_sample_truth": quality}, only_if_changed=True)
+    return manifest.tag
+
+
+def _object(entry: dict[str, Any]) -> Any:
+    from schemas import SceneObject
+
+    return SceneObject.model_validate(entry)
+
+
+@task(name="export-explore-format", cache_policy=NONE)
+def export_explore_release(settings: Settings, tag: str) -> dict[str, Any]:
+    """The release in EXPLORE-Bench's annotation format beside the other exports, with the quality figures."""
+    from storage.releases import load_release
+    from tasks.explore.export import export_explore
+
+    storage = open_storage(settings)
+    manifest = load_release(storage.catalog, tag)
+    target = Path(settings.export.folder) / f"{manifest.name}-v{manifest.version}-explore"
+    written = export_explore(storage.catalog, storage.blobs, tag, target)
+    return {"folder": str(target), **written, "quality": manifest.params.get("quality_vs_sample_truth", {})}

@@ -1,0 +1,135 @@
+"""EXPLORE-Bench construction on the sample world's head camera: instances, stage-by-stage scene annotation checked
+against the world's true final state, human correction as new versions, release in the official format."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from schemas import Producer, Status
+from schemas.config import Settings
+from tasks.explore.construct import SCENE_QUEUE, Annotators, annotate_instance, build_clip
+from tasks.explore.instances import QualityThresholds, SubsetBounds
+from tasks.explore.quality import scene_quality, summarise
+from tasks.models.vision import ClassicDetector, ClassicTagger
+from tasks.sources.ego_clips import iter_clips
+from tasks.sources.sample_world import generate_episode, write_episode
+
+SPACY = Settings().nlp.spacy_model
+PRODUCER = Producer(task="annotate-explore", backend="offline")
+TASKS = ("gather", "swap", "gather", "swap", "stack", "pick_place")
+
+
+@pytest.fixture(scope="module")
+def clips(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ego")
+    for index, task in enumerate(TASKS):
+        write_episode(generate_episode(200 + index, task), folder, cameras=("ego",), size=(640, 480))
+    return folder
+
+
+def _build(clips, storage):
+    extract = Producer(task="extract-explore", params={"folder": str(clips)})
+    annotators = Annotators(ClassicTagger(), ClassicDetector(), None, None, SPACY)
+    instances, quarantined = [], []
+    for locator, load in iter_clips(clips, "sample"):
+        built = build_clip(load, locator, storage, extract, bounds=SubsetBounds(), quality=QualityThresholds())
+        storage.catalog.put_records(built.records + built.quarantined)
+        quarantined += built.quarantined
+        instances += [r for r in built.records if r.kind == "explore_instance"]
+    for instance in instances:
+        final = next(b for b in instance.blobs if b.role == "final")
+        built = annotate_instance(instance, storage.blobs.get(final.sha256), annotators, PRODUCER)
+        storage.catalog.put_records(built.records + built.quarantined)
+    return instances, quarantined
+
+
+def test_sample_clips_become_annotated_instances_close_to_the_truth(clips, storage):
+    instances, quarantined = _build(clips, storage)
+    # pick-and-place narrates 8 actions and stacking 8: too few for the Short subset (11-99)
+    assert len(instances) == 4 and len(quarantined) == 2
+    assert all("atomic actions" in q.status_reason and "fewer than 11" in q.status_reason for q in quarantined)
+    catalog = storage.catalog
+    figures = []
+    for instance in instances:
+        assert instance.payload["subset"] == "Short" and instance.payload["atomic_actions"][0].startswith("C ")
+        assert {b.role for b in instance.blobs} == {"initial", "final"}
+        trajectory = catalog.get_record(instance.parents[0])
+        scenes = {s.payload["stage"]: s for s in catalog.find_records(kind="scene")
+                  if s.payload["instance_id"] == instance.id}
+        assert list(scenes) == ["tagged", "grounded", "described", "integrated", "corrected"]
+        for child, parent in (("grounded", "tagged"), ("described", "grounded"), ("integrated", "described"),
+                              ("corrected", "integrated")):
+            assert scenes[child].parents == (scenes[parent].id,)  # each stage derives from the one before
+        corrected = scenes["corrected"]
+        assert corrected.status == Status.CANDIDATE
+        ids = [o["id"] for o in corrected.payload["objects"]]
+        assert len(ids) == len(set(ids)) and all(i.count(".") == 1 for i in ids)  # category.k, unique
+        assert not any(t in ("left hand", "right hand") for t in scenes["tagged"].payload["tags"])
+        quality = scene_quality([_object(o) for o in corrected.payload["objects"]], trajectory.payload["meta"]["truth"])
+        figures.append(quality)
+    summary = summarise(figures)
+    print("\nEXPLORE offline annotation vs the sample world's truth:",
+          ", ".join(f"{k} {v:.2f}" for k, v in summary.items()))
+    assert summary["object_recall"] >= 0.5 and summary["object_precision"] >= 0.5
+    assert summary["relation_recall"] > 0 and summary["relation_precision"] > 0
+    items = [i for i in catalog.find_records(kind="review_item") if i.payload["queue"] == SCENE_QUEUE]
+    assert len(items) == 4 and all(i.payload["suggestion"]["objects"] for i in items)
+
+
+def _object(entry):
+    from schemas import SceneObject
+
+    return SceneObject.model_validate(entry)
+
+
+def test_human_corrections_are_new_versions_and_the_release_exports_officially(clips, storage, tmp_path):
+    from schemas.config import BlobSettings, CatalogSettings
+    from tasks.explore.export import export_explore
+    from tasks.explore.tasks import apply_scene_corrections, final_scenes, freeze_explore_release
+    from tasks.review import decide, open_items
+
+    _build(clips, storage)
+    catalog = storage.catalog
+    items = open_items(catalog, SCENE_QUEUE)
+    first, second, third, *rest = items
+    corrected = catalog.get_record(first.payload["target_id"])
+    objects = [dict(o) for o in corrected.payload["objects"]]
+    objects[0]["description"] = "a hand-written description"
+    objects.append({"category": "table", "description": "brown wooden table", "relation": [],
+                    "key_state": "The table is tidy."})
+    decide(catalog, first, annotator="ann1", verdict="correct", correction={"objects": objects})
+    decide(catalog, second, annotator="ann1", verdict="correct", correction={"objects": [
+        {"category": "green ball", "description": "ball on the table", "relation": ["Ball On Table"]}]})
+    decide(catalog, third, annotator="ann1", verdict="accept")
+    for item in rest:
+        decide(catalog, item, annotator="ann2", verdict="reject")
+    settings = Settings(catalog=CatalogSettings(path=str(catalog.path)),
+                        blobs=BlobSettings(uri=f"file://{storage.blobs.root}"))
+    applied = apply_scene_corrections.fn(settings, None)
+    assert applied["corrections"] == 1 and applied["quarantined"] == 1
+    reason = next(q for q in catalog.find_records(kind="quarantined_input")
+                  if q.payload["source"].startswith("decision")).status_reason
+    assert "colour word(s) green" in reason and "states a relation ('on the" not in reason
+    assert "'Ball On Table' is not a short lowercase" in reason
+    assert apply_scene_corrections.fn(settings, None)["corrections"] == 0  # applied once
+    human = [s for s in catalog.find_records(kind="scene") if s.payload["stage"] == "human"]
+    assert len(human) == 1 and human[0].parents[0] == corrected.id  # a new version of the machine annotation
+    assert catalog.get_record(human[0].parents[1]).kind == "decision"
+    assert human[0].payload["objects"][0]["description"] == "a hand-written description"
+    chosen = final_scenes(catalog)
+    assert set(chosen) == {corrected.payload["instance_id"], catalog.get_record(third.payload["target_id"])
+                           .payload["instance_id"]}
+    tag = freeze_explore_release.fn(settings, "test", {})
+    assert tag == "test-explore@1"
+    written = export_explore(catalog, storage.blobs, tag, tmp_path / "out")
+    assert written == {"instances": 2, "Short": 2}
+    exported = json.loads((tmp_path / "out" / "explore_bench.json").read_text())
+    entry = next(e for e in exported if e["end_frame_info"][0]["description"] == "a hand-written description")
+    assert entry["atomic_actions"].count("|") == len(catalog.get_record(corrected.payload["instance_id"])
+                                                     .payload["atomic_actions"]) - 1
+    assert (tmp_path / "out" / entry["start_frame"]).read_bytes()[:2] == b"\xff\xd8"
+    assert entry["end_frame_info"][-1] == {"category": "table", "description": "brown wooden table",
+                                           "relation": [], "key_state": "The table is tidy."}
+    assert set(entry["end_frame_info"][0]) == {"category", "description", "relation"}
