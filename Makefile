@@ -17,3 +17,4 @@ lint: setup
 bench: setup
 	.venv/bin/python bench/catalog_write.py
 	.venv/bin/python bench/progress_build.py
+	.venv/bin/python bench/explore_quality.py

@@ -97,6 +97,11 @@ def run(
              "default: the sample world, rendered under the data folder on first use.",
         exists=True, file_okay=False)] = None,
     sample_episodes: Annotated[int, typer.Option(help="Sample-world episodes to render when none are given.")] = 7,
+    explore_clips: Annotated[Path | None, typer.Option(
+        help="Folder of narrated egocentric clips to build EXPLORE-Bench from; default: the sample world filmed by "
+             "its head camera.", exists=True, file_okay=False)] = None,
+    explore_clip_format: Annotated[str, typer.Option(
+        help="sample, ego4d (<uid>.mp4 + narration.json) or folder (videos + actions.json/.csv).")] = "sample",
     unattended_review: Annotated[str, typer.Option(help=(
         "wait: leave review items to people, a later run applies their decisions; accept: the unattended demo "
         "policy accepts them and records that on every record it touches (for demos, never for real releases)."))]
@@ -123,23 +128,30 @@ def run(
         summary = main_job(settings=settings,
                            progress_published_dir=str(progress_published) if progress_published else None,
                            progress_episodes_dir=str(progress_episodes) if progress_episodes else None,
-                           sample_episodes=sample_episodes, unattended_review=unattended_review,
+                           sample_episodes=sample_episodes,
+                           explore_clips_dir=str(explore_clips) if explore_clips else None,
+                           explore_clip_format=explore_clip_format, unattended_review=unattended_review,
                            review_wait_s=wait, release_prefix=release_prefix, export_release=export)
     table = _table(("benchmark", "source", "read", "records", "new", "quarantined"),
                    title=f"main job {summary['run_id']}")
     quarantined = 0
     for benchmark, sources in summary["built"].items():
         for source, counts in sources.items():
-            if source == "review":
+            if source in ("review", "corrections"):
                 continue
             quarantined += counts.get("quarantined", 0)
-            read = counts.get("rows", counts.get("episodes", ""))
+            read = counts.get("rows", counts.get("episodes", counts.get("clips", counts.get("instances", ""))))
             table.add_row(benchmark, source, str(read), str(counts.get("records", "")), str(counts.get("new", "")),
                           str(counts.get("quarantined", "")))
     console.print(table)
     for release in summary["releases"].values():
         console.print(f"release {release['tag']}" + (f", exported to {release['export']}" if release.get("export")
                                                      else ""))
+        quality = (release.get("explore format") or {}).get("quality")
+        if quality:
+            console.print("  scene annotation vs the sample world's truth: " +
+                          ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in quality.items()
+                                    if k.endswith(("precision", "recall"))))
         if release.get("stats"):
             console.print(f"  {release['stats']['samples']} samples from {release['stats']['trajectories']} "
                           f"trajectories; chart {release['stats']['chart']} (benchwright stats {release['tag']})")
@@ -153,6 +165,18 @@ def run(
                           "applies their decisions")
     if quarantined:
         console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
+
+
+def _stages(chosen: list[str] | None, known: tuple[str, ...]) -> tuple[str, ...]:
+    unknown = sorted(set(chosen or ()) - set(known))
+    if unknown:
+        raise typer.BadParameter(f"unknown stage(s) {', '.join(unknown)}; stages: {', '.join(known)}")
+    return tuple(chosen or known)
+
+
+def _print_counts(result: dict[str, dict[str, Any]]) -> None:
+    for source, counts in result.items():
+        console.print(f"{source}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
 @build_app.command("progress")
@@ -185,7 +209,7 @@ def build_progress_command(
     sample_episodes: Annotated[int, typer.Option(help="Sample-world episodes to render when --episodes is not "
                                                       "given.")] = 7,
     interval: Annotated[int | None, typer.Option(
-        help="Evenly spaced observations per segment. Default for this and the next three: the [progress] "
+        help="Evenly spaced observations per segment. Default for this and the next three: the \\[progress] "
              "settings (benchwright config show).")] = None,
     boundary: Annotated[list[float] | None, typer.Option(
         help="Boundary offsets b in (0, 0.5): each samples delta = b and 1 - b (repeatable).")] = None,
@@ -208,7 +232,7 @@ def build_progress_command(
     `benchwright build progress --trajectory sample-stack-00003 --stage construct --stage text-negatives`.
     What a stage made before from those inputs and did not make again is marked superseded (with everything derived
     from it), so a release never holds two builds of one trajectory. To change sampling for good, change the
-    [progress] settings: the scheduled runs read them too, and would otherwise rebuild with their values.
+    \\[progress] settings: the scheduled runs read them too, and would otherwise rebuild with their values.
     """
     from flows.build_progress import STAGES
     from flows.runtime import prepare_prefect
@@ -219,9 +243,7 @@ def build_progress_command(
         if not name or not key:
             raise typer.BadParameter(f"--hdf5-camera {entry!r}: expected NAME=DATASET_KEY")
         cameras[name] = key
-    unknown = sorted(set(stage or ()) - set(STAGES))
-    if unknown:
-        raise typer.BadParameter(f"unknown stage(s) {', '.join(unknown)}; stages: {', '.join(STAGES)}")
+    stages = _stages(stage, STAGES)
     settings = _settings()
     prepare_prefect(settings)
     from flows.build_progress import build_progress
@@ -236,9 +258,54 @@ def build_progress_command(
                                 interval_per_segment=interval,
                                 boundary_offsets=tuple(boundary) if boundary else None, demo_camera=demo_camera,
                                 cross_cameras=tuple(cross_camera) if cross_camera else None,
-                                stages=tuple(stage or STAGES), trajectories=list(trajectory) if trajectory else None)
-    for source, counts in result.items():
-        console.print(f"{source}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+                                stages=stages, trajectories=list(trajectory) if trajectory else None)
+    _print_counts(result)
+
+
+@build_app.command("explore")
+def build_explore_command(
+    clips: Annotated[Path | None, typer.Option(
+        help="Narrated egocentric clips to build from; default: the sample world filmed by its head camera.",
+        exists=True, file_okay=False)] = None,
+    clip_format: Annotated[str, typer.Option(help=(
+        "sample: sample-world episode folders with ego.mp4; ego4d: <uid>.mp4 videos + Ego4D narration.json; "
+        "folder: videos + actions.json ({video: [{time|frame, text}]}) or actions.csv (video,time,text)."))]
+    = "sample",
+    narrations: Annotated[Path | None, typer.Option(
+        help="The narration/actions file; default narration.json (ego4d) or actions.json/.csv (folder) in --clips.",
+        exists=True, dir_okay=False)] = None,
+    sample_clips: Annotated[int, typer.Option(help="Sample clips to render when --clips is not given.")] = 5,
+    unattended_review: Annotated[str, typer.Option(help=(
+        "wait: scene corrections are left to annotators; accept: the unattended demo policy accepts the machine "
+        "annotation, marked as not human-reviewed."))] = "wait",
+    stage: Annotated[list[str] | None, typer.Option(
+        help="Run only these stages (repeatable): extract, annotate, review, corrections. Default: all.")] = None,
+    clip: Annotated[list[str] | None, typer.Option(
+        help="Rebuild only these clips (ids or file stems; repeatable).")] = None,
+    annotate_again: Annotated[bool, typer.Option(
+        help="Re-annotate instances that already have an annotation (after a model changed); what the new "
+             "annotation replaces is superseded.")] = False,
+) -> None:
+    """Build EXPLORE-Bench records: instances from narrated clips, their final scenes annotated stage by stage
+    (tags, boxes, attributes, relations, integration, correction), published for human correction.
+
+    Subsets and quality checks come from the \\[explore] settings. Idempotent; rejected clips are quarantined
+    with the reason (`benchwright records list --status quarantined`).
+    """
+    from flows.build_explore import STAGES
+    from flows.runtime import prepare_prefect
+
+    stages = _stages(stage, STAGES)
+    settings = _settings()
+    prepare_prefect(settings)
+    from flows.build_explore import build_explore
+
+    with console.status("building EXPLORE-Bench (starting Prefect can take ~20 s)..."):
+        result = build_explore(settings, clips_dir=str(clips) if clips else None, clip_format=clip_format,
+                               narrations_file=str(narrations) if narrations else None, sample_clips=sample_clips,
+                               unattended_review=unattended_review, stages=stages,
+                               clips=list(clip) if clip else None, annotate_again=annotate_again)
+    _print_counts(result)
 
 
 @app.command("sample-world")

@@ -42,6 +42,7 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
         assert tag in first.stdout
     assert "quarantined input" in first.stdout
     assert "review items await people" in first.stdout
+    assert "benchwright-explore" not in first.stdout  # scene corrections wait for people: nothing to release yet
 
     catalog = Catalog(tmp_path / "data" / "catalog.duckdb")
     quarantined = [q for q in catalog.find_records(kind="quarantined_input")
@@ -85,12 +86,20 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
 
     items = open_items(catalog, "visual_negative")
     assert items
+    assert {i.payload["queue"] for i in open_items(catalog)} == {"visual_negative", "scene_correction"}
     decide(catalog, items[0], annotator="ann1", verdict="accept")
     for item in items[1:]:
         decide(catalog, item, annotator="ann1", verdict="reject")
+    scene_items = open_items(catalog, "scene_correction")
+    assert len(scene_items) == 4  # the sample clips that pass the checks (a pick-and-place is too short)
+    for item in scene_items:
+        decide(catalog, item, annotator="ann1", verdict="accept")
     third = _run(args, tmp_path)
     assert third.returncode == 0, third.stderr
     assert "await people" not in third.stdout
+    assert "release benchwright-explore@1" in third.stdout and "object recall" in third.stdout
+    official = json.loads((exports / "benchwright-explore-v1-explore" / "explore_bench.json").read_text())
+    assert len(official) == 4 and all(e["end_frame_info"] and "|" in e["atomic_actions"] for e in official)
     bumped = [name for name in ("sft", "rl") if f"benchwright-progress-{name}@2" in third.stdout]
     assert len(bumped) == 1  # the accepted edit joins the split of its trajectory
     diff = _run(["release", "diff", f"benchwright-progress-{bumped[0]}@1", f"benchwright-progress-{bumped[0]}@2",

@@ -85,7 +85,7 @@ def summarise(per_instance: list[dict[str, float]]) -> dict[str, float]:
     relations, true_relations = total("relations"), total("true_relations")
     right = sum(q["relation_precision"] * q["relations"] for q in per_instance)
     found = sum(q["relation_recall"] * q["true_relations"] for q in per_instance)
-    return {"instances": float(len(per_instance)),
+    return {"instances": float(len(per_instance)), "relations": relations, "true_relations": true_relations,
             "object_precision": matched / objects if objects else 0.0,
             "object_recall": matched / true_objects if true_objects else 0.0,
             "relation_precision": right / relations if relations else 0.0,
