@@ -133,3 +133,53 @@ def test_human_corrections_are_new_versions_and_the_release_exports_officially(c
     assert entry["end_frame_info"][-1] == {"category": "table", "description": "brown wooden table",
                                            "relation": [], "key_state": "The table is tidy."}
     assert set(entry["end_frame_info"][0]) == {"category", "description", "relation"}
+
+
+def test_the_chat_backend_path_validates_asks_again_and_quarantines(clips, storage):
+    from tasks.models.openai_chat import OpenAIChat
+    from tests.chat_server import ScriptedChatServer
+
+    extract = Producer(task="extract-explore")
+    locator, load = next(iter_clips(clips, "sample"))
+    built = build_clip(load, locator, storage, extract, bounds=SubsetBounds(), quality=QualityThresholds())
+    instance = built.records[1]
+    final = storage.blobs.get(next(b for b in instance.blobs if b.role == "final").sha256)
+    detector = ClassicDetector()
+    tags = ["pink ball", "yellow ball", "orange bowl", "blue block", "green ball"]
+    with ScriptedChatServer() as server:
+        chat = OpenAIChat(model="qwen3-vl", params={"base_url": server.url, "max_concurrency": 1})
+        annotators = Annotators(ClassicTagger(), detector, None, chat, SPACY)
+
+        def script_for(objects):
+            ids = [o.id for o in objects]
+            attributes = [{i: f"small smooth {i.split('.')[0]}"} for i in ids]
+            corrected = [{"category": i.split(".")[0], "description": f"small smooth {i.split('.')[0]}",
+                          "relation": [f"{i.split('.')[0]} on table"]} for i in ids]
+            return [("text", repr(tags)),  # the tag filter keeps what it was given
+                    ("text", json.dumps([{ids[0]: "small ball next to the bowl"}])),  # a relation: asked again
+                    ("text", json.dumps(attributes)),
+                    ("text", json.dumps([[ids[0], "next to", "table.9"]])),  # unknown id: asked again
+                    ("text", json.dumps([[ids[0], "next to", ids[1]]])),
+                    ("text", "```json\n" + json.dumps(corrected) + "\n```")]
+
+        from tasks.explore.describe import ground
+
+        objects = ground(detector.detect(final, tags), spacy_model=SPACY)
+        server.script(*script_for(objects))
+        result = annotate_instance(instance, final, annotators, PRODUCER)
+        assert result.records, result.quarantined[0].status_reason  # the scripted tags are among those it sent
+        scenes = {r.payload["stage"]: r for r in result.records if r.kind == "scene"}
+        described = scenes["described"].payload
+        assert described["triplets"] == [[objects[0].id, "next to", objects[1].id]]
+        assert all(o["description"].startswith("small smooth") for o in described["objects"])
+        prompts = [r["body"]["messages"][-1]["content"] for r in server.requests]
+        assert any("states a relation ('next to')" in str(p) for p in prompts)
+        assert any("unknown object id(s) 'table.9'" in str(p) for p in prompts)
+        assert scenes["corrected"].payload["objects"][0]["relation"][0].endswith("on table")
+
+        server.script(("text", repr(tags)), ("text", "[{\"not\": json"))  # malformed JSON, every time
+        broken = annotate_instance(instance, final, annotators, PRODUCER.model_copy(update={"backend": "b"}))
+        assert not broken.records and len(broken.quarantined) == 1
+        reason = broken.quarantined[0].status_reason
+        assert "attributes: no valid answer after 3 tries" in reason and "malformed" in reason
+        assert broken.quarantined[0].payload["raw"].count("[{\"not\": json") == 3

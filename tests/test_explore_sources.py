@@ -97,3 +97,42 @@ def test_bad_clips_are_rejected_with_reasons(clip):
     with pytest.raises(InstanceRejected, match="drastic viewpoint change"):
         extract_instance("ego-clip", narrations, **common,
                          read_frames=_reader(episode, camera_of=lambda f: "top" if f == end else "ego"))
+
+
+def test_ego4d_and_plain_folders_of_clips(tmp_path):
+    import shutil
+
+    from tasks.sources.ego_clips import ClipError, iter_clips
+    from tasks.sources.sample_world import write_episode
+
+    episode = generate_episode(7, "swap")
+    written = write_episode(episode, tmp_path / "world", cameras=("ego",), size=SIZE)
+    ego4d = tmp_path / "ego4d"
+    ego4d.mkdir()
+    shutil.copy(written / "ego.mp4", ego4d / "uid-1.mp4")
+    (ego4d / "uid-2.mp4").write_bytes(b"not a video")
+    narrations = [{"timestamp_sec": frame / episode.fps, "timestamp_frame": frame, "narration_text": f"#C {text}"}
+                  for frame, text in episode.actions]
+    (ego4d / "narration.json").write_text(json.dumps({
+        "uid-1": {"narration_pass_1": {"narrations": narrations}},
+        "uid-2": {"narration_pass_1": {"narrations": narrations}},
+        "uid-3": {"narration_pass_1": {"narrations": narrations}}}))
+    loaded = {}
+    for locator, load in iter_clips(ego4d, "ego4d"):
+        try:
+            loaded[locator] = load()
+        except ClipError as error:
+            loaded[locator] = str(error)
+    assert loaded["uid-1"].n_frames == episode.n_frames
+    assert [n.text for n in loaded["uid-1"].narrations] == [text for _, text in episode.actions]
+    assert "uid-2" in loaded["uid-2"] and "not a readable video" in loaded["uid-2"]
+    assert loaded["uid-3"].startswith("uid-3: narrated, but no video")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    shutil.copy(written / "ego.mp4", plain / "kitchen.mp4")
+    (plain / "actions.json").write_text(json.dumps({"kitchen": [{"frame": f, "text": t} for f, t in episode.actions]}))
+    (clip,) = [load() for _, load in iter_clips(plain, "folder")]
+    assert clip.id == "kitchen" and clip.fps == pytest.approx(episode.fps)
+    assert clip.narrations[3].time_s == pytest.approx(episode.actions[3][0] / episode.fps)
+    with pytest.raises(ValueError, match="unknown clip format"):
+        list(iter_clips(plain, "youtube"))
