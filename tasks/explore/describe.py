@@ -22,8 +22,8 @@ COLOUR_WORDS = set(HUE_CENTRES) | {"white", "black", "grey", "gray", "brown", "s
 CONTAINERS = {"bowl", "box", "basket", "cup", "mug", "pot", "pan", "bin", "drawer", "jar", "bag", "sink", "bucket",
               "container", "colander", "fridge", "refrigerator", "cabinet"}
 # Words that make a description state a relation rather than an attribute (the paper keeps them apart).
-RELATION_WORDS = re.compile(r"\b(on top of|next to|in front of|behind|beside|under|underneath|inside|attached to|"
-                            r"held by|holding|leaning on|placed on|sitting on|resting on|near)\b", re.I)
+RELATION_WORDS = re.compile(r"\b(on top of|on the|on a|on an|next to|in front of|behind|beside|under|underneath|inside|"
+                            r"attached to|held by|holding|leaning on|placed on|sitting on|resting on|near)\b", re.I)
 PROMPT_VERSION = "explore-describe-v1"
 
 

@@ -52,7 +52,8 @@ def guideline_problems(objects: list[SceneObject], spacy_model: str | None = Non
         elif spacy_model and len(category.split()) > 1:
             from tasks.nlp import load_nlp
 
-            adjectives = [t.text for t in load_nlp(spacy_model)(category)[:-1] if t.pos_ == "ADJ"]
+            # adjectives, and participles used as adjectives ("broken cup")
+            adjectives = [t.text for t in load_nlp(spacy_model)(category)[:-1] if t.pos_ == "ADJ" or t.tag_ == "VBN"]
             if adjectives:
                 problems.append(f"{name}: the category has adjective(s) {', '.join(adjectives)}; a category is a "
                                 f"noun phrase")

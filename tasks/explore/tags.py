@@ -65,7 +65,7 @@ def action_nouns(actions: list[str], spacy_model: str) -> list[str]:
         for chunk in doc.noun_chunks:
             if chunk[0].text.lower() in ACTORS:
                 continue  # "C lowers" read as a noun phrase: the actor and its verb, not an object
-            words = [t.lemma_.lower() if t is chunk.root else t.text.lower() for t in chunk
+            words = [t.lemma_.lower() if t.i == chunk.root.i else t.text.lower() for t in chunk
                      if t.pos_ not in ("DET", "PRON", "PUNCT", "NUM") and t.dep_ != "poss"]
             phrase = " ".join(w for w in words if w.isalpha() or " " in w)
             if phrase and phrase not in ACTORS:
@@ -86,7 +86,7 @@ OBJECT_WORDS = set().union(*GENERIC.values()) | {"pan", "drill", "saw", "iron", 
 
 def _is_verb(tag: str, nlp: Any, known_nouns: set[str]) -> bool:
     """A single word that spaCy tags as a verb on its own and that the actions never use as a noun."""
-    if " " in tag or tag in known_nouns or tag in OBJECT_WORDS:
+    if " " in tag or tag in known_nouns or tag in OBJECT_WORDS or tag in HUMAN_WORDS:
         return False
     return nlp(tag)[0].pos_ == "VERB"
 
