@@ -81,6 +81,7 @@ class ExploreSettings(BaseModel):
     min_sharpness: float = Field(default=30.0, ge=0)  # variance of the Laplacian; real footage often uses 100
     min_view_correlation: float = Field(default=0.7, ge=-1, le=1)
     max_view_shift: float = Field(default=0.15, ge=0)
+    middle_frames: int = Field(default=0, ge=0)  # evenly spaced frames between the two scenes, for stepwise use
 
 
 class Settings(BaseSettings):

@@ -29,12 +29,13 @@ def clips(tmp_path_factory):
     return folder
 
 
-def _build(clips, storage):
+def _build(clips, storage, middle_frames=0):
     extract = Producer(task="extract-explore", params={"folder": str(clips)})
     annotators = Annotators(ClassicTagger(), ClassicDetector(), None, None, SPACY)
     instances, quarantined = [], []
     for locator, load in iter_clips(clips, "sample"):
-        built = build_clip(load, locator, storage, extract, bounds=SubsetBounds(), quality=QualityThresholds())
+        built = build_clip(load, locator, storage, extract, bounds=SubsetBounds(), quality=QualityThresholds(),
+                           middle_frames=middle_frames)
         storage.catalog.put_records(built.records + built.quarantined)
         quarantined += built.quarantined
         instances += [r for r in built.records if r.kind == "explore_instance"]
@@ -90,7 +91,7 @@ def test_human_corrections_are_new_versions_and_the_release_exports_officially(c
     from tasks.explore.tasks import apply_scene_corrections, final_scenes, freeze_explore_release
     from tasks.review import decide, open_items
 
-    _build(clips, storage)
+    _build(clips, storage, middle_frames=2)
     catalog = storage.catalog
     items = open_items(catalog, SCENE_QUEUE)
     first, second, third, *rest = items
@@ -130,6 +131,7 @@ def test_human_corrections_are_new_versions_and_the_release_exports_officially(c
     assert entry["atomic_actions"].count("|") == len(catalog.get_record(corrected.payload["instance_id"])
                                                      .payload["atomic_actions"]) - 1
     assert (tmp_path / "out" / entry["start_frame"]).read_bytes()[:2] == b"\xff\xd8"
+    assert len(entry["middle_frames"]) == 2 and all((tmp_path / "out" / m).is_file() for m in entry["middle_frames"])
     assert entry["end_frame_info"][-1] == {"category": "table", "description": "brown wooden table",
                                            "relation": [], "key_state": "The table is tidy."}
     assert set(entry["end_frame_info"][0]) == {"category", "description", "relation"}

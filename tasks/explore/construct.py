@@ -43,13 +43,17 @@ class Built:
 
 
 def build_clip(load: Any, locator: str, storage: Any, producer: Producer, *, bounds: SubsetBounds,
-               quality: QualityThresholds) -> Built:
-    """The clip's trajectory and instance records, or a quarantined record naming the clip and the reason."""
+               quality: QualityThresholds, middle_frames: int = 0) -> Built:
+    """The clip's trajectory and instance records, or a quarantined record naming the clip and the reason. With
+    ``middle_frames``, that many evenly spaced frames between the two scenes are kept too (blobs ``middle_k``)."""
     built = Built()
     try:
         clip: ClipSource = load()
         extracted, frames = extract_instance(clip.id, clip.narrations, fps=clip.fps, n_frames=clip.n_frames,
                                              read_frames=clip.frames.read, bounds=bounds, quality=quality)
+        span = extracted.end_frame - extracted.start_frame
+        middle = [extracted.start_frame + round(span * (k + 1) / (middle_frames + 1)) for k in range(middle_frames)]
+        middle_rgb = clip.frames.read(middle) if middle else {}
     except (ClipError, FrameError, InstanceRejected) as error:
         built.quarantined.append(quarantine(benchmark=Benchmark.EXPLORE, source=producer.params.get("folder", ""),
                                             locator=locator, reason=str(error), raw="", producer=producer))
@@ -68,6 +72,8 @@ def build_clip(load: Any, locator: str, storage: Any, producer: Producer, *, bou
         status_reason=EXTRACTED)
     blobs = [storage.put_blob(encode_jpeg(frames[role], quality=95), role=role, media_type="image/jpeg")
              for role in ("initial", "final")]
+    blobs += [storage.put_blob(encode_jpeg(middle_rgb[index], quality=95), role=f"middle_{k}", media_type="image/jpeg")
+              for k, index in enumerate(middle)]
     instance = make_record(
         ExploreInstance(clip_id=clip.id, source=clip.source, start_frame=extracted.start_frame,
                         end_frame=extracted.end_frame, start_s=round(extracted.start_s, 3),

@@ -31,14 +31,15 @@ def extract_explore_instances(settings: Settings, folder: str, clip_format: str,
     bounds, quality = _bounds(settings)
     producer = Producer(task="extract-explore", flow_run_id=run_id,
                         params={"folder": folder, "format": clip_format, "subsets": bounds.__dict__,
-                                "checks": quality.__dict__})
+                                "checks": quality.__dict__, "middle_frames": settings.explore.middle_frames})
     counts = {"clips": 0, "records": 0, "new": 0, "quarantined": 0}
     for locator, load in iter_clips(Path(folder), clip_format, narrations=Path(narrations) if narrations else None):
         if clips is not None and locator not in clips:
             continue
         counts["clips"] += 1
         with storage.batched_blob_meta():
-            built = build_clip(load, locator, storage, producer, bounds=bounds, quality=quality)
+            built = build_clip(load, locator, storage, producer, bounds=bounds, quality=quality,
+                               middle_frames=settings.explore.middle_frames)
         counts["records"] += len(built.records)
         counts["quarantined"] += len(built.quarantined)
         counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
