@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from schemas import Benchmark, Producer, QuarantinedInput, Record, Status, make_record
 
 _RAW_LIMIT = 2000
@@ -16,3 +18,12 @@ def quarantine(*, benchmark: Benchmark, source: str, locator: str, reason: str, 
     payload = QuarantinedInput(source=source, locator=locator, reason=reason, raw=raw[:_RAW_LIMIT])
     return make_record(payload, benchmark=benchmark, producer=producer, status=Status.QUARANTINED,
                        status_reason=f"{source}:{locator}: {reason}")
+
+
+def resolve_quarantined(catalog: Any, *, source: str, locator: str, run_id: str | None) -> int:
+    """Input quarantined earlier that has now been built (a fixed annotation, a repaired video) is marked
+    superseded, so the list of quarantined input shows only what is still wrong."""
+    stale = catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED,
+                                 payload_equals={"source": source, "locator": locator})
+    return catalog.set_status([r.id for r in stale], Status.SUPERSEDED,
+                              reason=f"built successfully by a later run ({run_id or 'local'})")

@@ -155,6 +155,6 @@ def test_stats_prints_settings_and_draws_a_chart(project, tmp_path):
     assert result.exit_code == 0, result.output
     cells = {row[0]: row[1:] for line in result.output.splitlines() if line.count("│") >= 4
              for row in [[cell.strip() for cell in line.split("│")[1:-1]]]}
-    assert cells["visual cross-view"] == ["2", "30"] and cells["all"][1] == "119"  # the bundled sample files
+    assert cells["visual cross-view"] == ["2", "30"] and cells["all"][1] == "120"  # the bundled sample files
     assert "franka" in result.output and "agilex" in result.output
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -111,6 +111,13 @@ def test_bad_episodes_are_quarantined_and_the_rest_built(world, tmp_path, storag
     assert any("ep-broken" in r and "unreadable episode manifest" in r for r in reasons)
     built = storage.catalog.find_records(kind="observation")
     assert built and all(o.payload["view"] == "same" for o in built)  # the first episode, without its top view
+    # the sources are repaired: the next build makes what was missing and the quarantine list empties
+    shutil.copy(source / first / "top.mp4", truncated)
+    manifest_path.write_text((source / second / "episode.json").read_text())
+    build_folder(folder, storage, PRODUCER, PLAN)
+    left = storage.catalog.find_records(kind="quarantined_input", status="quarantined")
+    assert [q.payload["locator"] for q in left] == ["ep-broken"]  # still broken; the repaired ones are resolved
+    assert {o.payload["view"] for o in storage.catalog.find_records(kind="observation")} == {"same", "cross"}
 
 
 @pytest.mark.parametrize(("edit", "reason"), [

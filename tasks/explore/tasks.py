@@ -14,6 +14,7 @@ from schemas.config import Settings
 from storage import open_storage
 from tasks.explore.construct import SCENE_QUEUE, Annotators, annotate_instance, build_clip, human_version
 from tasks.explore.instances import QualityThresholds, SubsetBounds
+from tasks.quarantine import resolve_quarantined
 from tasks.sources.ego_clips import iter_clips
 
 
@@ -43,6 +44,8 @@ def extract_explore_instances(settings: Settings, folder: str, clip_format: str,
         counts["records"] += len(built.records)
         counts["quarantined"] += len(built.quarantined)
         counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
+        if built.records:
+            resolve_quarantined(storage.catalog, source=folder, locator=locator, run_id=run_id)
     return counts
 
 

@@ -22,7 +22,7 @@ from tasks.progress.sampling import (
     percent_delta,
     segment_samples,
 )
-from tasks.quarantine import quarantine
+from tasks.quarantine import quarantine, resolve_quarantined
 from tasks.sources.episodes import EpisodeError, EpisodeSource, Hdf5Layout, iter_episodes
 from tasks.sources.frames import FrameError, encode_jpeg
 from tasks.superseding import supersede_replaced
@@ -169,6 +169,10 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
         counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
         if built.records:
             counts["superseded"] += _supersede_earlier_builds(storage.catalog, built.records, producer.task, run_id)
+            resolve_quarantined(storage.catalog, source=str(folder), locator=locator, run_id=run_id)
+            for camera in source.cameras:  # a camera quarantined before and usable now
+                resolve_quarantined(storage.catalog, source=source.data_source, locator=f"{source.id}/{camera}",
+                                    run_id=run_id)
     return counts
 
 
