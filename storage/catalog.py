@@ -62,6 +62,18 @@ MIGRATIONS: list[list[str]] = [
                    payload->'correction' AS correction, created_at
             FROM records WHERE kind = 'decision'""",
     ],
+    [
+        # Annotation: an item is leased to one annotator at a time (per overlap slot) until the lease expires; an
+        # undone decision keeps its record (status rejected) and stops counting.
+        """CREATE TABLE leases (
+            item_id VARCHAR NOT NULL, annotator VARCHAR NOT NULL, queue VARCHAR NOT NULL,
+            leased_at TIMESTAMPTZ NOT NULL, expires_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (item_id, annotator))""",
+        """CREATE OR REPLACE VIEW review_decisions AS
+            SELECT id, payload->>'item_id' AS item_id, payload->>'target_id' AS target_id,
+                   payload->>'annotator' AS annotator, payload->>'verdict' AS verdict,
+                   payload->'correction' AS correction, created_at
+            FROM records WHERE kind = 'decision' AND status <> 'rejected'""",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -71,6 +83,12 @@ _RECORD_COLUMNS = ("id", "kind", "benchmark", "payload", "blobs", "parents", "pr
 
 # How long a bulk writer steps aside after holding the file for hold_s, so waiting processes get in.
 _YIELD_S = 0.05
+
+
+# DuckDB keeps one database instance per file and process, made by the first connection and torn down with the last.
+# A thread opening a connection while another closes the last one can get a half-made instance ("Table Function
+# python_arrow_scan does not exist"); opening and closing one at a time per process avoids that race.
+_OPEN_CLOSE = threading.Lock()
 
 
 class CatalogLockedError(TimeoutError):
@@ -112,14 +130,16 @@ class Catalog:
             yield con
         finally:
             self._local.con = None
-            con.close()
+            with _OPEN_CLOSE:
+                con.close()
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.005
         while True:
             try:
-                return duckdb.connect(str(self.path))
+                with _OPEN_CLOSE:
+                    return duckdb.connect(str(self.path))
             except duckdb.IOException as error:
                 if not _is_lock_conflict(error):
                     raise
