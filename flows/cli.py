@@ -33,6 +33,8 @@ app.add_typer(records_app, name="records")
 app.add_typer(config_app, name="config")
 app.add_typer(models_app, name="models")
 app.add_typer(build_app, name="build")
+annotate_app = typer.Typer(invoke_without_command=True)
+app.add_typer(annotate_app, name="annotate")
 
 console = Console()
 err = Console(stderr=True)
@@ -616,3 +618,38 @@ def _without_none(value: Any) -> Any:
 
 if __name__ == "__main__":
     app()
+
+
+# -- annotation -------------------------------------------------------------------------------------------------
+
+
+@annotate_app.callback()
+def annotate(ctx: typer.Context,
+             host: Annotated[str | None, typer.Option(help="Address to listen on; default \\[annotation] host "
+                                                           "(127.0.0.1).")] = None,
+             port: Annotated[int | None, typer.Option(
+                 help="Port; default \\[annotation] port (7860).")] = None) -> None:
+    """Serve the annotation app: queues for the visual-negative YES/NO filter, scene-annotation correction and
+    rechecks, with keyboard shortcuts (y, n, s, u) and an admin view (progress, throughput, agreement, export).
+
+    Accounts come from \\[\\[annotation.users]] in the configuration (name, role annotator|admin, password_hash
+    from `benchwright annotate hash-password`). Overlap per queue: \\[annotation] overlap = {scene_correction = 2}.
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    settings = _settings()
+    with _failures_as_messages():
+        from annotation_ui.app import serve
+
+        where = f"http://{host or settings.annotation.host}:{port or settings.annotation.port}/"
+        console.print(f"annotation app on {where} (Ctrl-C stops it)")
+        serve(settings, host=host, port=port)
+
+
+@annotate_app.command("hash-password")
+def hash_password_command() -> None:
+    """Ask for a password (twice, not echoed) and print the hash to put in \\[\\[annotation.users]] password_hash."""
+    from annotation_ui.accounts import hash_password
+
+    password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    typer.echo(hash_password(password))  # one unwrapped line, to paste

@@ -42,6 +42,26 @@ class ReviewSettings(BaseModel):
     agreement: Literal["unanimous", "majority"] = "majority"
 
 
+class Account(BaseModel):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.@-]+$")
+    role: Literal["annotator", "admin"] = "annotator"
+    password_hash: str  # `benchwright annotate hash-password` makes one; never the password itself
+
+
+class AnnotationSettings(BaseModel):
+    """The annotation app: where it listens, who may log in, how work is shared."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=7860, ge=0, le=65535)
+    lease_s: float = Field(default=600.0, gt=0)  # an item stays with one annotator this long without an answer
+    overlap: dict[str, int] = Field(default_factory=dict)  # annotators per item, by queue (default 1)
+    conflicts: Literal["majority", "admin"] = "majority"  # how disagreeing answers are resolved
+    users: list[Account] = Field(default_factory=list)
+
+    def overlap_of(self, queue: str) -> int:
+        return max(1, int(self.overlap.get(queue, 1)))
+
+
 class ModelRole(BaseModel):
     """Which backend serves a role and with what parameters; filled per role by the model-backends work."""
 
@@ -95,6 +115,7 @@ class Settings(BaseSettings):
     nlp: NlpSettings = NlpSettings()
     progress: ProgressSettings = ProgressSettings()
     explore: ExploreSettings = ExploreSettings()
+    annotation: AnnotationSettings = AnnotationSettings()
     models: dict[str, ModelRole] = Field(default_factory=dict)
 
     @classmethod

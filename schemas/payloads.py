@@ -166,6 +166,7 @@ class Decision(Payload):
     verdict: Literal["accept", "reject", "correct"]
     correction: dict[str, Any] = Field(default_factory=dict)
     note: str = ""
+    shown: dict[str, Any] = Field(default_factory=dict)  # what the annotator saw: texts, image hashes
 
 
 @register_payload

@@ -16,7 +16,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/benchwri
   exit 0
 fi
 
-packages=$( (grep -v '^\s*#' scripts/apt-packages.txt || true) | tr -s ' \n' ' ' | sed 's/^ *//; s/ *$//')
+packages=$(sed 's/#.*//' scripts/apt-packages.txt | tr -s ' \n' ' ' | sed 's/^ *//; s/ *$//')
 if [ -n "$packages" ]; then
   missing=$(for p in $packages; do dpkg -s "$p" >/dev/null 2>&1 || echo "$p"; done)
   if [ -n "$missing" ]; then

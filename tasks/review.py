@@ -27,17 +27,19 @@ def open_items(catalog: Catalog, queue: str | None = None) -> list[Record]:
 
 
 def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["accept", "reject", "correct"],
-           note: str = "", correction: dict | None = None, required_answers: int = 1,
-           agreement: str = "majority") -> Record:
+           note: str = "", correction: dict | None = None, shown: dict | None = None, required_answers: int = 1,
+           agreement: str = "majority", resolve: bool = True) -> Record:
     """Store one decision; resolve the item when it has enough answers. Returns the decision record. A ``correct``
     verdict carries the annotator's corrected content; it counts against accepting the target as it was, and the
     stage that owns the queue turns the correction into a new record (for scenes: ``apply_scene_corrections``)."""
     decision = make_record(
         Decision(item_id=item.id, target_id=item.payload["target_id"], annotator=annotator, verdict=verdict,
-                 note=note, correction=correction or {}),
+                 note=note, correction=correction or {}, shown=shown or {}),
         benchmark=item.benchmark, producer=Producer(task="review", params={"annotator": annotator}),
         parents=[item.id], status=Status.ACCEPTED)
     catalog.put_records([decision])
+    if not resolve:  # the caller resolves (the annotation app, which knows each queue's overlap and conflict rule)
+        return decision
     answers = catalog.query("SELECT annotator, verdict FROM review_decisions WHERE item_id = ? ORDER BY created_at",
                             [item.id])
     latest = dict(answers)  # one vote per annotator, their latest
@@ -47,15 +49,21 @@ def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["
     votes = Counter(latest.values())
     accepted = (votes["accept"] == len(latest)) if agreement == "unanimous" else (
         votes["accept"] > len(latest) / 2)
-    who = ", ".join(sorted(latest))
-    if UNATTENDED in latest:
-        reason = UNATTENDED_REASON
-    else:
-        reason = f"{'accepted' if accepted else 'rejected'} by human review ({who})"
-    catalog.set_status([item.payload["target_id"]], Status.ACCEPTED if accepted else Status.REJECTED,
-                       reason=reason, actor=who)
-    catalog.set_status([item.id], Status.ACCEPTED, reason=f"resolved: {reason}", actor=who)
+    resolve_item(catalog, item, accepted=accepted, who=sorted(latest))
     return decision
+
+
+def resolve_item(catalog: Catalog, item: Record, *, accepted: bool, who: list[str], how: str = "human review"
+                 ) -> str:
+    """Accept or reject the item's target and close the item; the reason names who decided (and says so when the
+    unattended policy did). Returns the reason."""
+    names = ", ".join(who)
+    verdict = "accepted" if accepted else "rejected"
+    reason = UNATTENDED_REASON if UNATTENDED in who else f"{verdict} by {how} ({names})"
+    catalog.set_status([item.payload["target_id"]], Status.ACCEPTED if accepted else Status.REJECTED,
+                       reason=reason, actor=names)
+    catalog.set_status([item.id], Status.ACCEPTED, reason=f"resolved: {reason}", actor=names)
+    return reason
 
 
 def apply_unattended_policy(catalog: Catalog, queue: str | None = None) -> int:

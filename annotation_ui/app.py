@@ -1,0 +1,425 @@
+"""The annotation app (Gradio): annotators filter and correct what the flows produce; admins follow the work.
+
+Every page and every API route sits behind Gradio's login, checked against the configured accounts; each handler
+then checks the caller's role, so an annotator cannot reach admin functions from the page or the HTTP API, and
+answers only go to items leased to the caller. Text that comes from data (task goals, steps, model output) is
+escaped before it is shown. Keyboard: y accept / yes, n reject / no, s skip, u undo (not while typing in a field).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import io
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import gradio as gr  # this module is the UI: the CLI imports it only for `benchwright annotate`
+
+from annotation_ui.accounts import Accounts
+from annotation_ui.agreement import fleiss_kappa, pairwise_cohen, percent_agreement
+from annotation_ui.work import QUEUES, Work, WorkError
+from schemas.config import Settings
+from storage import open_storage
+
+KEYS = """
+<script>
+document.addEventListener("keydown", (event) => {
+  const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(event.target.tagName) || event.target.isContentEditable;
+  if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
+  const action = {y: "accept", n: "reject", s: "skip", u: "undo"}[event.key.toLowerCase()];
+  if (!action) return;
+  const buttons = [...document.querySelectorAll(`[id$="-${action}"]`)].filter((b) => b.offsetParent !== null);
+  if (buttons.length) { event.preventDefault(); buttons[0].click(); }
+});
+</script>
+"""
+
+SCENE_COLUMNS = ["category", "description", "relation (; between phrases)", "key_state"]
+
+
+def _escaped(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+class App:
+    """The handlers, independent of Gradio's layout so they can be tested and called from the API."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.storage = open_storage(settings)
+        self.work = Work(self.storage.catalog, settings.annotation)
+        self.accounts = Accounts(settings)
+
+    # -- who is asking ---------------------------------------------------------------------------------------
+
+    def user(self, request: Any) -> str:
+        name = getattr(request, "username", None)
+        if not name or self.accounts.role(name) is None:
+            raise PermissionError("log in first")
+        return name
+
+    def admin(self, request: Any) -> str:
+        name = self.user(request)
+        if self.accounts.role(name) != "admin":
+            raise PermissionError(f"{name} is not an admin")
+        return name
+
+    # -- queue views -------------------------------------------------------------------------------------------
+
+    def take(self, queue: str, request: Any, skipped: tuple[str, ...] = ()) -> dict[str, Any] | None:
+        """The caller's current item of ``queue`` with everything a view shows, or None when the queue is empty
+        for them."""
+        if queue not in QUEUES:
+            raise ValueError(f"unknown queue {queue!r}")
+        name = self.user(request)
+        item = self.work.next_item(queue, name, skipped=skipped)
+        if item is None:
+            return None
+        target = self.storage.catalog.get_record(item.payload["target_id"])
+        view: dict[str, Any] = {"item_id": item.id, "queue": queue, "question": item.payload["question"],
+                                "suggestion": item.payload["suggestion"], "target_id": target.id,
+                                "target_kind": target.kind, "target": target.payload,
+                                "images": {b.role: b.sha256 for b in target.blobs}}
+        if queue == "visual_negative":
+            original = item.payload["suggestion"].get("original")
+            if original:
+                source = self.storage.catalog.get_record(original)
+                view["images"]["original"] = source.blobs[0].sha256
+        if queue == "scene_correction":
+            instance = self.storage.catalog.get_record(target.payload["instance_id"])
+            view["images"]["final"] = next(b.sha256 for b in instance.blobs if b.role == "final")
+            view["actions"] = instance.payload["atomic_actions"]
+        return view
+
+    def answer(self, item_id: str, verdict: str, request: Any, *, correction: dict | None = None,
+               note: str = "", shown: dict | None = None) -> str:
+        name = self.user(request)
+        if verdict not in ("accept", "reject", "correct"):
+            raise ValueError(f"unknown verdict {verdict!r}")
+        if correction is not None:
+            from schemas import SceneObject
+            from tasks.explore.integrate import guideline_problems
+
+            objects = [SceneObject(id=f"{o.get('category', '')}.{i}", category=str(o.get("category", "")),
+                                   description=str(o.get("description", "")), relation=list(o.get("relation") or []),
+                                   key_state=o.get("key_state") or None)
+                       for i, o in enumerate(correction.get("objects", []))]
+            problems = guideline_problems(objects, self.settings.nlp.spacy_model)
+            if problems:
+                raise WorkError("the correction breaks the guidelines: " + "; ".join(problems))
+        decision = self.work.submit(item_id, name, verdict, correction=correction, note=note, shown=shown)
+        return decision.id
+
+    def skip(self, item_id: str, request: Any) -> None:
+        self.work.release(item_id, self.user(request))
+
+    def undo(self, request: Any) -> str | None:
+        item = self.work.undo_last(self.user(request))
+        return item.id if item else None
+
+    def progress_line(self, queue: str, request: Any) -> str:
+        name = self.user(request)
+        row = self.work.progress(name).get(queue, {"done": 0, "remaining": 0, "mine": 0})
+        return (f"{_escaped(name)} · {_escaped(queue)}: {row['done']} done, {row['remaining']} remaining, "
+                f"{row['mine']} answered by you")
+
+    def image(self, sha: str | None) -> Any:
+        from PIL import Image
+
+        if not sha:
+            return None
+        return Image.open(io.BytesIO(self.storage.blobs.get(sha))).convert("RGB")
+
+    # -- admin -------------------------------------------------------------------------------------------------
+
+    def admin_report(self, request: Any) -> dict[str, Any]:
+        self.admin(request)
+        progress = self.work.progress()
+        agreement = {}
+        for queue in QUEUES:
+            answers = self.work.answers_by_item(queue)
+            items, fleiss = fleiss_kappa(answers, self.settings.annotation.overlap_of(queue))
+            agreement[queue] = {"percent": percent_agreement(answers), "fleiss_items": items, "fleiss": fleiss,
+                                "cohen": {f"{a} / {b}": v for (a, b), v in pairwise_cohen(answers).items()}}
+        return {"progress": progress, "throughput": self.work.throughput(), "agreement": agreement,
+                "conflicts": [i.id for i in self.work.conflicts()]}
+
+    def export(self, request: Any) -> str:
+        self.admin(request)
+        folder = Path(tempfile.mkdtemp(prefix="benchwright-decisions-"))
+        path = folder / "decisions.jsonl"
+        path.write_text(self.work.export_decisions())
+        return str(path)
+
+    def adjudicate(self, item_id: str, verdict: str, request: Any) -> str:
+        name = self.admin(request)
+        if verdict not in ("accept", "reject"):
+            raise ValueError("adjudicate with accept or reject")
+        return self.work.adjudicate(item_id, name, verdict)  # type: ignore[arg-type]
+
+
+def _draw_boxes(image: Any, boxes: dict[str, Any]) -> Any:
+    from PIL import ImageDraw
+
+    if image is None:
+        return None
+    drawn = image.copy()
+    pen = ImageDraw.Draw(drawn)
+    for label, box in boxes.items():
+        if box:
+            pen.rectangle(list(box), outline=(255, 40, 40), width=2)
+            pen.text((box[0] + 2, max(0, box[1] - 12)), label, fill=(255, 40, 40))
+    return drawn
+
+
+def build(settings: Settings) -> Any:
+    """The Gradio Blocks of the app (not launched)."""
+    app = App(settings)
+
+    def guarded(fn: Any) -> Any:
+        """Refusals reach the page (and API callers) as Gradio errors; the signature stays the handler's, which
+        Gradio reads to pass the request."""
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except (PermissionError, WorkError, ValueError, KeyError) as error:
+                raise gr.Error(str(error)) from None
+        return call
+
+    with gr.Blocks(title="benchwright annotation") as blocks:
+        gr.Markdown("## benchwright annotation\nKeys: **y** yes/accept · **n** no/reject · **s** skip · **u** undo")
+        with gr.Tab("Visual negatives"):
+            vn_item = gr.State(None)
+            vn_progress = gr.Markdown(elem_id="vn-progress")
+            vn_text = gr.HTML(elem_id="vn-text")
+            with gr.Row():
+                vn_original = gr.Image(label="original", type="pil", interactive=False)
+                vn_edited = gr.Image(label="edited", type="pil", interactive=False)
+            with gr.Row():
+                vn_yes = gr.Button("Yes (y): a valid unanswerable edit", elem_id="vn-accept", variant="primary")
+                vn_no = gr.Button("No (n)", elem_id="vn-reject")
+                vn_skip = gr.Button("Skip (s)", elem_id="vn-skip")
+                vn_undo = gr.Button("Undo (u)", elem_id="vn-undo")
+        with gr.Tab("Scene correction"):
+            sc_item = gr.State(None)
+            sc_progress = gr.Markdown(elem_id="sc-progress")
+            sc_text = gr.HTML(elem_id="sc-text")
+            sc_image = gr.Image(label="final scene", type="pil", interactive=False)
+            sc_table = gr.Dataframe(headers=SCENE_COLUMNS, datatype=["str"] * 4, interactive=True,
+                                    label="objects (add, delete or edit rows)", elem_id="sc-table")
+            sc_problems = gr.Markdown(elem_id="sc-problems")
+            with gr.Row():
+                sc_accept = gr.Button("Accept as is (y)", elem_id="sc-accept", variant="primary")
+                sc_save = gr.Button("Save correction", elem_id="sc-save")
+                sc_reject = gr.Button("Reject (n)", elem_id="sc-reject")
+                sc_skip = gr.Button("Skip (s)", elem_id="sc-skip")
+                sc_undo = gr.Button("Undo (u)", elem_id="sc-undo")
+        with gr.Tab("Recheck"):
+            rc_item = gr.State(None)
+            rc_progress = gr.Markdown(elem_id="rc-progress")
+            rc_text = gr.HTML(elem_id="rc-text")
+            rc_record = gr.JSON(label="record")
+            rc_image = gr.Image(label="image", type="pil", interactive=False)
+            rc_comment = gr.Textbox(label="comment", elem_id="rc-comment")
+            with gr.Row():
+                rc_accept = gr.Button("Accept (y)", elem_id="rc-accept", variant="primary")
+                rc_reject = gr.Button("Reject (n)", elem_id="rc-reject")
+                rc_skip = gr.Button("Skip (s)", elem_id="rc-skip")
+                rc_undo = gr.Button("Undo (u)", elem_id="rc-undo")
+        with gr.Tab("Admin"):
+            ad_refresh = gr.Button("Refresh", elem_id="ad-refresh")
+            ad_report = gr.JSON(label="queues, throughput, agreement, conflicts")
+            with gr.Row():
+                ad_item = gr.Textbox(label="item id to adjudicate")
+                ad_verdict = gr.Radio(["accept", "reject"], label="verdict", value="accept")
+                ad_go = gr.Button("Adjudicate")
+            ad_result = gr.Markdown()
+            ad_export = gr.Button("Export decisions (JSONL)")
+            ad_file = gr.File(label="decisions")
+
+        # -- visual negatives ------------------------------------------------------------------------------------
+        def vn_show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
+            view = app.take("visual_negative", request, skipped)
+            line = app.progress_line("visual_negative", request)
+            if view is None:
+                return None, line, "<p>Nothing to review in this queue.</p>", None, None
+            s = view["suggestion"]
+            text = (f"<p><b>Task goal:</b> {_escaped(s.get('task_goal', ''))}</p>"
+                    f"<p><b>Step in progress:</b> {_escaped(s.get('step', ''))}</p>"
+                    f"<p><b>Strategy:</b> {_escaped(s.get('strategy', ''))} · <b>Edit prompt:</b> "
+                    f"{_escaped(s.get('prompt', ''))}</p><p>{_escaped(view['question'])}</p>")
+            return (view["item_id"], line, text, app.image(view["images"].get("original")),
+                    app.image(view["images"].get("observation") or next(iter(view["images"].values()), None)))
+
+        def vn_answer(verdict: str) -> Any:
+            def handler(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+                if item_id:
+                    app.answer(item_id, verdict, request, shown={"queue": "visual_negative"})
+                return vn_show(request)
+            return guarded(handler)
+
+        def vn_skip_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+            if item_id:
+                app.skip(item_id, request)
+            return vn_show(request, (item_id,) if item_id else ())
+
+        def vn_undo_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+            if item_id:
+                app.skip(item_id, request)
+            app.undo(request)
+            return vn_show(request)
+
+        vn_outputs = [vn_item, vn_progress, vn_text, vn_original, vn_edited]
+        vn_yes.click(vn_answer("accept"), [vn_item], vn_outputs, api_visibility="private")
+        vn_no.click(vn_answer("reject"), [vn_item], vn_outputs, api_visibility="private")
+        vn_skip.click(guarded(vn_skip_fn), [vn_item], vn_outputs, api_visibility="private")
+        vn_undo.click(guarded(vn_undo_fn), [vn_item], vn_outputs, api_visibility="private")
+
+        # -- scene correction ------------------------------------------------------------------------------------
+        def sc_show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
+            view = app.take("scene_correction", request, skipped)
+            line = app.progress_line("scene_correction", request)
+            if view is None:
+                return None, line, "<p>Nothing to correct in this queue.</p>", None, [], ""
+            actions = view.get("actions", [])
+            text = (f"<p><b>{len(actions)} atomic actions</b>, the last: "
+                    f"{_escaped(' | '.join(actions[-5:]))}</p><p>{_escaped(view['question'])}</p>")
+            rows = [[o["category"], o["description"], "; ".join(o.get("relation", [])), o.get("key_state") or ""]
+                    for o in view["target"]["objects"]]
+            boxes = {o["id"]: o.get("box") for o in view["target"]["objects"]}
+            return (view["item_id"], line, text, _draw_boxes(app.image(view["images"].get("final")), boxes), rows,
+                    "")
+
+        def sc_rows_to_objects(table: Any) -> list[dict[str, Any]]:
+            rows = table.values.tolist() if hasattr(table, "values") else list(table or [])
+            objects = []
+            for row in rows:
+                category, description, relation, key_state = [*row, "", "", "", ""][:4]
+                if not str(category or "").strip() and not str(description or "").strip():
+                    continue  # an empty row left by the table editor
+                objects.append({"category": str(category or "").strip(), "description": str(description or ""),
+                                "relation": [r.strip() for r in str(relation or "").split(";") if r.strip()],
+                                "key_state": str(key_state or "").strip() or None})
+            return objects
+
+        def sc_answer(verdict: str) -> Any:
+            def handler(item_id: str | None, table: Any, request: gr.Request) -> tuple[Any, ...]:
+                if item_id:
+                    correction = {"objects": sc_rows_to_objects(table)} if verdict == "correct" else None
+                    try:
+                        app.answer(item_id, verdict, request, correction=correction,
+                                   shown={"queue": "scene_correction"})
+                    except WorkError as error:
+                        if verdict != "correct":
+                            raise
+                        return (item_id, gr.skip(), gr.skip(), gr.skip(), gr.skip(),
+                                f"**Not saved.** {_escaped(error)}")
+                return sc_show(request)
+            return guarded(handler)
+
+        def sc_skip_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+            if item_id:
+                app.skip(item_id, request)
+            return sc_show(request, (item_id,) if item_id else ())
+
+        def sc_undo_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+            if item_id:
+                app.skip(item_id, request)
+            app.undo(request)
+            return sc_show(request)
+
+        sc_outputs = [sc_item, sc_progress, sc_text, sc_image, sc_table, sc_problems]
+        sc_accept.click(sc_answer("accept"), [sc_item, sc_table], sc_outputs, api_visibility="private")
+        sc_save.click(sc_answer("correct"), [sc_item, sc_table], sc_outputs, api_visibility="private")
+        sc_reject.click(sc_answer("reject"), [sc_item, sc_table], sc_outputs, api_visibility="private")
+        sc_skip.click(guarded(sc_skip_fn), [sc_item], sc_outputs, api_visibility="private")
+        sc_undo.click(guarded(sc_undo_fn), [sc_item], sc_outputs, api_visibility="private")
+
+        # -- recheck -----------------------------------------------------------------------------------------------
+        def rc_show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
+            view = app.take("recheck", request, skipped)
+            line = app.progress_line("recheck", request)
+            if view is None:
+                return None, line, "<p>Nothing to recheck.</p>", None, None, ""
+            first = next(iter(view["images"].values()), None)
+            return (view["item_id"], line, f"<p>{_escaped(view['question'])}</p>", view["target"],
+                    app.image(first), "")
+
+        def rc_answer(verdict: str) -> Any:
+            def handler(item_id: str | None, comment: str, request: gr.Request) -> tuple[Any, ...]:
+                if item_id:
+                    app.answer(item_id, verdict, request, note=comment or "", shown={"queue": "recheck"})
+                return rc_show(request)
+            return guarded(handler)
+
+        def rc_skip_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+            if item_id:
+                app.skip(item_id, request)
+            return rc_show(request, (item_id,) if item_id else ())
+
+        def rc_undo_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+            if item_id:
+                app.skip(item_id, request)
+            app.undo(request)
+            return rc_show(request)
+
+        rc_outputs = [rc_item, rc_progress, rc_text, rc_record, rc_image, rc_comment]
+        rc_accept.click(rc_answer("accept"), [rc_item, rc_comment], rc_outputs, api_visibility="private")
+        rc_reject.click(rc_answer("reject"), [rc_item, rc_comment], rc_outputs, api_visibility="private")
+        rc_skip.click(guarded(rc_skip_fn), [rc_item], rc_outputs, api_visibility="private")
+        rc_undo.click(guarded(rc_undo_fn), [rc_item], rc_outputs, api_visibility="private")
+
+        # -- admin -------------------------------------------------------------------------------------------------
+        def admin_report(request: gr.Request) -> dict[str, Any]:
+            return app.admin_report(request)
+
+        def adjudicate(item_id: str, verdict: str, request: gr.Request) -> str:
+            return _escaped(app.adjudicate(item_id, verdict, request))
+
+        def export_decisions(request: gr.Request) -> str:
+            return app.export(request)
+
+        ad_refresh.click(guarded(admin_report), None, ad_report, api_name="admin_report")
+        ad_go.click(guarded(adjudicate), [ad_item, ad_verdict], ad_result, api_name="adjudicate")
+        ad_export.click(guarded(export_decisions), None, ad_file, api_name="export_decisions")
+
+        # -- the HTTP API for scripted clients (the same rules as the page) ---------------------------------------
+        def take(queue: str, request: gr.Request) -> str:
+            view = app.take(queue, request)
+            return json.dumps({k: v for k, v in (view or {}).items() if k in ("item_id", "queue", "target_id")})
+
+        def answer(item_id: str, verdict: str, note: str, request: gr.Request) -> str:
+            return app.answer(item_id, verdict, request, note=note, shown={"via": "api"})
+
+        def undo(request: gr.Request) -> str:
+            return app.undo(request) or ""
+
+        gr.api(guarded(take), api_name="take")
+        gr.api(guarded(answer), api_name="answer")
+        gr.api(guarded(undo), api_name="undo")
+
+        blocks.load(guarded(vn_show), None, vn_outputs, api_visibility="private")
+        blocks.load(guarded(sc_show), None, sc_outputs, api_visibility="private")
+        blocks.load(guarded(rc_show), None, rc_outputs, api_visibility="private")
+    return blocks
+
+
+def serve(settings: Settings, *, host: str | None = None, port: int | None = None, block: bool = True) -> Any:
+    """Launch the app behind the login; returns the Blocks (with ``block=False``, for tests and benchmarks)."""
+    import os
+
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    if not settings.annotation.users:
+        raise ValueError("no accounts: add [[annotation.users]] to the configuration (benchwright annotate "
+                         "hash-password makes the password hash)")
+    accounts = Accounts(settings)
+    blocks = build(settings)
+    blocks.queue(default_concurrency_limit=16)
+    blocks.launch(server_name=host or settings.annotation.host, server_port=port or settings.annotation.port,
+                  auth=accounts.authenticate, auth_message="benchwright annotation: log in with your account",
+                  prevent_thread_lock=not block, quiet=True, head=KEYS, show_error=True)
+    return blocks
