@@ -1,0 +1,129 @@
+"""The annotation app over HTTP: login on every route, roles, and many clients working one queue at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+from collections import Counter
+
+import httpx
+import pytest
+
+from annotation_ui.accounts import hash_password
+from schemas import Benchmark, Producer, ReviewItem, Status, make_record
+from schemas.config import Account, AnnotationSettings, BlobSettings, CatalogSettings, Settings
+from storage import open_storage
+from tests.conftest import item_record
+
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+ANNOTATORS = [f"ann{i}" for i in range(1, 9)]
+HASH = hash_password("pw")  # one hash for all test accounts: scrypt is slow on purpose
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def app_settings(tmp_path, **annotation) -> Settings:
+    users = [Account(name=n, password_hash=HASH) for n in ANNOTATORS] + [
+        Account(name="boss", role="admin", password_hash=HASH)]
+    return Settings(catalog=CatalogSettings(path=str(tmp_path / "catalog.duckdb")),
+                    blobs=BlobSettings(uri=f"file://{tmp_path}/blobs"),
+                    annotation=AnnotationSettings(port=free_port(), users=users, **annotation))
+
+
+def publish(settings: Settings, n: int, queue: str = "recheck") -> list:
+    catalog = open_storage(settings).catalog
+    items = []
+    for i in range(n):
+        target = item_record(i)
+        item = make_record(ReviewItem(target_id=target.id, queue=queue, question=f"check {i}"),
+                           benchmark=Benchmark.VIC, producer=Producer(task="test"), parents=[target.id])
+        catalog.put_records([target, item])
+        items.append(item)
+    return items
+
+
+@pytest.fixture
+def running(tmp_path):
+    servers = []
+
+    def start(**annotation):
+        from annotation_ui.app import serve
+
+        settings = app_settings(tmp_path / f"app{len(servers)}", **annotation)
+        servers.append(serve(settings, block=False))
+        return settings, f"http://127.0.0.1:{settings.annotation.port}/"
+
+    yield start
+    for blocks in servers:
+        blocks.close()
+
+
+def client(url: str, name: str):
+    from gradio_client import Client
+
+    return Client(url, auth=(name, "pw"), verbose=False)
+
+
+def test_every_route_needs_a_login_and_admin_routes_an_admin(running):
+    settings, url = running()
+    publish(settings, 1)
+    assert httpx.get(url + "config").status_code == 401
+    for endpoint in ("take", "answer", "admin_report", "export_decisions"):
+        response = httpx.post(f"{url}gradio_api/call/{endpoint}", json={"data": []})
+        assert response.status_code == 401, endpoint
+    bad = httpx.post(url + "login", data={"username": "ann1", "password": "wrong"})
+    assert bad.status_code == 400
+    annotator = client(url, "ann1")
+    for endpoint, args in (("/admin_report", ()), ("/export_decisions", ()), ("/adjudicate", ("x", "accept"))):
+        with pytest.raises(Exception, match="ann1 is not an admin"):
+            annotator.predict(*args, api_name=endpoint)
+    report = client(url, "boss").predict(api_name="/admin_report")
+    assert report["progress"]["recheck"] == {"done": 0, "remaining": 1, "mine": 0}
+
+
+def test_an_annotator_cannot_answer_an_item_leased_to_another(running):
+    settings, url = running()
+    (item,) = publish(settings, 1)
+    first, second = client(url, "ann1"), client(url, "ann2")
+    assert json.loads(first.predict("recheck", api_name="/take"))["item_id"] == item.id
+    with pytest.raises(Exception, match="already has its 1 answer"):
+        second.predict(item.id, "reject", "", api_name="/answer")
+    first.predict(item.id, "accept", "", api_name="/answer")
+
+
+@pytest.mark.parametrize("overlap", [1, 2])
+def test_eight_clients_work_one_queue_at_once(running, overlap):
+    settings, url = running(overlap={"recheck": overlap})
+    items = publish(settings, 24)
+    errors: list[str] = []
+
+    def work(name: str) -> None:
+        me = client(url, name)
+        while True:
+            try:
+                taken = json.loads(me.predict("recheck", api_name="/take"))
+                if not taken:
+                    return
+                me.predict(taken["item_id"], "accept" if hash(name) % 3 else "reject", "", api_name="/answer")
+            except Exception as error:  # collected and asserted below
+                errors.append(f"{name}: {error}")
+                return
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in ANNOTATORS]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=240)
+    assert not errors
+    catalog = open_storage(settings).catalog
+    answers = Counter(item for item, in catalog.query("SELECT item_id FROM review_decisions"))
+    assert answers == {item.id: overlap for item in items}  # none lost, none counted twice
+    pairs = catalog.query("SELECT item_id, annotator, count(*) FROM review_decisions GROUP BY ALL HAVING count(*) > 1")
+    assert pairs == []  # nobody answered an item twice
+    assert {r.status for r in catalog.get_records([i.id for i in items])} == {Status.ACCEPTED}  # all resolved
