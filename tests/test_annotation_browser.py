@@ -1,0 +1,84 @@
+"""The annotation app in a real browser: Debian's chromium driven by Playwright (no browser download)."""
+
+from __future__ import annotations
+
+import io
+import shutil
+
+from PIL import Image
+
+from schemas import Benchmark, Observation, Producer, ReviewItem, Status, make_record
+from storage import open_storage
+from tests.test_annotation_app import app_settings
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+GOAL = "<script>window.injected = 1</script><b>stack</b> the cubes"
+
+
+def png(colour: tuple[int, int, int]) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (64, 48), colour).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def publish_visual_negatives(settings, n: int) -> list:
+    storage = open_storage(settings)
+    items = []
+    for i in range(n):
+        original = make_record(Observation(demo_id=f"demo{i}", frame=f"front_{i:04d}.jpg"),
+                               benchmark=Benchmark.PROGRESS, producer=Producer(task="test"),
+                               blobs=[storage.put_blob(png((10 * i, 100, 50)), role="observation",
+                                                       media_type="image/png")], status=Status.ACCEPTED)
+        edited = make_record(Observation(demo_id=f"demo{i}", frame=f"front_{i:04d}_edit.jpg", answerable=False,
+                                         negative="visual"),
+                             benchmark=Benchmark.PROGRESS, producer=Producer(task="test"), parents=[original.id],
+                             blobs=[storage.put_blob(png((200, 10 * i, 50)), role="observation",
+                                                     media_type="image/png")])
+        item = make_record(ReviewItem(target_id=edited.id, queue="visual_negative", question="Is the edit valid?",
+                                      suggestion={"original": original.id, "task_goal": GOAL, "step": "pick up",
+                                                  "strategy": "color", "prompt": "make the cube red"}),
+                           benchmark=Benchmark.PROGRESS, producer=Producer(task="test"), parents=[edited.id])
+        storage.catalog.put_records([original, edited, item])
+        items.append(item)
+    return items
+
+
+def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    from annotation_ui.app import serve
+
+    settings = app_settings(tmp_path)
+    items = publish_visual_negatives(settings, 4)
+    blocks = serve(settings, block=False)
+    url = f"http://127.0.0.1:{settings.annotation.port}/"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(url)
+            page.get_by_label("username").fill("ann1")
+            page.get_by_label("password").fill("pw")
+            page.get_by_role("button", name="Login").click()
+            progress = page.locator("#vn-progress")
+            expect(progress).to_contain_text("0 answered by you", timeout=30_000)
+            expect(page.locator("#vn-text")).to_contain_text("<script>window.injected = 1</script>")  # as text
+            assert page.evaluate("window.injected") is None
+            page.locator("body").click(position={"x": 5, "y": 5})
+            for key, answered in (("y", 1), ("n", 2), ("y", 3)):
+                page.keyboard.press(key)
+                expect(progress).to_contain_text(f"{answered} answered by you", timeout=30_000)
+            page.keyboard.press("u")
+            expect(progress).to_contain_text("2 answered by you", timeout=30_000)
+            browser.close()
+    finally:
+        blocks.close()
+    catalog = open_storage(settings).catalog
+    active = dict(catalog.query("SELECT item_id, verdict FROM review_decisions WHERE annotator = 'ann1'"))
+    assert active == {items[0].id: "accept", items[1].id: "reject"}
+    undone = [d for d in catalog.find_records(kind="decision") if d.status == Status.REJECTED]
+    assert [(d.payload["item_id"], d.payload["verdict"], d.status_reason) for d in undone] == [
+        (items[2].id, "accept", "undone by ann1")]
+    assert catalog.get_record(items[0].payload["target_id"]).status == Status.ACCEPTED
+    assert catalog.get_record(items[1].payload["target_id"]).status == Status.REJECTED
+    assert catalog.get_record(items[2].id).status == Status.CANDIDATE  # reopened for ann1
