@@ -50,6 +50,7 @@ class App:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.storage = open_storage(settings)
+        self.storage.catalog.keep_open(1.0)  # many small transactions; flows elsewhere still get the file
         self.work = Work(self.storage.catalog, settings.annotation)
         self.accounts = Accounts(settings)
 

@@ -616,8 +616,6 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-if __name__ == "__main__":
-    app()
 
 
 # -- annotation -------------------------------------------------------------------------------------------------
@@ -653,3 +651,7 @@ def hash_password_command() -> None:
 
     password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
     typer.echo(hash_password(password))  # one unwrapped line, to paste
+
+
+if __name__ == "__main__":
+    app()

@@ -113,9 +113,22 @@ class Catalog:
         self.batch_size = batch_size
         self.hold_s = hold_s
         self._local = threading.local()
+        self._shared: duckdb.DuckDBPyConnection | None = None  # see keep_open
+        self._shared_since = 0.0
+        self._shared_users = 0
+        self._shared_last_use = 0.0
+        self._shared_cv = threading.Condition()
+        self.keep_open_s = 0.0
         self.migrate()
 
     # -- connections -------------------------------------------------------------------------------------
+
+    def keep_open(self, idle_s: float) -> None:
+        """For a long-running service with many small transactions (the annotation app): keep one connection
+        to the file and give each transaction a cursor on it, instead of opening the file each time (~30 ms).
+        The file is still let go of when idle for ``idle_s`` seconds and at least every ``hold_s`` seconds, so
+        flows in other processes get their turn."""
+        self.keep_open_s = idle_s
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -124,14 +137,53 @@ class Catalog:
         if held is not None:
             yield held
             return
-        con = self._open()
+        con = self._shared_cursor() if self.keep_open_s > 0 else self._open()
         self._local.con = con
         try:
             yield con
         finally:
             self._local.con = None
-            with _OPEN_CLOSE:
-                con.close()
+            if self.keep_open_s > 0:
+                self._release_cursor(con)
+            else:
+                with _OPEN_CLOSE:
+                    con.close()
+
+    def _shared_cursor(self) -> duckdb.DuckDBPyConnection:
+        with self._shared_cv:
+            if self._shared is not None and time.monotonic() - self._shared_since > self.hold_s:
+                while self._shared_users:  # let the file go between transactions, not inside one
+                    self._shared_cv.wait()
+                if self._shared is not None and time.monotonic() - self._shared_since > self.hold_s:
+                    self._close_shared()
+                    time.sleep(_YIELD_S)
+            if self._shared is None:
+                self._shared = self._open()
+                self._shared_since = time.monotonic()
+            self._shared_users += 1
+            return self._shared.cursor()
+
+    def _release_cursor(self, cursor: duckdb.DuckDBPyConnection) -> None:
+        cursor.close()
+        with self._shared_cv:
+            self._shared_users -= 1
+            self._shared_last_use = time.monotonic()
+            self._shared_cv.notify_all()
+            if not self._shared_users:
+                timer = threading.Timer(self.keep_open_s, self._close_if_idle)
+                timer.daemon = True
+                timer.start()
+
+    def _close_if_idle(self) -> None:
+        with self._shared_cv:
+            idle = time.monotonic() - self._shared_last_use
+            if self._shared is not None and not self._shared_users and idle >= self.keep_open_s * 0.99:
+                self._close_shared()
+
+    def _close_shared(self) -> None:
+        with _OPEN_CLOSE:
+            self._shared.close()
+        self._shared = None
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout_s
