@@ -18,3 +18,4 @@ bench: setup
 	.venv/bin/python bench/catalog_write.py
 	.venv/bin/python bench/progress_build.py
 	.venv/bin/python bench/explore_quality.py
+	.venv/bin/python bench/annotation_latency.py
