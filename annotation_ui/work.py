@@ -47,13 +47,13 @@ class Work:
         now = datetime.now(UTC)
         expires = now + timedelta(seconds=self.settings.lease_s)
 
-        def lease(con: Any) -> str | None:
+        def lease(con: Any) -> Record | None:
             con.execute("DELETE FROM leases WHERE expires_at < ?", [now])
             held = con.execute("SELECT item_id FROM leases WHERE annotator = ? AND queue = ? "
                                "AND NOT list_contains(?, item_id) ORDER BY leased_at LIMIT 1",
                                [annotator, queue, list(skipped)]).fetchone()
             if held:
-                return held[0]
+                return self.catalog.get_record(held[0])
             row = con.execute(
                 """SELECT r.id FROM records r
                    WHERE r.kind = 'review_item' AND r.status = 'candidate' AND r.payload->>'queue' = ?
@@ -66,11 +66,10 @@ class Work:
             if row is None:
                 return None
             con.execute("INSERT INTO leases VALUES (?, ?, ?, ?, ?)", [row[0], annotator, queue, now, expires])
-            return row[0]
+            return self.catalog.get_record(row[0])
 
         with self._lock:
-            item_id = self.catalog.run(lease)
-        return self.catalog.get_record(item_id) if item_id else None
+            return self.catalog.run(lease)
 
     def release(self, item_id: str, annotator: str) -> None:
         with self._lock:
@@ -82,13 +81,13 @@ class Work:
     def submit(self, item_id: str, annotator: str, verdict: Verdict, *, correction: dict | None = None,
                note: str = "", shown: dict | None = None) -> Record:
         """Store the annotator's answer to an item they hold (or may still take); resolve the item when it has its
-        answers. Refused: an item that is closed, full, or answered by them before."""
-        with self._lock:
+        answers. Refused: an item that is closed, full, or answered by them before. The checks, the answer, the
+        lease and the resolution are one transaction."""
+        def answer(_: Any) -> Record:
             item = self.catalog.get_record(item_id)
             if item.kind != "review_item":
                 raise WorkError(f"{item_id} is not a review item")
-            queue = item.payload["queue"]
-            overlap = self.settings.overlap_of(queue)
+            overlap = self.settings.overlap_of(item.payload["queue"])
             answered = dict(self.catalog.query(
                 "SELECT annotator, verdict FROM review_decisions WHERE item_id = ? ORDER BY created_at", [item_id]))
             if annotator in answered:
@@ -96,21 +95,22 @@ class Work:
                                 f"undo it first to change the answer")
             if item.status != Status.CANDIDATE:
                 raise WorkError(f"item {item_id[:12]} is already resolved")
-            others_leased = self.catalog.query(
-                "SELECT count(*) FROM leases WHERE item_id = ? AND annotator <> ? AND expires_at >= ?",
-                [item_id, annotator, datetime.now(UTC)])[0][0]
-            holds = self.catalog.query("SELECT count(*) FROM leases WHERE item_id = ? AND annotator = ?",
-                                       [item_id, annotator])[0][0]
+            (others_leased, holds), = self.catalog.query(
+                "SELECT count(*) FILTER (WHERE annotator <> ? AND expires_at >= ?), "
+                "count(*) FILTER (WHERE annotator = ?) FROM leases WHERE item_id = ?",
+                [annotator, datetime.now(UTC), annotator, item_id])
             if len(answered) + (0 if holds else others_leased) >= overlap:
                 raise WorkError(f"item {item_id[:12]} already has its {overlap} answer(s)")
             decision = decide(self.catalog, item, annotator=annotator, verdict=verdict, note=note,
                               correction=correction, shown=shown, resolve=False)
-            self.catalog.run(lambda con: con.execute("DELETE FROM leases WHERE item_id = ? AND annotator = ?",
-                                                     [item_id, annotator]))
+            self.catalog.query("DELETE FROM leases WHERE item_id = ? AND annotator = ?", [item_id, annotator])
             answered[annotator] = verdict
             if len(answered) >= overlap:
                 self._resolve(item, answered)
-        return decision
+            return decision
+
+        with self._lock:
+            return self.catalog.run(answer)
 
     def _resolve(self, item: Record, answers: dict[str, str]) -> None:
         votes = Counter(answers.values())
