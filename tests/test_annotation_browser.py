@@ -82,3 +82,52 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
     assert catalog.get_record(items[0].payload["target_id"]).status == Status.ACCEPTED
     assert catalog.get_record(items[1].payload["target_id"]).status == Status.REJECTED
     assert catalog.get_record(items[2].id).status == Status.CANDIDATE  # reopened for ann1
+
+
+def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
+    from playwright.sync_api import expect, sync_playwright
+
+    from annotation_ui.app import serve
+    from tasks.sources.sample_world import generate_episode, write_episode
+    from tests.test_explore_build import _build
+
+    settings = app_settings(tmp_path)
+    clips = tmp_path / "clips"
+    write_episode(generate_episode(300, "gather"), clips, cameras=("ego",), size=(640, 480))
+    storage = open_storage(settings)
+    _build(clips, storage)
+    (item,) = [i for i in storage.catalog.find_records(kind="review_item")]
+    blocks = serve(settings, block=False)
+    url = f"http://127.0.0.1:{settings.annotation.port}/"
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            page = browser.new_page()
+            page.goto(url)
+            page.get_by_label("username").fill("ann2")
+            page.get_by_label("password").fill("pw")
+            page.get_by_role("button", name="Login").click()
+            page.get_by_role("tab", name="Scene correction").click()
+            expect(page.locator("#sc-progress")).to_contain_text("1 remaining", timeout=30_000)
+            cell = page.locator("#sc-table").get_by_role("gridcell", name="ball", exact=True).first
+            expect(cell).to_be_visible(timeout=30_000)
+            cell.dblclick()
+            page.keyboard.press("ControlOrMeta+a")
+            page.keyboard.type("green ball")  # a colour in the category: the guidelines refuse it
+            page.keyboard.press("Enter")
+            page.locator("#sc-save").click()
+            expect(page.locator("#sc-problems")).to_contain_text("colour word(s) green", timeout=30_000)
+            cell = page.locator("#sc-table").get_by_role("gridcell", name="green ball", exact=True).first
+            cell.dblclick()
+            page.keyboard.press("ControlOrMeta+a")
+            page.keyboard.type("marble")
+            page.keyboard.press("Enter")
+            page.locator("#sc-save").click()
+            expect(page.locator("#sc-progress")).to_contain_text("1 answered by you", timeout=30_000)
+            browser.close()
+    finally:
+        blocks.close()
+    (decision,) = storage.catalog.find_records(kind="decision")
+    assert decision.payload["verdict"] == "correct" and decision.payload["item_id"] == item.id
+    categories = [o["category"] for o in decision.payload["correction"]["objects"]]
+    assert "marble" in categories and "green ball" not in categories
