@@ -233,7 +233,13 @@ def build(settings: Settings) -> Any:
                 rc_undo = gr.Button("Undo (u)", elem_id="rc-undo")
         with gr.Tab("Admin"):
             ad_refresh = gr.Button("Refresh", elem_id="ad-refresh")
-            ad_report = gr.JSON(label="queues, throughput, agreement, conflicts")
+            ad_queues = gr.Dataframe(headers=["queue", "done", "remaining"], label="queues", elem_id="ad-queues")
+            ad_people = gr.Dataframe(headers=["annotator", "answers", "answers per hour"], label="throughput",
+                                     elem_id="ad-people")
+            ad_agreement = gr.Dataframe(headers=["queue", "percent agreement", "Fleiss kappa", "items",
+                                                 "Cohen kappa per pair (shared items)"], label="agreement",
+                                        elem_id="ad-agreement")
+            ad_conflicts = gr.Textbox(label="items waiting for adjudication", elem_id="ad-conflicts")
             with gr.Row():
                 ad_item = gr.Textbox(label="item id to adjudicate")
                 ad_verdict = gr.Radio(["accept", "reject"], label="verdict", value="accept")
@@ -378,13 +384,28 @@ def build(settings: Settings) -> Any:
         def admin_report(request: gr.Request) -> dict[str, Any]:
             return app.admin_report(request)
 
+        def admin_tables(request: gr.Request) -> tuple[Any, ...]:
+            report = app.admin_report(request)
+
+            def number(value: float | None) -> str:
+                return "n/a" if value is None else f"{value:.2f}"
+
+            queues = [[q, row["done"], row["remaining"]] for q, row in report["progress"].items()]
+            people = [[name, count, "n/a" if rate is None else rate] for name, count, rate in report["throughput"]]
+            agreement = [[q, number(a["percent"]), number(a["fleiss"]), a["fleiss_items"],
+                          "; ".join(f"{pair}: {number(kappa)} ({n})" for pair, (n, kappa) in a["cohen"].items())]
+                         for q, a in report["agreement"].items()]
+            return queues, people, agreement, "\n".join(report["conflicts"])
+
         def adjudicate(item_id: str, verdict: str, request: gr.Request) -> str:
             return _escaped(app.adjudicate(item_id, verdict, request))
 
         def export_decisions(request: gr.Request) -> str:
             return app.export(request)
 
-        ad_refresh.click(guarded(admin_report), None, ad_report, api_name="admin_report")
+        ad_refresh.click(guarded(admin_tables), None, [ad_queues, ad_people, ad_agreement, ad_conflicts],
+                         api_visibility="private")
+        gr.api(guarded(admin_report), api_name="admin_report")
         ad_go.click(guarded(adjudicate), [ad_item, ad_verdict], ad_result, api_name="adjudicate")
         ad_export.click(guarded(export_decisions), None, ad_file, api_name="export_decisions")
 
