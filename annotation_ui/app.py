@@ -111,6 +111,11 @@ class App:
             problems = guideline_problems(objects, self.settings.nlp.spacy_model)
             if problems:
                 raise WorkError("the correction breaks the guidelines: " + "; ".join(problems))
+        item = self.storage.catalog.get_record(item_id)
+        target = self.storage.catalog.get_record(item.payload["target_id"])
+        # what the view showed: the item and target versions (ids are content hashes), their images, the texts
+        shown = {**(shown or {}), "target": target.id, "images": {b.role: b.sha256 for b in target.blobs},
+                 "question": item.payload["question"], "suggestion": item.payload["suggestion"]}
         decision = self.work.submit(item_id, name, verdict, correction=correction, note=note, shown=shown)
         return decision.id
 

@@ -95,6 +95,9 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
     assert catalog.get_record(items[0].payload["target_id"]).status == Status.ACCEPTED
     assert catalog.get_record(items[1].payload["target_id"]).status == Status.REJECTED
     assert catalog.get_record(items[2].id).status == Status.CANDIDATE  # reopened for ann1
+    shown = next(d for d in catalog.find_records(kind="decision") if d.payload["item_id"] == items[0].id)
+    assert shown.payload["shown"]["target"] == items[0].payload["target_id"]
+    assert shown.payload["shown"]["suggestion"]["task_goal"] == GOAL and shown.payload["shown"]["images"]
 
 
 def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):

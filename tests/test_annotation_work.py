@@ -114,3 +114,18 @@ def test_agreement_figures_by_hand():
     assert items == 2 and kappa == pytest.approx(-0.2)
     assert fleiss_kappa({}, 2) == (0, None) and fleiss_kappa(three, 1) == (1, None)  # one rater: no agreement
     assert percent_agreement({}) is None
+
+
+def test_a_restart_loses_no_lease_and_no_answer(catalog):
+    from storage import Catalog
+
+    work = Work(catalog, AnnotationSettings())
+    first, second = publish(catalog, 2)
+    work.submit(work.next_item("recheck", "ann1").id, "ann1", "accept")
+    held = work.next_item("recheck", "ann1")
+    restarted = Work(Catalog(catalog.path), AnnotationSettings())  # a new process on the same catalog file
+    assert restarted.next_item("recheck", "ann1").id == held.id == second.id  # the lease survived
+    assert restarted.next_item("recheck", "ann2") is None
+    with pytest.raises(WorkError, match="already answered"):
+        restarted.submit(first.id, "ann1", "accept")  # a resubmission after the restart counts nothing
+    assert restarted.progress("ann1")["recheck"] == {"done": 1, "remaining": 1, "mine": 1}
