@@ -649,7 +649,7 @@ def hash_password_command() -> None:
     """Ask for a password (twice, not echoed) and print the hash to put in \\[\\[annotation.users]] password_hash."""
     from annotation_ui.accounts import hash_password
 
-    password = typer.prompt("password", hide_input=True, confirmation_prompt=True)
+    password = typer.prompt("password", hide_input=True, confirmation_prompt=True, err=True)  # stdout: the hash
     typer.echo(hash_password(password))  # one unwrapped line, to paste
 
 
