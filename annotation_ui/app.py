@@ -196,6 +196,21 @@ def build(settings: Settings) -> Any:
                 raise gr.Error(str(error)) from None
         return call
 
+    def skip_and_undo(show: Any) -> tuple[Any, Any]:
+        """The skip and undo handlers of a queue tab whose view ``show`` draws."""
+        def skip(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+            if item_id:
+                app.skip(item_id, request)
+            return show(request, (item_id,) if item_id else ())
+
+        def undo(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+            if item_id:
+                app.skip(item_id, request)
+            app.undo(request)
+            return show(request)
+
+        return guarded(skip), guarded(undo)
+
     with gr.Blocks(title="benchwright annotation") as blocks:
         gr.Markdown("## benchwright annotation\nKeys: **y** yes/accept · **n** no/reject · **s** skip · **u** undo")
         with gr.Tab("Visual negatives"):
@@ -274,22 +289,12 @@ def build(settings: Settings) -> Any:
                 return vn_show(request)
             return guarded(handler)
 
-        def vn_skip_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-            if item_id:
-                app.skip(item_id, request)
-            return vn_show(request, (item_id,) if item_id else ())
-
-        def vn_undo_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-            if item_id:
-                app.skip(item_id, request)
-            app.undo(request)
-            return vn_show(request)
-
         vn_outputs = [vn_item, vn_progress, vn_text, vn_original, vn_edited]
         vn_yes.click(vn_answer("accept"), [vn_item], vn_outputs, api_visibility="private")
         vn_no.click(vn_answer("reject"), [vn_item], vn_outputs, api_visibility="private")
-        vn_skip.click(guarded(vn_skip_fn), [vn_item], vn_outputs, api_visibility="private")
-        vn_undo.click(guarded(vn_undo_fn), [vn_item], vn_outputs, api_visibility="private")
+        vn_skip_fn, vn_undo_fn = skip_and_undo(vn_show)
+        vn_skip.click(vn_skip_fn, [vn_item], vn_outputs, api_visibility="private")
+        vn_undo.click(vn_undo_fn, [vn_item], vn_outputs, api_visibility="private")
 
         # -- scene correction ------------------------------------------------------------------------------------
         def sc_show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
@@ -333,23 +338,13 @@ def build(settings: Settings) -> Any:
                 return sc_show(request)
             return guarded(handler)
 
-        def sc_skip_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-            if item_id:
-                app.skip(item_id, request)
-            return sc_show(request, (item_id,) if item_id else ())
-
-        def sc_undo_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-            if item_id:
-                app.skip(item_id, request)
-            app.undo(request)
-            return sc_show(request)
-
         sc_outputs = [sc_item, sc_progress, sc_text, sc_image, sc_table, sc_problems]
         sc_accept.click(sc_answer("accept"), [sc_item, sc_table], sc_outputs, api_visibility="private")
         sc_save.click(sc_answer("correct"), [sc_item, sc_table], sc_outputs, api_visibility="private")
         sc_reject.click(sc_answer("reject"), [sc_item, sc_table], sc_outputs, api_visibility="private")
-        sc_skip.click(guarded(sc_skip_fn), [sc_item], sc_outputs, api_visibility="private")
-        sc_undo.click(guarded(sc_undo_fn), [sc_item], sc_outputs, api_visibility="private")
+        sc_skip_fn, sc_undo_fn = skip_and_undo(sc_show)
+        sc_skip.click(sc_skip_fn, [sc_item], sc_outputs, api_visibility="private")
+        sc_undo.click(sc_undo_fn, [sc_item], sc_outputs, api_visibility="private")
 
         # -- recheck -----------------------------------------------------------------------------------------------
         def rc_show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
@@ -368,22 +363,12 @@ def build(settings: Settings) -> Any:
                 return rc_show(request)
             return guarded(handler)
 
-        def rc_skip_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-            if item_id:
-                app.skip(item_id, request)
-            return rc_show(request, (item_id,) if item_id else ())
-
-        def rc_undo_fn(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-            if item_id:
-                app.skip(item_id, request)
-            app.undo(request)
-            return rc_show(request)
-
         rc_outputs = [rc_item, rc_progress, rc_text, rc_record, rc_image, rc_comment]
         rc_accept.click(rc_answer("accept"), [rc_item, rc_comment], rc_outputs, api_visibility="private")
         rc_reject.click(rc_answer("reject"), [rc_item, rc_comment], rc_outputs, api_visibility="private")
-        rc_skip.click(guarded(rc_skip_fn), [rc_item], rc_outputs, api_visibility="private")
-        rc_undo.click(guarded(rc_undo_fn), [rc_item], rc_outputs, api_visibility="private")
+        rc_skip_fn, rc_undo_fn = skip_and_undo(rc_show)
+        rc_skip.click(rc_skip_fn, [rc_item], rc_outputs, api_visibility="private")
+        rc_undo.click(rc_undo_fn, [rc_item], rc_outputs, api_visibility="private")
 
         # -- admin -------------------------------------------------------------------------------------------------
         def admin_report(request: gr.Request) -> dict[str, Any]:

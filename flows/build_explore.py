@@ -8,7 +8,7 @@ from typing import Any
 
 from prefect import flow
 
-from flows.runtime import current_flow_run_id
+from flows.runtime import check_stages, current_flow_run_id
 from schemas.config import Settings, load_settings
 from tasks.explore.tasks import annotate_explore, apply_scene_corrections, extract_explore_instances
 from tasks.models.registry import with_role_tags
@@ -34,9 +34,7 @@ def build_explore(settings: Settings | None = None, clips_dir: str | None = None
     names ``stages`` and ``clips``; ``annotate_again`` re-annotates instances that already have an annotation
     (after a model changed), superseding what the new annotation replaces.
     """
-    unknown = sorted(set(stages) - set(STAGES))
-    if unknown:
-        raise ValueError(f"unknown stage(s) {', '.join(unknown)}: choose from {', '.join(STAGES)}")
+    check_stages(stages, STAGES)
     settings = settings or load_settings()
     run_id = current_flow_run_id()
     result: dict[str, Any] = {}

@@ -8,7 +8,7 @@ from typing import Any
 
 from prefect import flow
 
-from flows.runtime import current_flow_run_id
+from flows.runtime import check_stages, current_flow_run_id
 from schemas.config import Settings, load_settings
 from tasks.models.registry import with_role_tags
 from tasks.progress.sampling import SamplingPlan
@@ -55,9 +55,7 @@ def build_progress(settings: Settings | None = None, published_dir: str | None =
     A backfill names ``stages`` (a subset of ``STAGES``, run in their fixed order) and ``trajectories`` (ids, or
     episode folder names): only those are rebuilt; what they replace is superseded, unchanged records keep their ids.
     """
-    unknown = sorted(set(stages) - set(STAGES))
-    if unknown:
-        raise ValueError(f"unknown stage(s) {', '.join(unknown)}: choose from {', '.join(STAGES)}")
+    check_stages(stages, STAGES)
     settings = settings or load_settings()
     run_id = current_flow_run_id()
     result: dict[str, Any] = {}

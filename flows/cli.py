@@ -170,9 +170,12 @@ def run(
 
 
 def _stages(chosen: list[str] | None, known: tuple[str, ...]) -> tuple[str, ...]:
-    unknown = sorted(set(chosen or ()) - set(known))
-    if unknown:
-        raise typer.BadParameter(f"unknown stage(s) {', '.join(unknown)}; stages: {', '.join(known)}")
+    from flows.runtime import check_stages
+
+    try:
+        check_stages(chosen or (), known)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from None
     return tuple(chosen or known)
 
 
@@ -477,19 +480,13 @@ def release_export(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION
     with _failures_as_messages():
         manifest = load_release(storage.catalog, tag)
         folder = out or _settings().export.folder
-        if fmt == "progresslm":
+        if fmt in ("progresslm", "explore"):
+            from tasks.explore.export import export_explore
             from tasks.sources.progress_published import export_progresslm
 
-            target = Path(folder) / f"{manifest.name}-v{manifest.version}-progresslm"
-            written = export_progresslm(storage.catalog, storage.blobs, tag, target)
-            console.print(f"exported {manifest.tag} to {target}: " +
-                          ", ".join(f"{name} {count}" for name, count in written.items()))
-            return
-        if fmt == "explore":
-            from tasks.explore.export import export_explore
-
-            target = Path(folder) / f"{manifest.name}-v{manifest.version}-explore"
-            written = export_explore(storage.catalog, storage.blobs, tag, target)
+            exporter = {"progresslm": export_progresslm, "explore": export_explore}[fmt]
+            target = Path(folder) / f"{manifest.name}-v{manifest.version}-{fmt}"
+            written = exporter(storage.catalog, storage.blobs, tag, target)
             console.print(f"exported {manifest.tag} to {target}: " +
                           ", ".join(f"{name} {count}" for name, count in written.items()))
             return

@@ -32,3 +32,10 @@ def current_flow_run_id() -> str | None:
 
     run_id = flow_run.id
     return str(run_id) if run_id else None
+
+
+def check_stages(stages: tuple[str, ...] | list[str], known: tuple[str, ...]) -> None:
+    """A build flow's backfill names stages from its own list, nothing else."""
+    unknown = sorted(set(stages) - set(known))
+    if unknown:
+        raise ValueError(f"unknown stage(s) {', '.join(unknown)}: choose from {', '.join(known)}")

@@ -49,3 +49,17 @@ def item_record(i: int, *, parents: tuple[str, ...] = (), task: str = "maze", pr
                 ) -> Record:
     return make_record(BenchmarkItem(task=task, question=f"question {i}", options=["a", "b"], answer=i % 2),
                        benchmark=Benchmark.VIC, producer=producer or Producer(task="test"), parents=parents)
+
+
+def publish_review_items(catalog: Catalog, n: int, queue: str = "recheck") -> list[Record]:
+    """``n`` review items in ``queue``, each about its own benchmark item, stored."""
+    from schemas import ReviewItem
+
+    items = []
+    for i in range(n):
+        target = item_record(i)
+        item = make_record(ReviewItem(target_id=target.id, queue=queue, question=f"check {i}"),
+                           benchmark=Benchmark.VIC, producer=Producer(task="test"), parents=[target.id])
+        catalog.put_records([target, item])
+        items.append(item)
+    return items

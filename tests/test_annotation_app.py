@@ -12,10 +12,10 @@ import httpx
 import pytest
 
 from annotation_ui.accounts import hash_password
-from schemas import Benchmark, Producer, ReviewItem, Status, make_record
+from schemas import Status
 from schemas.config import Account, AnnotationSettings, BlobSettings, CatalogSettings, Settings
 from storage import open_storage
-from tests.conftest import item_record
+from tests.conftest import publish_review_items
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 ANNOTATORS = [f"ann{i}" for i in range(1, 9)]
@@ -37,15 +37,7 @@ def app_settings(tmp_path, **annotation) -> Settings:
 
 
 def publish(settings: Settings, n: int, queue: str = "recheck") -> list:
-    catalog = open_storage(settings).catalog
-    items = []
-    for i in range(n):
-        target = item_record(i)
-        item = make_record(ReviewItem(target_id=target.id, queue=queue, question=f"check {i}"),
-                           benchmark=Benchmark.VIC, producer=Producer(task="test"), parents=[target.id])
-        catalog.put_records([target, item])
-        items.append(item)
-    return items
+    return publish_review_items(open_storage(settings).catalog, n, queue)
 
 
 @pytest.fixture

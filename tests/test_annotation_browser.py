@@ -21,6 +21,13 @@ def png(colour: tuple[int, int, int]) -> bytes:
     return buffer.getvalue()
 
 
+def log_in(page, url: str, name: str) -> None:
+    page.goto(url)
+    page.get_by_label("username").fill(name)
+    page.get_by_label("password").fill("pw")
+    page.get_by_role("button", name="Login").click()
+
+
 def publish_visual_negatives(settings, n: int) -> list:
     storage = open_storage(settings)
     items = []
@@ -56,10 +63,7 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page()
-            page.goto(url)
-            page.get_by_label("username").fill("ann1")
-            page.get_by_label("password").fill("pw")
-            page.get_by_role("button", name="Login").click()
+            log_in(page, url, "ann1")
             progress = page.locator("#vn-progress")
             expect(progress).to_contain_text("0 answered by you", timeout=30_000)
             expect(page.locator("#vn-text")).to_contain_text("<script>window.injected = 1</script>")  # as text
@@ -74,10 +78,7 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
             page.locator("#ad-refresh").click()
             expect(page.get_by_text("ann1 is not an admin")).to_be_visible(timeout=30_000)
             admin = browser.new_context().new_page()
-            admin.goto(url)
-            admin.get_by_label("username").fill("boss")
-            admin.get_by_label("password").fill("pw")
-            admin.get_by_role("button", name="Login").click()
+            log_in(admin, url, "boss")
             admin.get_by_role("tab", name="Admin").click()
             admin.locator("#ad-refresh").click()
             queues = admin.locator("#ad-queues")
@@ -119,10 +120,7 @@ def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
             page = browser.new_page()
-            page.goto(url)
-            page.get_by_label("username").fill("ann2")
-            page.get_by_label("password").fill("pw")
-            page.get_by_role("button", name="Login").click()
+            log_in(page, url, "ann2")
             page.get_by_role("tab", name="Scene correction").click()
             expect(page.locator("#sc-progress")).to_contain_text("1 remaining", timeout=30_000)
             cell = page.locator("#sc-table").get_by_role("gridcell", name="ball", exact=True).first

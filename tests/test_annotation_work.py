@@ -6,20 +6,11 @@ import pytest
 
 from annotation_ui.agreement import cohen_kappa, fleiss_kappa, pairwise_cohen, percent_agreement
 from annotation_ui.work import Work, WorkError
-from schemas import Benchmark, Producer, ReviewItem, Status, make_record
+from schemas import Status
 from schemas.config import AnnotationSettings
-from tests.conftest import item_record
+from tests.conftest import publish_review_items
 
-
-def publish(catalog, n, queue="recheck"):
-    items = []
-    for i in range(n):
-        target = item_record(i)
-        item = make_record(ReviewItem(target_id=target.id, queue=queue, question=f"check {i}"),
-                           benchmark=Benchmark.VIC, producer=Producer(task="test"), parents=[target.id])
-        catalog.put_records([target, item])
-        items.append(item)
-    return items
+publish = publish_review_items
 
 
 def test_an_item_is_leased_to_one_annotator_and_answered_once(catalog):
