@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from contextlib import contextmanager
 
 from PIL import Image
 
@@ -19,6 +20,23 @@ def png(colour: tuple[int, int, int]) -> bytes:
     buffer = io.BytesIO()
     Image.new("RGB", (64, 48), colour).save(buffer, format="PNG")
     return buffer.getvalue()
+
+
+@contextmanager
+def app_in_browser(settings):
+    """The app served on the settings' port and a headless Debian chromium; yields (browser, url)."""
+    from playwright.sync_api import sync_playwright
+
+    from annotation_ui.app import serve
+
+    blocks = serve(settings, block=False)
+    try:
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+            yield browser, f"http://127.0.0.1:{settings.annotation.port}/"
+            browser.close()
+    finally:
+        blocks.close()
 
 
 def log_in(page, url: str, name: str) -> None:
@@ -51,42 +69,33 @@ def publish_visual_negatives(settings, n: int) -> list:
 
 
 def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
-    from playwright.sync_api import expect, sync_playwright
-
-    from annotation_ui.app import serve
+    from playwright.sync_api import expect
 
     settings = app_settings(tmp_path)
     items = publish_visual_negatives(settings, 4)
-    blocks = serve(settings, block=False)
-    url = f"http://127.0.0.1:{settings.annotation.port}/"
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            page = browser.new_page()
-            log_in(page, url, "ann1")
-            progress = page.locator("#vn-progress")
-            expect(progress).to_contain_text("0 answered by you", timeout=30_000)
-            expect(page.locator("#vn-text")).to_contain_text("<script>window.injected = 1</script>")  # as text
-            assert page.evaluate("window.injected") is None
-            page.locator("body").click(position={"x": 5, "y": 5})
-            for key, answered in (("y", 1), ("n", 2), ("y", 3)):
-                page.keyboard.press(key)
-                expect(progress).to_contain_text(f"{answered} answered by you", timeout=30_000)
-            page.keyboard.press("u")
-            expect(progress).to_contain_text("2 answered by you", timeout=30_000)
-            page.get_by_role("tab", name="Admin").click()
-            page.locator("#ad-refresh").click()
-            expect(page.get_by_text("ann1 is not an admin")).to_be_visible(timeout=30_000)
-            admin = browser.new_context().new_page()
-            log_in(admin, url, "boss")
-            admin.get_by_role("tab", name="Admin").click()
-            admin.locator("#ad-refresh").click()
-            queues = admin.locator("#ad-queues")
-            expect(queues.get_by_role("row", name="visual_negative 2 2")).to_be_visible(timeout=30_000)
-            expect(admin.locator("#ad-people").get_by_role("row", name="ann1 2")).to_be_visible()
-            browser.close()
-    finally:
-        blocks.close()
+    with app_in_browser(settings) as (browser, url):
+        page = browser.new_page()
+        log_in(page, url, "ann1")
+        progress = page.locator("#vn-progress")
+        expect(progress).to_contain_text("0 answered by you", timeout=30_000)
+        expect(page.locator("#vn-text")).to_contain_text("<script>window.injected = 1</script>")  # as text
+        assert page.evaluate("window.injected") is None
+        page.locator("body").click(position={"x": 5, "y": 5})
+        for key, answered in (("y", 1), ("n", 2), ("y", 3)):
+            page.keyboard.press(key)
+            expect(progress).to_contain_text(f"{answered} answered by you", timeout=30_000)
+        page.keyboard.press("u")
+        expect(progress).to_contain_text("2 answered by you", timeout=30_000)
+        page.get_by_role("tab", name="Admin").click()
+        page.locator("#ad-refresh").click()
+        expect(page.get_by_text("ann1 is not an admin")).to_be_visible(timeout=30_000)
+        admin = browser.new_context().new_page()
+        log_in(admin, url, "boss")
+        admin.get_by_role("tab", name="Admin").click()
+        admin.locator("#ad-refresh").click()
+        queues = admin.locator("#ad-queues")
+        expect(queues.get_by_role("row", name="visual_negative 2 2")).to_be_visible(timeout=30_000)
+        expect(admin.locator("#ad-people").get_by_role("row", name="ann1 2")).to_be_visible()
     catalog = open_storage(settings).catalog
     active = dict(catalog.query("SELECT item_id, verdict FROM review_decisions WHERE annotator = 'ann1'"))
     assert active == {items[0].id: "accept", items[1].id: "reject"}
@@ -102,9 +111,8 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
 
 
 def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
-    from playwright.sync_api import expect, sync_playwright
+    from playwright.sync_api import expect
 
-    from annotation_ui.app import serve
     from tasks.sources.sample_world import generate_episode, write_episode
     from tests.test_explore_build import _build
 
@@ -114,33 +122,26 @@ def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
     storage = open_storage(settings)
     _build(clips, storage)
     (item,) = [i for i in storage.catalog.find_records(kind="review_item")]
-    blocks = serve(settings, block=False)
-    url = f"http://127.0.0.1:{settings.annotation.port}/"
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            page = browser.new_page()
-            log_in(page, url, "ann2")
-            page.get_by_role("tab", name="Scene correction").click()
-            expect(page.locator("#sc-progress")).to_contain_text("1 remaining", timeout=30_000)
-            cell = page.locator("#sc-table").get_by_role("gridcell", name="ball", exact=True).first
-            expect(cell).to_be_visible(timeout=30_000)
-            cell.dblclick()
-            page.keyboard.press("ControlOrMeta+a")
-            page.keyboard.type("green ball")  # a colour in the category: the guidelines refuse it
-            page.keyboard.press("Enter")
-            page.locator("#sc-save").click()
-            expect(page.locator("#sc-problems")).to_contain_text("colour word(s) green", timeout=30_000)
-            cell = page.locator("#sc-table").get_by_role("gridcell", name="green ball", exact=True).first
-            cell.dblclick()
-            page.keyboard.press("ControlOrMeta+a")
-            page.keyboard.type("marble")
-            page.keyboard.press("Enter")
-            page.locator("#sc-save").click()
-            expect(page.locator("#sc-progress")).to_contain_text("1 answered by you", timeout=30_000)
-            browser.close()
-    finally:
-        blocks.close()
+    with app_in_browser(settings) as (browser, url):
+        page = browser.new_page()
+        log_in(page, url, "ann2")
+        page.get_by_role("tab", name="Scene correction").click()
+        expect(page.locator("#sc-progress")).to_contain_text("1 remaining", timeout=30_000)
+        cell = page.locator("#sc-table").get_by_role("gridcell", name="ball", exact=True).first
+        expect(cell).to_be_visible(timeout=30_000)
+        cell.dblclick()
+        page.keyboard.press("ControlOrMeta+a")
+        page.keyboard.type("green ball")  # a colour in the category: the guidelines refuse it
+        page.keyboard.press("Enter")
+        page.locator("#sc-save").click()
+        expect(page.locator("#sc-problems")).to_contain_text("colour word(s) green", timeout=30_000)
+        cell = page.locator("#sc-table").get_by_role("gridcell", name="green ball", exact=True).first
+        cell.dblclick()
+        page.keyboard.press("ControlOrMeta+a")
+        page.keyboard.type("marble")
+        page.keyboard.press("Enter")
+        page.locator("#sc-save").click()
+        expect(page.locator("#sc-progress")).to_contain_text("1 answered by you", timeout=30_000)
     (decision,) = storage.catalog.find_records(kind="decision")
     assert decision.payload["verdict"] == "correct" and decision.payload["item_id"] == item.id
     categories = [o["category"] for o in decision.payload["correction"]["objects"]]
