@@ -1,0 +1,1 @@
+"""Evaluation: scoring model answers on released benchmarks with the seed papers' metrics."""
