@@ -101,14 +101,9 @@ class App:
         if verdict not in ("accept", "reject", "correct"):
             raise ValueError(f"unknown verdict {verdict!r}")
         if correction is not None:
-            from schemas import SceneObject
-            from tasks.explore.integrate import guideline_problems
+            from tasks.explore.integrate import correction_objects, guideline_problems
 
-            objects = [SceneObject(id=f"{o.get('category', '')}.{i}", category=str(o.get("category", "")),
-                                   description=str(o.get("description", "")), relation=list(o.get("relation") or []),
-                                   key_state=o.get("key_state") or None)
-                       for i, o in enumerate(correction.get("objects", []))]
-            problems = guideline_problems(objects, self.settings.nlp.spacy_model)
+            problems = guideline_problems(correction_objects(correction), self.settings.nlp.spacy_model)
             if problems:
                 raise WorkError("the correction breaks the guidelines: " + "; ".join(problems))
         item = self.storage.catalog.get_record(item_id)

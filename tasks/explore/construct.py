@@ -19,14 +19,20 @@ from schemas import (
     Record,
     ReviewItem,
     SceneAnnotation,
-    SceneObject,
     Status,
     Trajectory,
     make_record,
 )
 from tasks.explore.describe import box_relations, chat_attributes, chat_relations, ground, pixel_attributes
 from tasks.explore.instances import InstanceRejected, QualityThresholds, SubsetBounds, extract_instance
-from tasks.explore.integrate import apply_guidelines, chat_correction, export_entry, guideline_problems, integrate
+from tasks.explore.integrate import (
+    apply_guidelines,
+    chat_correction,
+    correction_objects,
+    export_entry,
+    guideline_problems,
+    integrate,
+)
 from tasks.explore.tags import action_nouns, filter_by_chat, filter_by_rules, merge_tags
 from tasks.quarantine import quarantine
 from tasks.sources.ego_clips import ClipError, ClipSource
@@ -125,10 +131,10 @@ def annotate_instance(instance: Record, final_image: bytes, annotators: Annotato
         return built
 
     if annotators.chat is not None:
-        kept, answers = filter_by_chat(annotators.chat, tags)
-        if kept is None:
-            return reject("tag filter", "the list was not a subset of the tags", answers)
-        tags = kept
+        kept = filter_by_chat(annotators.chat, tags)
+        if kept.value is None:
+            return reject("tag filter", kept.problem, kept.answers)
+        tags = kept.value
     tagged = _scene(instance.id, "tagged", instance.id, producer, tags=tags)
     objects = ground(annotators.detector.detect(final_image, tags), spacy_model=annotators.spacy_model,
                      preferred=set(nouns))
@@ -175,22 +181,11 @@ def annotate_instance(instance: Record, final_image: bytes, annotators: Annotato
 def human_version(target: Record, decision: Record, producer: Producer) -> tuple[Record | None, str | None]:
     """The new ``human`` scene record a correction decision makes (parents: the machine annotation and the
     decision), or the reason the correction breaks the guidelines."""
-    entries = decision.payload["correction"].get("objects")
-    if not isinstance(entries, list):
-        return None, "the correction holds no object list"
-    boxes = {o["id"]: o.get("box") for o in target.payload["objects"]}
-    objects, counts = [], {}
     try:
-        for entry in entries:
-            category = str(entry.get("category", "")).strip().lower()
-            index = counts.get(category, 0)
-            counts[category] = index + 1
-            object_id = entry.get("id") or f"{category}.{index}"
-            objects.append(SceneObject(id=object_id, category=category, box=entry.get("box", boxes.get(object_id)),
-                                       description=str(entry.get("description", "")),
-                                       relation=list(entry.get("relation") or []), key_state=entry.get("key_state")))
-    except (TypeError, ValueError, AttributeError) as error:
-        return None, f"malformed correction ({error})"
+        objects = correction_objects(decision.payload["correction"],
+                                     {o["id"]: o.get("box") for o in target.payload["objects"]})
+    except ValueError as error:
+        return None, str(error)
     problems = guideline_problems(objects)
     if problems:
         return None, "; ".join(problems)

@@ -8,14 +8,13 @@ quarantined; or offline, from pixels (colour, size, shape inside each box) and b
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from schemas import SceneObject
-from tasks.models.base import ChatBackend, Detection, Generation, Message
+from tasks.models.base import ChatBackend, Detection
 from tasks.models.classic_vision import HUE_CENTRES
+from tasks.models.structured import ParsedAnswer, ask_until_parsed, parse_json_array
 
 COLOUR_WORDS = set(HUE_CENTRES) | {"white", "black", "grey", "gray", "brown", "silver", "gold", "beige", "dark",
                                    "light", "transparent"}
@@ -159,26 +158,11 @@ def _object_lines(objects: list[SceneObject]) -> str:
     return "\n".join(f"- {o.id} {list(o.box) if o.box else 'no box'}" for o in objects)
 
 
-def _json_array(text: str) -> list[Any]:
-    fenced = re.search(r"```(?:json)?\s*(\[.*?\])\s*```", text, re.DOTALL)
-    source = fenced.group(1) if fenced else text
-    start = source.find("[")
-    if start == -1:
-        raise ValueError("the answer holds no JSON array")
-    try:
-        value, _ = json.JSONDecoder().raw_decode(source, start)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"the JSON array is malformed ({error.msg} at column {error.colno})") from None
-    if not isinstance(value, list):
-        raise ValueError("the answer is not a JSON array")
-    return value
-
-
 def parse_attributes(text: str, ids: list[str]) -> dict[str, str]:
     """``{id: description}`` from an attribute answer; unknown ids, relations in a description, or a missing
     object are errors."""
     found: dict[str, str] = {}
-    for element in _json_array(text):
+    for element in parse_json_array(text):
         if not isinstance(element, dict) or len(element) != 1:
             raise ValueError(f"each element must hold exactly one id and its description, got {element!r}")
         (object_id, description), = element.items()
@@ -200,7 +184,7 @@ def parse_attributes(text: str, ids: list[str]) -> dict[str, str]:
 def parse_relations(text: str, ids: list[str]) -> list[tuple[str, str, str]]:
     """Triplets from a relation answer; each must be three strings naming two different known ids."""
     triplets = []
-    for element in _json_array(text):
+    for element in parse_json_array(text):
         if not (isinstance(element, list) and len(element) == 3 and all(isinstance(v, str) for v in element)):
             raise ValueError(f"each relation must be [subject id, relation, object id], got {element!r}")
         subject, relation, target = (v.strip() for v in element)
@@ -213,41 +197,15 @@ def parse_relations(text: str, ids: list[str]) -> list[tuple[str, str, str]]:
     return list(dict.fromkeys(triplets))
 
 
-@dataclass
-class ChatAnswer:
-    value: Any
-    answers: list[str]
-    problem: str | None = None
-
-
-def ask_until_valid(chat: ChatBackend, prompt: str, image: bytes, parse: Any, *, retries: int = 2,
-                    generation: Generation = Generation(max_tokens=4096)) -> ChatAnswer:
-    """Ask with the image; an answer ``parse`` rejects is shown back with the problem and asked again."""
-    question = [Message.user(image, prompt)]
-    conversation = question
-    answers: list[str] = []
-    problem = None
-    for _ in range(retries + 1):
-        text = chat.complete(conversation, generation)
-        answers.append(text)
-        try:
-            return ChatAnswer(parse(text), answers)
-        except ValueError as error:
-            problem = str(error)
-            conversation = [*question, Message("assistant", (text,)),
-                            Message.user(f"That answer cannot be used: {problem}. Answer again, with only the JSON.")]
-    return ChatAnswer(None, answers, problem)
-
-
 def chat_attributes(chat: ChatBackend, image: bytes, size: tuple[int, int], objects: list[SceneObject]
-                    ) -> ChatAnswer:
+                    ) -> ParsedAnswer:
     ids = [o.id for o in objects]
     prompt = ATTRIBUTE_PROMPT.format(width=size[0], height=size[1], objects=_object_lines(objects))
-    return ask_until_valid(chat, prompt, image, lambda text: parse_attributes(text, ids))
+    return ask_until_parsed(chat, prompt, lambda text: parse_attributes(text, ids), image=image)
 
 
 def chat_relations(chat: ChatBackend, image: bytes, size: tuple[int, int], objects: list[SceneObject]
-                   ) -> ChatAnswer:
+                   ) -> ParsedAnswer:
     ids = [o.id for o in objects]
     prompt = RELATION_PROMPT.format(width=size[0], height=size[1], objects=_object_lines(objects))
-    return ask_until_valid(chat, prompt, image, lambda text: parse_relations(text, ids))
+    return ask_until_parsed(chat, prompt, lambda text: parse_relations(text, ids), image=image)

@@ -10,11 +10,13 @@ correction pass sees the image and the list and returns a corrected list, valida
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from schemas import SceneObject
-from tasks.explore.describe import COLOUR_WORDS, RELATION_WORDS, _json_array, ask_until_valid
+from tasks.explore.describe import COLOUR_WORDS, RELATION_WORDS
 from tasks.explore.tags import BODY_PARTS, head
 from tasks.models.base import ChatBackend
+from tasks.models.structured import ParsedAnswer, ask_until_parsed, parse_json_array
 
 PROMPT_VERSION = "explore-correct-v1"
 
@@ -74,6 +76,31 @@ def guideline_problems(objects: list[SceneObject], spacy_model: str | None = Non
     return problems
 
 
+def correction_objects(correction: dict, boxes: dict[str, Any] | None = None) -> list[SceneObject]:
+    """The objects of a person's correction (``{"objects": [{category, description, relation, key_state}]}``), ids
+    ``category.k`` unless given, boxes kept from the annotation they correct; ValueError when it is malformed. The
+    annotation app validates with this before saving and the correction stage builds the new version with it, so
+    both see the same objects."""
+    entries = correction.get("objects")
+    if not isinstance(entries, list):
+        raise ValueError("the correction holds no object list")
+    objects, counts = [], {}
+    try:
+        for entry in entries:
+            category = str(entry.get("category", "")).strip().lower()
+            index = counts.get(category, 0)
+            counts[category] = index + 1
+            object_id = entry.get("id") or f"{category}.{index}"
+            objects.append(SceneObject(id=object_id, category=category,
+                                       box=entry.get("box", (boxes or {}).get(object_id)),
+                                       description=str(entry.get("description", "")),
+                                       relation=list(entry.get("relation") or []),
+                                       key_state=entry.get("key_state") or None))
+    except (TypeError, ValueError, AttributeError) as error:
+        raise ValueError(f"malformed correction ({error})") from None
+    return objects
+
+
 def apply_guidelines(objects: list[SceneObject]) -> list[SceneObject]:
     """The offline correction: drop body parts, move colour words from the category into the description, cut
     relation clauses out of descriptions, lowercase relations."""
@@ -122,7 +149,7 @@ def export_entry(obj: SceneObject) -> dict:
 def parse_corrected(text: str, previous: list[SceneObject]) -> list[SceneObject]:
     """Objects from a correction answer, validated by the guidelines; an entry that keeps a previous object's
     category keeps its box and id, a new one gets the next free id of its category."""
-    entries = _json_array(text)
+    entries = parse_json_array(text)
     objects: list[SceneObject] = []
     unused = list(previous)
     counts: dict[str, int] = {}
@@ -150,7 +177,7 @@ def parse_corrected(text: str, previous: list[SceneObject]) -> list[SceneObject]
     return objects
 
 
-def chat_correction(chat: ChatBackend, image: bytes, objects: list[SceneObject]):
+def chat_correction(chat: ChatBackend, image: bytes, objects: list[SceneObject]) -> ParsedAnswer:
     info_list = json.dumps([export_entry(o) for o in objects], indent=1)
-    return ask_until_valid(chat, CORRECTION_PROMPT.format(info_list=info_list), image,
-                           lambda text: parse_corrected(text, objects))
+    return ask_until_parsed(chat, CORRECTION_PROMPT.format(info_list=info_list),
+                            lambda text: parse_corrected(text, objects), image=image)

@@ -14,7 +14,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tasks.models.base import ChatBackend, Generation, Message
+from tasks.models.base import ChatBackend, Generation
+from tasks.models.structured import ParsedAnswer, ask_until_parsed
 
 BODY_PARTS = {"hand", "arm", "leg", "finger", "foot", "feet", "head", "face", "thumb", "wrist", "elbow", "knee",
               "shoulder", "waist", "palm", "toe", "eye", "mouth", "nose", "ear", "hair", "body", "back", "neck"}
@@ -204,22 +205,8 @@ def parse_tag_list(text: str, allowed: list[str]) -> list[str]:
     return list(dict.fromkeys(lookup[v.lower().strip()] for v in value))
 
 
-def filter_by_chat(chat: ChatBackend, tags: list[str], *, retries: int = 2,
-                   generation: Generation = Generation(max_tokens=1024)) -> tuple[list[str] | None, list[str]]:
-    """(kept tags, or None when no valid answer came; every raw answer). A bad answer is asked again with the
-    problem named."""
-    question = [Message.user(TAG_FILTER_PROMPT.format(tags=repr(tags)))]
-    conversation = question
-    answers: list[str] = []
-    for attempt in range(retries + 1):
-        text = chat.complete(conversation, generation)
-        answers.append(text)
-        try:
-            return parse_tag_list(text, tags), answers
-        except ValueError as problem:
-            conversation = [*question, Message("assistant", (text,)),
-                            Message.user(f"That answer cannot be used: {problem}. Answer again with only a Python "
-                                         f"list of items copied from the input list.")]
-            if attempt == retries:
-                break
-    return None, answers
+def filter_by_chat(chat: ChatBackend, tags: list[str]) -> ParsedAnswer:
+    """The kept tags (``value`` None when no valid answer came) and every raw answer; a bad answer is asked again
+    with the problem named."""
+    return ask_until_parsed(chat, TAG_FILTER_PROMPT.format(tags=repr(tags)), lambda text: parse_tag_list(text, tags),
+                            generation=Generation(max_tokens=1024))

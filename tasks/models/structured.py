@@ -77,6 +77,22 @@ def parse_json_object(text: str) -> dict[str, Any]:
     raise ValueError("the answer holds no JSON object")
 
 
+def parse_json_array(text: str) -> list[Any]:
+    """The first JSON array in ``text``, inside a ``` fence or in running text."""
+    fenced = re.search(r"```(?:json)?\s*(\[.*?\])\s*```", text, re.DOTALL)
+    source = fenced.group(1) if fenced else text
+    start = source.find("[")
+    if start == -1:
+        raise ValueError("the answer holds no JSON array")
+    try:
+        value, _ = json.JSONDecoder().raw_decode(source, start)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"the JSON array is malformed ({error.msg} at column {error.colno})") from None
+    if not isinstance(value, list):
+        raise ValueError("the answer is not a JSON array")
+    return value
+
+
 def parse_tags(text: str, names: list[str]) -> dict[str, str]:
     """``<name>value</name>`` for each name; a missing tag is an error."""
     found: dict[str, str] = {}
@@ -140,3 +156,31 @@ def _type_name(annotation: Any) -> str:
     name = getattr(annotation, "__name__", None)
     return {"str": "string", "int": "integer", "float": "number", "bool": "true or false"}.get(
         name or "", str(annotation).replace("typing.", ""))
+
+
+@dataclass
+class ParsedAnswer:
+    value: Any  # None when no answer could be parsed
+    answers: list[str]  # every raw answer, in order
+    problem: str | None = None  # why the last one was rejected
+
+
+def ask_until_parsed(chat: ChatBackend, prompt: str, parse: Any, *, image: bytes | None = None, retries: int = 2,
+                     generation: Generation = Generation(max_tokens=4096)) -> ParsedAnswer:
+    """For answers whose shape is not a pydantic model (arrays, Python lists): ask (with the image, if any); an
+    answer ``parse`` rejects with a ValueError is shown back with the problem and asked again."""
+    question = [Message.user(image, prompt) if image is not None else Message.user(prompt)]
+    conversation = question
+    answers: list[str] = []
+    problem = None
+    for _ in range(retries + 1):
+        text = chat.complete(conversation, generation)
+        answers.append(text)
+        try:
+            return ParsedAnswer(parse(text), answers)
+        except ValueError as error:
+            problem = str(error)
+            conversation = [*question, Message("assistant", (text,)),
+                            Message.user(f"That answer cannot be used: {problem}. Answer again, in the asked format "
+                                         f"only.")]
+    return ParsedAnswer(None, answers, problem)
