@@ -118,6 +118,7 @@ class Catalog:
         self._shared_users = 0
         self._shared_last_use = 0.0
         self._shared_cv = threading.Condition()
+        self._idle_timer: threading.Timer | None = None
         self.keep_open_s = 0.0
         self.migrate()
 
@@ -169,16 +170,24 @@ class Catalog:
             self._shared_users -= 1
             self._shared_last_use = time.monotonic()
             self._shared_cv.notify_all()
-            if not self._shared_users:
-                timer = threading.Timer(self.keep_open_s, self._close_if_idle)
-                timer.daemon = True
-                timer.start()
+            if not self._shared_users and (self._idle_timer is None or not self._idle_timer.is_alive()):
+                # one pending check at a time, not a thread per transaction; it re-arms itself while in use
+                self._idle_timer = threading.Timer(self.keep_open_s, self._close_if_idle)
+                self._idle_timer.daemon = True
+                self._idle_timer.start()
 
     def _close_if_idle(self) -> None:
         with self._shared_cv:
+            if self._shared is None:
+                return
             idle = time.monotonic() - self._shared_last_use
-            if self._shared is not None and not self._shared_users and idle >= self.keep_open_s * 0.99:
+            if not self._shared_users and idle >= self.keep_open_s * 0.99:
                 self._close_shared()
+                return
+            wait = max(0.01, self.keep_open_s - idle)
+        self._idle_timer = threading.Timer(wait, self._close_if_idle)
+        self._idle_timer.daemon = True
+        self._idle_timer.start()
 
     def _close_shared(self) -> None:
         with _OPEN_CLOSE:

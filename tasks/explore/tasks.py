@@ -9,7 +9,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NONE
 
-from schemas import Benchmark, Producer, Status
+from schemas import Benchmark, Producer, SceneObject, Status
 from schemas.config import Settings
 from storage import open_storage
 from tasks.explore.construct import SCENE_QUEUE, Annotators, annotate_instance, build_clip, human_version
@@ -155,7 +155,7 @@ def freeze_explore_release(settings: Settings, prefix: str, params: dict[str, An
     for instance_id, scene in scenes.items():
         truth = trajectories[instances[instance_id].parents[0]].payload["meta"].get("truth")
         if truth:
-            figures.append(scene_quality([_object(o) for o in scene.payload["objects"]], truth))
+            figures.append(scene_quality([SceneObject.model_validate(o) for o in scene.payload["objects"]], truth))
     quality = summarise(figures) if figures else {}
     selection = ReleaseSelection(benchmarks=(Benchmark.EXPLORE.value,), kinds=("trajectory", "explore_instance",
                                                                                 "scene"),
@@ -165,11 +165,6 @@ def freeze_explore_release(settings: Settings, prefix: str, params: dict[str, An
                               params={**params, "quality_vs_sample_truth": quality}, only_if_changed=True)
     return manifest.tag
 
-
-def _object(entry: dict[str, Any]) -> Any:
-    from schemas import SceneObject
-
-    return SceneObject.model_validate(entry)
 
 
 @task(name="export-explore-format", cache_policy=NONE)
