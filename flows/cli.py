@@ -650,5 +650,116 @@ def hash_password_command() -> None:
     typer.echo(hash_password(password))  # one unwrapped line, to paste
 
 
+
+# -- evaluation -------------------------------------------------------------------------------------------
+
+
+@app.command()
+def evaluate(
+    release: Annotated[str, typer.Option(help="The release, NAME or NAME@VERSION (newest version when omitted).")],
+    model: Annotated[str | None, typer.Option(help=(
+        "Who answers: openai:NAME@URL (vLLM, SGLang, OpenAI; options after ?, e.g. "
+        "openai:qwen?base_url=http://gpu:8000/v1&max_concurrency=32), transformers:CHECKPOINT_DIR, chat (the "
+        "\\[models.chat] role), or a baseline: baseline:random, baseline:constant?value=50, "
+        "baseline:oracle?noise=0.1 (the truth plus noise). With --predictions: the name to file the answers "
+        "under."))] = None,
+    strategy: Annotated[str | None, typer.Option(help=(
+        "PROGRESS-BENCH: direct (default) or two-stage (<ref_think>, <ref>, <score_think>, <score>). "
+        "EXPLORE-Bench: final-scene (default), single-turn or multi-turn (with --segment-num or --window-size)."))]
+    = None,
+    segment_num: Annotated[int | None, typer.Option(help="Stepwise strategies: split the actions into N parts.")]
+    = None,
+    window_size: Annotated[int | None, typer.Option(help="Stepwise strategies: W actions per part.")] = None,
+    predictions: Annotated[Path | None, typer.Option(help=(
+        "Score answers produced elsewhere instead of asking a model: JSONL lines {\"key\": ..., \"answer\": ...}; "
+        "the key is an item's record id, the published <file>:<line> of an imported row, or an EXPLORE clip id."),
+        exists=True, dir_okay=False)] = None,
+    scoring: Annotated[str, typer.Option(help=(
+        "EXPLORE relation scoring: correct (every relation phrase against its own sentences) or official (the "
+        "official code's misaligned pairing, to reproduce published numbers)."))] = "correct",
+    judge_fallback: Annotated[bool, typer.Option(help=(
+        "Answers the rules cannot read go to an LLM judge (--judge, default the \\[models.chat] role).")
+    )] = False,
+    judge: Annotated[str | None, typer.Option(help="Model spec of the judge for --judge-fallback.")] = None,
+    limit: Annotated[int | None, typer.Option(help="Evaluate only the first N items (a smoke test).")] = None,
+    temperature: Annotated[float | None, typer.Option(help="Default: 0.6 (PROGRESS), 0 (EXPLORE).")] = None,
+    top_p: Annotated[float | None, typer.Option(help="Default: 0.9 (PROGRESS), 1 (EXPLORE).")] = None,
+    top_k: Annotated[int | None, typer.Option(help=(
+        "Default: 50 (PROGRESS), unset (EXPLORE); -1 leaves it unset (OpenAI itself refuses top_k)."))] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Default: 4096 (PROGRESS), 8192 (EXPLORE).")] = None,
+    seed: Annotated[int | None, typer.Option(help="Sampling seed sent with every request (default 0).")] = None,
+    out: Annotated[Path | None, typer.Option(help=(
+        "Report folder; default <export folder>/evaluations/<release>/<model>-<strategy>-<key>."))] = None,
+) -> None:
+    """Evaluate a model on a frozen release with the paper's metrics, store every prediction and metric in the
+    catalog, and write a report (Markdown, HTML, PNG plots).
+
+    PROGRESS-BENCH: NSE, PRC, AFRR, UDA by vision/text demo, same/cross view, micro and macro averages, and the
+    anchor-step accuracy. EXPLORE-Bench: S_obj, S_att, S_rel, S_uni (and S_key, S_abn where key states are
+    annotated) per Short/Medium/Long/Full, with the \\[models.embedder] and \\[models.scorer] roles (offline by
+    default; configure a chat scorer for the paper's LLM judge). Answers are cached: run the same command again
+    after an interruption and only what was missing is asked.
+    """
+    from flows.runtime import prepare_prefect
+
+    settings = _settings()
+    prepare_prefect(settings)
+    from flows.evaluate import evaluate_release
+
+    with _failures_as_messages():
+        result = evaluate_release(settings, release=release, model=model, strategy=strategy,
+                                  segment_num=segment_num, window_size=window_size,
+                                  predictions=str(predictions) if predictions else None, scoring=scoring,
+                                  judge_fallback=judge_fallback, judge=judge, limit=limit, temperature=temperature,
+                                  top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed,
+                                  out_dir=str(out) if out else None, show_progress=True)
+    table = _table(("metric", "value"), title=f"{result['model']} on {result['release']} ({result['strategy']})")
+    for name, value in result["metrics"].items():
+        shown = "n/a" if value is None else (f"{value:.2f}" if name.startswith("S_") else f"{100 * value:.1f}")
+        table.add_row(name, shown)
+    console.print(table)
+    console.print(", ".join(f"{k} {v}" for k, v in result["counts"].items()))
+    for problem in result["problems"][:10]:
+        err.print(f"[yellow]{problem}[/yellow]")
+    console.print(f"report: {result['report']['html']}")
+
+
+@app.command()
+def leaderboard(
+    release: Annotated[str | None, typer.Option(help="Only this release name (any version) or NAME@VERSION.")]
+    = None,
+    benchmark: Annotated[str | None, typer.Option(help="Only progress or explore.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Also write leaderboard.md and a PNG per benchmark here.")]
+    = None,
+) -> None:
+    """Compare evaluation runs across models and releases: the headline metrics of every current run."""
+    from schemas import Status
+    from tasks.evaluate.report import leaderboard_markdown, leaderboard_rows, plot_leaderboard
+
+    catalog = _storage().catalog
+    runs = catalog.find_records(kind="evaluation", status=Status.ACCEPTED)
+    if release:
+        runs = [r for r in runs if r.payload["release"] == release or r.payload["release"].split("@")[0] == release]
+    if benchmark:
+        runs = [r for r in runs if r.payload["benchmark"] == benchmark]
+    if not runs:
+        err.print("no evaluation runs yet: `benchwright evaluate --release ... --model ...` makes one")
+        raise typer.Exit(1)
+    sections = []
+    for name in sorted({r.payload["benchmark"] for r in runs}):
+        chosen = [r for r in runs if r.payload["benchmark"] == name]
+        header, rows = leaderboard_rows(chosen)
+        table = _table(tuple(header), title=f"{name} leaderboard")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+        sections.append(f"## {name}\n\n{leaderboard_markdown(chosen)}")
+        if out:
+            plot_leaderboard(chosen, out / f"leaderboard-{name}.png")
+    if out:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "leaderboard.md").write_text("# Leaderboard\n\n" + "\n\n".join(sections) + "\n")
+        console.print(f"written to {out}")
+
 if __name__ == "__main__":
     app()

@@ -171,17 +171,21 @@ class Decision(Payload):
 
 @register_payload
 class Prediction(Payload):
-    """A model's answer to one released item."""
+    """A model's answer to one released item, as parsed and scored by one evaluation run."""
 
     kind = "prediction"
 
     release: str
     item_id: str
     model: str
-    prompt_variant: str = "default"
+    prompt_variant: str = "default"  # the strategy and its options, e.g. "two-stage", "multi-turn:window=10"
     raw_output: str
     parsed: Any = None
     parse_method: Literal["rule", "judge", "failed"] = "rule"
+    run: str = ""  # key of the evaluation run (see EvaluationRun.key)
+    origin: Literal["model", "file"] = "model"  # asked by the run, or read from a --predictions file
+    turns: list[str] = Field(default_factory=list)  # every round's answer, for multi-round strategies
+    scores: dict[str, Any] = Field(default_factory=dict)  # per-sample metric values
 
 
 @register_payload
@@ -191,9 +195,29 @@ class MetricRow(Payload):
     release: str
     model: str
     metric: str
-    value: float
+    value: float | None  # None: undefined for this subset (no sample to average over)
     subset: str = "all"
     n: int = Field(ge=0)
+    run: str = ""
+
+
+@register_payload
+class EvaluationRun(Payload):
+    """One evaluation of one model on one release, with every setting needed to run it again."""
+
+    kind = "evaluation"
+
+    key: str  # sha256 of release manifest, model fingerprint, strategy, generation and scoring settings
+    release: str  # name@version
+    release_sha256: str
+    benchmark: str
+    model: str  # the model spec as given, without secrets
+    model_fingerprint: str
+    strategy: str
+    settings: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, Any] = Field(default_factory=dict)  # headline figures, as in the report's first table
+    counts: dict[str, int] = Field(default_factory=dict)  # samples, answered, unparsed, failed requests, ...
+    report: str | None = None  # folder of the Markdown/HTML report and plots
 
 
 @register_payload

@@ -107,3 +107,98 @@ def progress_scores(samples: list[Scored]) -> ProgressScores:
         uda=sum(s.predicted is None for s in unanswerable) / len(unanswerable) if unanswerable else None,
         answerable=len(answerable), unanswerable=len(unanswerable), prc_trajectories=len(rhos),
         prc_skipped=skipped, constant_predictions=constant)
+
+
+# -- the tables of the paper: breakdowns, averages, the anchor step --------------------------------------------
+
+SETTINGS = ("same", "cross", "text")  # visual same-view, visual cross-view, text demo
+
+
+@dataclass(frozen=True)
+class ProgressSample:
+    """One scored sample with what the breakdowns need. ``predicted`` None means "n/a"; unparseable answers have
+    ``parsed`` False and are kept out of NSE/PRC, count as no rejection in AFRR and as a miss in UDA."""
+
+    trajectory: str
+    setting: str  # one of SETTINGS
+    answerable: bool
+    truth: float | None
+    predicted: float | None
+    parsed: bool = True
+    ref: int | None = None  # the anchor step the answer named (two-stage answers)
+    closest: int | None = None  # the true closest step
+    step_progress: tuple[float, ...] = ()  # progress of each demo entry, for the score-aligned step
+
+    @property
+    def modality(self) -> str:
+        return "text" if self.setting == "text" else "vision"
+
+    def scored(self) -> Scored:
+        # Rankings run along one demo sequence: a trajectory's text samples and its visual samples are two.
+        return Scored(f"{self.trajectory}|{self.modality}", self.answerable, self.truth, self.predicted)
+
+
+def _scores_of(samples: list[ProgressSample]) -> ProgressScores:
+    # An unparseable answer is neither a number nor an "n/a": NSE and PRC never see it, and AFRR and UDA are
+    # taken over every sample, where it is no rejection and no detection.
+    scores = progress_scores([s.scored() for s in samples if s.parsed])
+    answerable = [s for s in samples if s.answerable]
+    unanswerable = [s for s in samples if not s.answerable]
+    afrr = (sum(s.parsed and s.predicted is None for s in answerable) / len(answerable)) if answerable else None
+    uda = (sum(s.parsed and s.predicted is None for s in unanswerable) / len(unanswerable)) if unanswerable else None
+    scores.afrr, scores.uda = afrr, uda
+    scores.answerable, scores.unanswerable = len(answerable), len(unanswerable)
+    return scores
+
+
+def score_aligned_step(score: float, step_progress: tuple[float, ...]) -> int:
+    """1-based index of the demo entry whose progress is nearest the predicted score (ties: the earlier one):
+    ProgressLM's score-aligned demonstration index (App. C.3)."""
+    return min(range(len(step_progress)), key=lambda i: (abs(step_progress[i] - score), i)) + 1
+
+
+@dataclass
+class ProgressReport:
+    """Table 1 (vision, text, micro and macro averages), Table 2 (same vs cross view), UDA per modality, the
+    anchor-step accuracy, unparseable counts, and the anchor vs score-aligned step pairs for the heatmaps."""
+
+    groups: dict[str, ProgressScores]  # vision, text, same, cross, micro
+    macro: dict[str, float | None]  # nse, prc, afrr, uda: the mean of the vision and text values
+    ref_accuracy: dict[str, float | None]  # per setting and "all": share of answerable samples whose ref is right
+    ref_counted: dict[str, int]
+    unparsed: dict[str, int]  # per setting
+    anchor_pairs: dict[str, list[tuple[int, int]]]  # per setting: (anchor step, score-aligned step)
+
+
+def progress_report(samples: list[ProgressSample]) -> ProgressReport:
+    by_setting = {s: [x for x in samples if x.setting == s] for s in SETTINGS}
+    groups = {
+        "vision": _scores_of(by_setting["same"] + by_setting["cross"]),
+        "text": _scores_of(by_setting["text"]),
+        "same": _scores_of(by_setting["same"]),
+        "cross": _scores_of(by_setting["cross"]),
+        "micro": _scores_of(samples),
+    }
+    macro: dict[str, float | None] = {}
+    for metric in ("nse", "prc", "afrr", "uda"):
+        values = [getattr(groups[g], metric) for g in ("vision", "text")]
+        present = [v for v in values if v is not None]
+        # The mean of the two modalities; with one modality missing it is that one's value, never a guess.
+        macro[metric] = sum(present) / len(present) if present else None
+    ref_accuracy: dict[str, float | None] = {}
+    ref_counted: dict[str, int] = {}
+    for name, group in [*by_setting.items(), ("all", samples)]:
+        # Over answerable samples (an "n/a" or missing anchor counts as wrong); None when no answer of the group
+        # names an anchor at all, as with the direct strategy.
+        answerable = [s for s in group if s.answerable and s.closest is not None]
+        named = any(s.ref is not None for s in group)
+        ref_counted[name] = len(answerable) if named else 0
+        ref_accuracy[name] = (sum(s.ref == s.closest for s in answerable) / len(answerable)
+                              if answerable and named else None)
+    pairs = {name: [(s.ref, score_aligned_step(s.predicted, s.step_progress)) for s in group
+                    if s.answerable and s.parsed and s.ref is not None and s.predicted is not None
+                    and s.step_progress and 1 <= s.ref <= len(s.step_progress)]
+             for name, group in by_setting.items()}
+    return ProgressReport(groups=groups, macro=macro, ref_accuracy=ref_accuracy, ref_counted=ref_counted,
+                          unparsed={name: sum(not s.parsed for s in group) for name, group in by_setting.items()},
+                          anchor_pairs=pairs)  # type: ignore[arg-type]

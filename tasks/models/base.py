@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -44,10 +45,14 @@ class Generation:
     top_p: float = 1.0
     seed: int | None = 0
     stop: tuple[str, ...] = ()
+    top_k: int | None = None  # None: the server's default (OpenAI itself accepts no top_k)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
-                "seed": self.seed, "stop": list(self.stop)}
+        settings: dict[str, Any] = {"max_tokens": self.max_tokens, "temperature": self.temperature,
+                                    "top_p": self.top_p, "seed": self.seed, "stop": list(self.stop)}
+        if self.top_k is not None:  # only when set, so cache keys made before top_k existed still match
+            settings["top_k"] = self.top_k
+        return settings
 
 
 @dataclass
@@ -101,21 +106,65 @@ class ChatBackend(Backend):
         return hashlib.sha256(canonical_json({"backend": self.fingerprint(), "generation": generation.as_dict(),
                                               "messages": content}).encode()).hexdigest()
 
+    def generate_each(self, conversations: list[list[Message]], generation: Generation,
+                      deliver: Callable[[int, str | Exception], None]) -> None:
+        """Hand each completion (or the error that stopped it) to ``deliver`` as soon as it exists. Backends that
+        answer one by one override this, so answers can be cached before the whole list is done."""
+        for index, text in enumerate(self.generate_many(conversations, generation)):
+            deliver(index, text)
+
+    def answer_all(self, conversations: list[list[Message]], generation: Generation = Generation(), *,
+                   on_answer: Callable[[int, str | Exception, bool], None] | None = None,
+                   flush_every: int = 32) -> list[str | Exception]:
+        """One answer per conversation, in order, or the exception that stopped it (errors are not cached, so a
+        rerun asks again). Fresh answers go to the cache in groups of ``flush_every`` while the rest are still
+        running: a run killed midway loses at most one group. ``on_answer(index, answer, from_cache)`` is
+        called for every conversation, cached ones first."""
+        keys = [self.cache_key(c, generation) for c in conversations] if self.cache is not None else []
+        found: dict[str, Any] = self.cache.cached_responses(keys) if self.cache is not None else {}
+        answers: list[str | Exception | None] = [None] * len(conversations)
+        missing = []
+        for index in range(len(conversations)):
+            if keys and keys[index] in found:
+                answers[index] = found[keys[index]]
+                if on_answer:
+                    on_answer(index, found[keys[index]], True)
+            else:
+                missing.append(index)
+        pending: list[int] = []
+
+        def flush() -> None:
+            if self.cache is not None and pending:
+                self.cache.cache_responses([
+                    (keys[i], self.name, self.model, {"generation": generation.as_dict(),
+                                                      "prompt": [m.text() for m in conversations[i]]}, answers[i])
+                    for i in pending])
+            pending.clear()
+
+        def deliver(position: int, answer: str | Exception) -> None:
+            index = missing[position]
+            answers[index] = answer
+            if not isinstance(answer, Exception):
+                pending.append(index)
+                if len(pending) >= flush_every:
+                    flush()
+            if on_answer:
+                on_answer(index, answer, False)
+
+        try:
+            if missing:
+                self.generate_each([conversations[i] for i in missing], generation, deliver)
+        finally:
+            flush()
+        return [a if a is not None else RuntimeError("no answer was delivered") for a in answers]
+
     def complete_many(self, conversations: list[list[Message]], generation: Generation = Generation()
                       ) -> list[str]:
-        if self.cache is None:
-            return self.generate_many(conversations, generation)
-        keys = [self.cache_key(c, generation) for c in conversations]
-        found = self.cache.cached_responses(keys)
-        missing = [i for i, key in enumerate(keys) if key not in found]
-        if missing:
-            fresh = self.generate_many([conversations[i] for i in missing], generation)
-            self.cache.cache_responses([
-                (keys[i], self.name, self.model, {"generation": generation.as_dict(),
-                                                  "prompt": [m.text() for m in conversations[i]]}, text)
-                for i, text in zip(missing, fresh, strict=True)])
-            found.update({keys[i]: text for i, text in zip(missing, fresh, strict=True)})
-        return [found[key] for key in keys]
+        answers = self.answer_all(conversations, generation)
+        for answer in answers:
+            if isinstance(answer, Exception):
+                raise answer
+        return [str(a) for a in answers]
 
     def complete(self, messages: list[Message], generation: Generation = Generation()) -> str:
         return self.complete_many([messages], generation)[0]

@@ -12,6 +12,7 @@ import base64
 import os
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -73,39 +74,62 @@ class OpenAIChat(ChatBackend):
         self._api_key = self.api_key or os.environ.get(key_env) or "EMPTY"  # vLLM accepts any key by default
 
     def generate_many(self, conversations: list[list[Message]], generation: Generation) -> list[str]:
-        coroutine = self._all(conversations, generation)
+        answers: list[str | Exception] = [""] * len(conversations)
+
+        def keep(index: int, answer: str | Exception) -> None:
+            answers[index] = answer
+
+        self.generate_each(conversations, generation, keep)
+        for answer in answers:
+            if isinstance(answer, Exception):
+                raise answer
+        return [str(a) for a in answers]
+
+    def generate_each(self, conversations: list[list[Message]], generation: Generation,
+                      deliver: Callable[[int, str | Exception], None]) -> None:
+        """Every request runs to its end; one that fails after its retries is delivered as its error and the
+        others go on."""
+        coroutine = self._all(conversations, generation, deliver)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(coroutine)
+            asyncio.run(coroutine)
+            return
         # Called from inside an event loop (a notebook, an async flow): run ours on a thread of its own.
-        result: dict[str, Any] = {}
+        failure: list[BaseException] = []
 
         def runner() -> None:
             try:
-                result["value"] = asyncio.run(coroutine)
+                asyncio.run(coroutine)
             except BaseException as error:  # re-raised in the caller's thread
-                result["error"] = error
+                failure.append(error)
 
         thread = threading.Thread(target=runner)
         thread.start()
         thread.join()
-        if "error" in result:
-            raise result["error"]
-        return result["value"]
+        if failure:
+            raise failure[0]
 
-    async def _all(self, conversations: list[list[Message]], generation: Generation) -> list[str]:
+    async def _all(self, conversations: list[list[Message]], generation: Generation,
+                   deliver: Callable[[int, str | Exception], None]) -> None:
         import httpx
 
         limit = asyncio.Semaphore(self.max_concurrency)
         headers = {"Authorization": f"Bearer {self._api_key}"}
-        async with httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=self.timeout_s) as client:
+        connections = httpx.Limits(max_connections=self.max_concurrency,
+                                   max_keepalive_connections=self.max_concurrency)
+        async with httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=self.timeout_s,
+                                     limits=connections) as client:
 
-            async def one(index: int, messages: list[Message]) -> str:
+            async def one(index: int, messages: list[Message]) -> None:
                 async with limit:
-                    return await self._request(client, index, messages, generation)
+                    try:
+                        answer: str | Exception = await self._request(client, index, messages, generation)
+                    except ChatRequestError as error:
+                        answer = error
+                deliver(index, answer)
 
-            return list(await asyncio.gather(*(one(i, c) for i, c in enumerate(conversations))))
+            await asyncio.gather(*(one(i, c) for i, c in enumerate(conversations)))
 
     async def _request(self, client: Any, index: int, messages: list[Message], generation: Generation) -> str:
         import httpx
@@ -118,6 +142,8 @@ class OpenAIChat(ChatBackend):
             body["seed"] = generation.seed
         if generation.stop:
             body["stop"] = list(generation.stop)
+        if generation.top_k is not None:
+            body["top_k"] = generation.top_k  # vLLM and SGLang read it; set it to None for OpenAI itself
         last_problem = ""
         for attempt in range(self.max_retries + 1):
             retry_after: float | None = None

@@ -68,10 +68,10 @@ def load_backend(settings: Settings, role: str, *, cache: ResponseCache | None =
         raise NoBackendConfiguredError(
             f"no backend is configured for the {role} role: add a [models.{role}] section to benchwright.toml "
             f"(backends: {', '.join(BACKENDS[role])})")
-    return _build(settings, role, config, cache)
+    return build_backend(settings, role, config, cache)
 
 
-def _build(settings: Settings, role: str, config: ModelRole, cache: ResponseCache | None) -> Backend:
+def build_backend(settings: Settings, role: str, config: ModelRole, cache: ResponseCache | None) -> Backend:
     cls = backend_class(role, config.backend)
     kwargs: dict[str, Any] = {"model": config.model, "params": dict(config.params)}
     if config.backend == "openai":
@@ -83,7 +83,7 @@ def _build(settings: Settings, role: str, config: ModelRole, cache: ResponseCach
             params = dict(config.params)
             inner = ModelRole(backend=params.pop("chat_backend", "openai"), model=config.model, params=params,
                               api_key=config.api_key)
-            kwargs["chat"] = _build(settings, "chat", inner, cache)
+            kwargs["chat"] = build_backend(settings, "chat", inner, cache)
         else:
             kwargs["chat"] = load_backend(settings, "chat", cache=cache)
     if role == "scorer" and config.backend == "embedding":

@@ -9,6 +9,7 @@ is what the processor would have done.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -70,11 +71,18 @@ class TransformersChat(ChatBackend):
         return self._loaded
 
     def generate_many(self, conversations: list[list[Message]], generation: Generation) -> list[str]:
-        batch_size = int(self.params.get("batch_size", 4))
         answers: list[str] = []
-        for start in range(0, len(conversations), batch_size):
-            answers.extend(self._generate_batch(conversations[start:start + batch_size], generation))
+        self.generate_each(conversations, generation, lambda index, answer: answers.append(str(answer)))
         return answers
+
+    def generate_each(self, conversations: list[list[Message]], generation: Generation,
+                      deliver: Callable[[int, str | Exception], None]) -> None:
+        """Batch by batch, each batch's answers delivered (and so cached) before the next starts."""
+        batch_size = int(self.params.get("batch_size", 4))
+        for start in range(0, len(conversations), batch_size):
+            for offset, answer in enumerate(self._generate_batch(conversations[start:start + batch_size],
+                                                                 generation)):
+                deliver(start + offset, answer)
 
     def _generate_batch(self, conversations: list[list[Message]], generation: Generation) -> list[str]:
         import torch
@@ -97,6 +105,8 @@ class TransformersChat(ChatBackend):
         sampling: dict[str, Any] = {"do_sample": generation.temperature > 0}
         if generation.temperature > 0:
             sampling.update(temperature=generation.temperature, top_p=generation.top_p)
+            if generation.top_k is not None:
+                sampling["top_k"] = generation.top_k
             if generation.seed is not None:
                 torch.manual_seed(generation.seed)
         with torch.inference_mode():

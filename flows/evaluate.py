@@ -1,0 +1,37 @@
+"""The evaluation flow: a frozen release, a model (or a file of its answers) -> parsed, scored, stored, reported."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prefect import flow
+
+from flows.runtime import current_flow_run_id
+from schemas.config import Settings, load_settings
+from tasks.evaluate.tasks import gather_answers, prepare_evaluation, report_evaluation, report_folder, score_and_store
+
+
+@flow(name="benchwright-evaluate")
+def evaluate_release(settings: Settings | None = None, release: str = "benchwright-progress",
+                     model: str | None = None, strategy: str | None = None, segment_num: int | None = None,
+                     window_size: int | None = None, predictions: str | None = None, scoring: str = "correct",
+                     judge_fallback: bool = False, judge: str | None = None, limit: int | None = None,
+                     temperature: float | None = None, top_p: float | None = None, top_k: int | None = None,
+                     max_tokens: int | None = None, seed: int | None = None, out_dir: str | None = None,
+                     show_progress: bool = False) -> dict[str, Any]:
+    """Evaluate ``model`` (a spec: ``openai:NAME@URL``, ``transformers:PATH``, ``chat``, ``baseline:oracle``...)
+    on ``release`` (``name`` or ``name@version``), or score the answers in ``predictions`` (JSONL of key and
+    answer). Decoding defaults to the paper's settings; ``strategy`` defaults to ``direct`` (PROGRESS-BENCH) or
+    ``final-scene`` (EXPLORE-Bench)."""
+    settings = settings or load_settings()
+    run_id = current_flow_run_id()
+    plan = prepare_evaluation(settings, release, model, strategy, predictions, limit, segment_num=segment_num,
+                              window_size=window_size, scoring=scoring, judge_fallback=judge_fallback,
+                              temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed)
+    collected = gather_answers(settings, plan, show_progress)
+    folder = out_dir or str(report_folder(settings, plan))
+    result = score_and_store(settings, plan, collected, run_id, judge, folder)
+    files = report_evaluation(settings, plan, result, folder)
+    return {"release": plan.manifest.tag, "model": plan.label, "strategy": plan.settings.variant, "key": plan.key,
+            "evaluation": result.record_id, "metrics": result.metrics, "counts": result.counts,
+            "problems": result.problems, "report": files}

@@ -1,0 +1,204 @@
+"""Who answers an evaluation: a chat model named by a spec, or a baseline that needs no model.
+
+Model specs (``--model``):
+- ``openai:NAME@URL`` or ``openai:NAME?base_url=URL&max_concurrency=32&timeout_s=300&api_key_env=VAR``: any
+  OpenAI-compatible server (vLLM, SGLang, LMDeploy, OpenAI) serving NAME.
+- ``transformers:PATH?device=cuda&batch_size=4``: a local checkpoint folder (Qwen2/2.5/3-VL style).
+- ``chat``: whatever ``[models.chat]`` in benchwright.toml configures.
+- ``baseline:random`` (a uniform guess, never "n/a"), ``baseline:constant?value=50`` (one answer for every item),
+  ``baseline:oracle?noise=0.1&na_rate=0`` (the truth plus Gaussian noise of that standard deviation, in progress
+  units, and a share of flipped answerability; for EXPLORE the annotated scene written out, each object dropped with
+  probability ``drop``). Baselines answer in the asked format, so their answers go through the same parser.
+Every option a spec carries goes to the backend's params; ``seed`` seeds the baselines.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+from urllib.parse import parse_qsl
+
+from schemas import canonical_json
+from schemas.config import ModelRole, Settings
+from tasks.evaluate.items import ExploreItem, ProgressItem
+from tasks.evaluate.progress_metrics import score_aligned_step
+from tasks.models.base import ChatBackend, Generation, Message, ResponseCache
+
+BASELINES = ("random", "constant", "oracle")
+_SECRET_OPTIONS = {"api_key"}
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    kind: str  # openai, transformers, chat, baseline
+    name: str  # served model name, checkpoint path, baseline name; empty for chat
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def label(self) -> str:
+        """The spec without secrets: what reports and the leaderboard call the model."""
+        shown = {k: v for k, v in self.options.items() if k not in _SECRET_OPTIONS and k != "base_url"}
+        suffix = ("?" + "&".join(f"{k}={v}" for k, v in sorted(shown.items()))) if shown and \
+            self.kind == "baseline" else ""
+        return f"{self.kind}:{self.name}{suffix}" if self.name else self.kind
+
+
+def parse_model_spec(spec: str) -> ModelSpec:
+    text = spec.strip()
+    if text == "chat":
+        return ModelSpec("chat", "")
+    kind, sep, rest = text.partition(":")
+    if not sep or kind not in ("openai", "transformers", "baseline"):
+        raise ValueError(f"model spec {spec!r}: write openai:NAME@URL, transformers:PATH, chat, or "
+                         f"baseline:{'|'.join(BASELINES)} (options after ?, e.g. baseline:oracle?noise=0.1)")
+    name, _, query = rest.partition("?")
+    options: dict[str, Any] = {k: _value(v) for k, v in parse_qsl(query, keep_blank_values=True)}
+    if kind == "openai" and "@" in name:
+        name, _, url = name.partition("@")
+        options.setdefault("base_url", url)
+    if not name:
+        raise ValueError(f"model spec {spec!r} names no model")
+    if kind == "baseline" and name not in BASELINES:
+        raise ValueError(f"no baseline {name!r}: choose from {', '.join(BASELINES)}")
+    return ModelSpec(kind, name, options)
+
+
+def _value(text: str) -> Any:
+    for convert in (int, float):
+        try:
+            return convert(text)
+        except ValueError:
+            pass
+    return text
+
+
+@dataclass(frozen=True)
+class Request:
+    item: Any  # ProgressItem or ExploreItem
+    messages: list[Message]
+    strategy: str
+    segments: int = 1  # scenes asked for (single-turn)
+
+
+OnAnswer = Callable[[int, "str | Exception", bool], None]
+
+
+class Answerer(Protocol):
+    label: str
+
+    def fingerprint(self) -> str: ...
+
+    def answer(self, requests: list[Request], generation: Generation, on_answer: OnAnswer | None = None
+               ) -> list[str | Exception]: ...
+
+
+@dataclass
+class ChatAnswerer:
+    """A chat backend; its answers come from and go to the catalog's response cache."""
+
+    backend: ChatBackend
+    label: str
+
+    def fingerprint(self) -> str:
+        return self.backend.fingerprint()
+
+    def answer(self, requests: list[Request], generation: Generation, on_answer: OnAnswer | None = None
+               ) -> list[str | Exception]:
+        return self.backend.answer_all([r.messages for r in requests], generation, on_answer=on_answer)
+
+
+@dataclass
+class Baseline:
+    """A model-free answerer. It computes its answer from the item (and, for the oracle, the item's truth), with a
+    random generator seeded by the item, so the same run gives the same answers."""
+
+    name: str
+    options: dict[str, Any]
+    label: str
+    vocabulary: list[str] = field(default_factory=list)  # EXPLORE categories of the release, most common first
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(canonical_json({"baseline": self.name, "options": self.options}).encode()).hexdigest()
+
+    def answer(self, requests: list[Request], generation: Generation, on_answer: OnAnswer | None = None
+               ) -> list[str | Exception]:
+        answers: list[str | Exception] = []
+        for index, request in enumerate(requests):
+            rng = random.Random(f"{self.options.get('seed', 0)}:{request.item.key}:{index}")
+            text = (self._progress(request, rng) if isinstance(request.item, ProgressItem)
+                    else self._explore(request, rng))
+            answers.append(text)
+            if on_answer:
+                on_answer(index, text, False)
+        return answers
+
+    def _progress(self, request: Request, rng: random.Random) -> str:
+        item: ProgressItem = request.item
+        value: float | None
+        if self.name == "random":
+            value = rng.uniform(0, 1)
+        elif self.name == "constant":
+            value = float(self.options.get("value", 50)) / 100
+        else:
+            flip = rng.random() < float(self.options.get("na_rate", 0))
+            answerable = item.answerable != flip
+            if not answerable:
+                value = None
+            else:
+                truth = item.truth if item.truth is not None else rng.uniform(0, 1)
+                value = min(1.0, max(0.0, truth + rng.gauss(0, float(self.options.get("noise", 0.1)))))
+        score = "n/a" if value is None else f"{100 * value:.1f}%"
+        if request.strategy == "direct":
+            return f"<score>{score}</score>"
+        ref = "n/a" if value is None else str(score_aligned_step(value, item.step_progress))
+        return (f"<ref_think>{self.name} baseline</ref_think><ref>{ref}</ref>"
+                f"<score_think>{self.name} baseline</score_think><score>{score}</score>")
+
+    def _explore(self, request: Request, rng: random.Random) -> str:
+        item: ExploreItem = request.item
+        if self.name == "oracle":
+            drop = float(self.options.get("drop", 0.2))
+            sentences = []
+            for obj in item.objects:
+                if rng.random() < drop:
+                    continue
+                sentences.append(f"The {obj.category} is {obj.description.rstrip('.')}")
+                sentences += [relation.rstrip(".").capitalize() for relation in obj.relation]
+                if obj.key_state:
+                    sentences.append(f"The {obj.category} is {obj.key_state.rstrip('.')}")
+            text = ". ".join(sentences) + ("." if sentences else "")
+        elif self.name == "random":
+            picks = rng.sample(self.vocabulary, min(len(self.vocabulary), max(1, len(item.objects))))
+            text = " ".join(f"There is a {c}." for c in picks)
+        else:
+            text = str(self.options.get("text") or " ".join(f"There is a {c}." for c in self.vocabulary[:5]))
+        if request.strategy == "single-turn":
+            return json.dumps([text] * request.segments)
+        return text
+
+
+def explore_vocabulary(items: list[Any]) -> list[str]:
+    counts = Counter(o.category for item in items if isinstance(item, ExploreItem) for o in item.objects)
+    return [category for category, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
+
+
+def build_answerer(spec: ModelSpec, settings: Settings, cache: ResponseCache | None, items: list[Any]
+                   ) -> Answerer:
+    if spec.kind == "baseline":
+        return Baseline(spec.name, dict(spec.options), spec.label, explore_vocabulary(items))
+    from tasks.models.registry import build_backend, load_backend
+
+    if spec.kind == "chat":
+        backend = load_backend(settings, "chat", cache=cache)
+    else:
+        params = {k: v for k, v in spec.options.items() if k not in _SECRET_OPTIONS}
+        role = ModelRole(backend=spec.kind, model=spec.name, params=params, api_key=spec.options.get("api_key"))
+        backend = build_backend(settings, "chat", role, cache)
+    assert isinstance(backend, ChatBackend)
+    label = spec.label if spec.kind != "chat" else f"{backend.name}:{backend.model}"
+    return ChatAnswerer(backend, label)

@@ -1,0 +1,269 @@
+"""One evaluation: ask (or read answers from a file), parse, score, store. Pure of Prefect; tasks.py wraps it.
+
+Asking goes a chunk of items at a time (images fetched per chunk, so memory stays flat on large releases); inside a
+chunk the backend runs its requests concurrently, and every answer is cached as it arrives, so a run killed midway
+asks again only what it had not received. A request that still fails after its retries quarantines its item with
+the reason; the rest of the run goes on and the report says how many are missing. Running again asks only those.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from schemas import Benchmark, Producer, canonical_json
+from tasks.evaluate import explore_prompts, progress_prompts
+from tasks.evaluate.answerers import Answerer, Request
+from tasks.evaluate.items import ExploreItem, ProgressItem, item_aliases
+from tasks.models.base import ChatBackend, Generation, Message
+
+# The papers' decoding settings: ProgressLM App. B (temperature 0.6, top-p 0.9, top-k 50, 4,096 new tokens);
+# EXPLORE-Bench App. D (greedy, 8,192 new tokens).
+DEFAULT_GENERATION = {
+    Benchmark.PROGRESS.value: Generation(max_tokens=4096, temperature=0.6, top_p=0.9, top_k=50, seed=0),
+    Benchmark.EXPLORE.value: Generation(max_tokens=8192, temperature=0.0, top_p=1.0, seed=0),
+}
+DEFAULT_STRATEGY = {Benchmark.PROGRESS.value: "direct", Benchmark.EXPLORE.value: "final-scene"}
+STRATEGIES = {Benchmark.PROGRESS.value: progress_prompts.STRATEGIES,
+              Benchmark.EXPLORE.value: explore_prompts.STRATEGIES}
+PROMPT_VERSIONS = {Benchmark.PROGRESS.value: progress_prompts.PROMPT_VERSION,
+                   Benchmark.EXPLORE.value: explore_prompts.PROMPT_VERSION}
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    benchmark: str
+    strategy: str
+    generation: Generation
+    segment_num: int | None = None
+    window_size: int | None = None
+    scoring: str = "correct"  # EXPLORE relation alignment: correct or official
+    judge_fallback: bool = False
+    chunk_size: int = 256
+
+    @property
+    def variant(self) -> str:
+        """The strategy with its options, e.g. ``multi-turn:window=10``."""
+        if self.strategy in ("single-turn", "multi-turn"):
+            option = f"window={self.window_size}" if self.window_size else f"segments={self.segment_num or 1}"
+            return f"{self.strategy}:{option}"
+        return self.strategy
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "strategy": self.strategy, "segment_num": self.segment_num,
+                "window_size": self.window_size, "generation": self.generation.as_dict(), "scoring": self.scoring,
+                "judge_fallback": self.judge_fallback, "prompt_version": PROMPT_VERSIONS[self.benchmark]}
+
+
+def eval_settings(benchmark: str, strategy: str | None = None, *, segment_num: int | None = None,
+                  window_size: int | None = None, scoring: str = "correct", judge_fallback: bool = False,
+                  **generation: Any) -> EvalSettings:
+    strategy = strategy or DEFAULT_STRATEGY[benchmark]
+    if strategy not in STRATEGIES[benchmark]:
+        raise ValueError(f"strategy {strategy!r} does not apply to {benchmark}: choose from "
+                         f"{', '.join(STRATEGIES[benchmark])}")
+    if (segment_num or window_size) and strategy not in ("single-turn", "multi-turn"):
+        raise ValueError("--segment-num and --window-size go with the single-turn and multi-turn strategies")
+    if segment_num and window_size:
+        raise ValueError("give --segment-num or --window-size, not both")
+    if scoring not in ("correct", "official"):
+        raise ValueError("scoring must be correct or official")
+    chosen = replace(DEFAULT_GENERATION[benchmark], **{k: v for k, v in generation.items() if v is not None})
+    if (generation.get("top_k") or 0) < 0:  # an explicit "no top-k" (OpenAI itself refuses the field)
+        chosen = replace(chosen, top_k=None)
+    return EvalSettings(benchmark, strategy, chosen, segment_num, window_size, scoring, judge_fallback)
+
+
+def run_key(release_tag: str, release_sha: str, fingerprint: str, settings: EvalSettings,
+            predictions_sha: str | None = None) -> str:
+    return hashlib.sha256(canonical_json({"release": release_tag, "manifest": release_sha, "model": fingerprint,
+                                          "settings": settings.as_dict(),
+                                          "predictions": predictions_sha}).encode()).hexdigest()
+
+
+@dataclass
+class Collected:
+    """Raw answers by item key (the final answer and every round's), and what could not be asked."""
+
+    answers: dict[str, str] = field(default_factory=dict)
+    turns: dict[str, list[str]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)  # item key -> why the request failed
+    skipped: dict[str, str] = field(default_factory=dict)  # item key -> why it was not asked
+    from_cache: int = 0
+    asked: int = 0
+
+
+def _segments(item: ExploreItem, settings: EvalSettings) -> list[list[str]]:
+    if settings.strategy == "final-scene":
+        return [list(item.actions)]
+    return explore_prompts.segments(list(item.actions), segment_num=settings.segment_num,
+                                    window_size=settings.window_size)
+
+
+def _messages(item: Any, settings: EvalSettings, image: Callable[[str], bytes], turn: int,
+              previous: str | None) -> tuple[list[Message], int]:
+    if isinstance(item, ProgressItem):
+        parts = progress_prompts.progress_prompt(settings.strategy, item.modality, item.goal, list(item.steps),
+                                                 item.total_steps, [image(s) for s in item.demo_images],
+                                                 image(item.observation_image))  # type: ignore[arg-type]
+        return [Message.user(*parts)], 1
+    parts_of = _segments(item, settings)
+    if settings.strategy == "single-turn":
+        text = explore_prompts.single_turn_prompt(parts_of)
+    elif turn == 0:
+        text = explore_prompts.final_scene_prompt(parts_of[0])
+    else:
+        text = explore_prompts.next_turn_prompt(previous or "", parts_of[turn])
+    return [Message.user(image(item.initial_image), text)], len(parts_of)  # type: ignore[arg-type]
+
+
+def collect_answers(items: list[Any], answerer: Answerer, settings: EvalSettings, image: Callable[[str], bytes],
+                    progress: Callable[[int], None] | None = None) -> Collected:
+    collected = Collected()
+    ready = []
+    for item in items:
+        if item.missing:
+            collected.skipped[item.key] = item.missing
+        else:
+            ready.append(item)
+    rounds = 1
+    if settings.strategy == "multi-turn":
+        rounds = max((len(_segments(i, settings)) for i in ready), default=1)
+    for turn in range(rounds):
+        this_round = [i for i in ready if i.key not in collected.failed and
+                      (turn == 0 or len(_segments(i, settings)) > turn)]
+        for start in range(0, len(this_round), settings.chunk_size):
+            chunk = this_round[start:start + settings.chunk_size]
+            fetch = _chunk_images(image)
+            requests = []
+            for item in chunk:
+                messages, count = _messages(item, settings, fetch, turn, collected.answers.get(item.key))
+                requests.append(Request(item, messages, settings.strategy, count))
+
+            def counted(index: int, answer: Any, cached: bool) -> None:
+                collected.from_cache += cached
+                collected.asked += not cached
+                if progress:
+                    progress(1)
+
+            answers = answerer.answer(requests, settings.generation, counted)
+            for item, answer in zip(chunk, answers, strict=True):
+                if isinstance(answer, Exception):
+                    collected.failed[item.key] = f"round {turn + 1}: {answer}"
+                    collected.answers.pop(item.key, None)
+                    continue
+                collected.answers[item.key] = answer
+                collected.turns.setdefault(item.key, []).append(answer)
+    return collected
+
+
+def _chunk_images(image: Callable[[str], bytes]) -> Callable[[str], bytes]:
+    """A fetcher that reads each image once per chunk (demo frames repeat across a demo's observations)."""
+    images: dict[str, bytes] = {}
+
+    def fetch(sha: str) -> bytes:
+        if sha not in images:
+            images[sha] = image(sha)
+        return images[sha]
+
+    return fetch
+
+
+def read_predictions(path: Path, items: list[Any]) -> tuple[Collected, list[tuple[int, str, str]]]:
+    """Answers from a JSONL file of ``{"key": ..., "answer": ...}`` (``id``/``prediction``/``response`` also
+    read). A key is an item's record id, its published ``<file>:<line>``, or an EXPLORE clip id. Returns the
+    answers and the lines that could not be used: (line number, the line, why)."""
+    by_alias = {alias: item for item in items for alias in item_aliases(item)}
+    collected = Collected()
+    problems: list[tuple[int, str, str]] = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                problems.append((number, line, f"not JSON ({error.msg})"))
+                continue
+            if not isinstance(row, dict):
+                problems.append((number, line, "not a JSON object"))
+                continue
+            key = next((str(row[k]) for k in ("key", "id") if k in row), None)
+            answer = next((row[k] for k in ("answer", "prediction", "response") if k in row), None)
+            if key is None or not isinstance(answer, str):
+                problems.append((number, line, "needs a \"key\" and an \"answer\" string"))
+                continue
+            item = by_alias.get(key)
+            if item is None:
+                problems.append((number, line, f"no item of this release has the key {key!r}"))
+                continue
+            if item.key in collected.answers:
+                problems.append((number, line, f"a second answer for {key!r}; the first is kept"))
+                continue
+            collected.answers[item.key] = answer
+            collected.turns[item.key] = [answer]
+    for item in items:
+        if item.key not in collected.answers:
+            collected.skipped[item.key] = "no answer in the predictions file"
+    return collected, problems
+
+
+@dataclass
+class Parsed:
+    value: dict[str, Any]
+    method: str  # rule, judge, failed
+
+
+def parse_answers(items: list[Any], collected: Collected, settings: EvalSettings,
+                  judge: ChatBackend | None = None) -> dict[str, Parsed]:
+    """Rules first; answers the rules cannot read go to the judge when one is given (one request each, cached)."""
+    parsed: dict[str, Parsed] = {}
+    unread: list[Any] = []
+    for item in items:
+        text = collected.answers.get(item.key)
+        if text is None:
+            continue
+        value, ok = _rule(item, text, settings)
+        parsed[item.key] = Parsed(value, "rule" if ok else "failed")
+        if not ok:
+            unread.append(item)
+    if judge is not None and unread:
+        prompts = [[Message.user(progress_prompts.judge_prompt(collected.answers[i.key])
+                                 if isinstance(i, ProgressItem) else
+                                 explore_prompts.JUDGE_PROMPT.format(answer=collected.answers[i.key][-12000:]))]
+                   for i in unread]
+        replies = judge.answer_all(prompts, Generation(max_tokens=512, temperature=0.0))
+        for item, reply in zip(unread, replies, strict=True):
+            if isinstance(reply, Exception):
+                continue
+            if isinstance(item, ProgressItem):
+                judged = progress_prompts.parse_progress_answer(f"<score>{reply}</score>")
+                ok, value = judged.ok and "none" not in reply.lower(), judged.as_dict()
+            else:
+                scene = explore_prompts.parse_judged_scene(reply)
+                ok, value = scene.ok, {"description": scene.description, "ok": scene.ok}
+            if ok:
+                value["judge_answer"] = reply
+                parsed[item.key] = Parsed(value, "judge")
+    return parsed
+
+
+def _rule(item: Any, text: str, settings: EvalSettings) -> tuple[dict[str, Any], bool]:
+    if isinstance(item, ProgressItem):
+        answer = progress_prompts.parse_progress_answer(text)
+        return answer.as_dict(), answer.ok
+    scene = explore_prompts.parse_scene_answer(text, settings.strategy)
+    value = {"description": scene.description, "ok": scene.ok}
+    if scene.problem:
+        value["problem"] = scene.problem
+    return value, scene.ok
+
+
+def eval_producer(task: str, run_id: str | None, label: str, settings: EvalSettings, key: str) -> Producer:
+    return Producer(task=task, flow_run_id=run_id, backend=label.split(":")[0], model_id=label,
+                    params={"run": key, **settings.as_dict()},
+                    prompt_template_version=PROMPT_VERSIONS[settings.benchmark])

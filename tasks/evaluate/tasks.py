@@ -1,0 +1,214 @@
+"""Thin Prefect tasks over the evaluation stages; each opens storage from the settings it is given."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from prefect import task
+from prefect.cache_policies import NONE
+
+from schemas import Benchmark, EvaluationRun, MetricRow, Prediction, Status, make_record
+from schemas.config import Settings
+from schemas.releases import ReleaseManifest
+from storage import open_storage
+from storage.releases import load_release
+from tasks.evaluate.answerers import Answerer, build_answerer, parse_model_spec
+from tasks.evaluate.items import load_items
+from tasks.evaluate.run import (
+    Collected,
+    EvalSettings,
+    collect_answers,
+    eval_producer,
+    eval_settings,
+    parse_answers,
+    read_predictions,
+    run_key,
+)
+from tasks.quarantine import quarantine, resolve_quarantined
+
+
+@dataclass
+class EvaluationPlan:
+    manifest: ReleaseManifest
+    benchmark: str
+    items: list[Any]
+    answerer: Answerer | None  # None when the answers come from a file
+    label: str  # the model as reports name it
+    settings: EvalSettings
+    key: str
+    predictions: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@task(name="prepare-evaluation", cache_policy=NONE)
+def prepare_evaluation(settings: Settings, release: str, model: str | None, strategy: str | None = None,
+                       predictions: str | None = None, limit: int | None = None,
+                       **options: Any) -> EvaluationPlan:
+    """The release's items, the answerer the model spec names and the run's key."""
+    storage = open_storage(settings)
+    manifest = load_release(storage.catalog, release)
+    benchmark, items = load_items(storage.catalog, manifest)
+    if limit:
+        items = items[:limit]
+    chosen = eval_settings(benchmark, strategy, **options)
+    if predictions:
+        digest = hashlib.sha256(Path(predictions).read_bytes()).hexdigest()
+        label = model or f"file:{Path(predictions).stem}"
+        key = run_key(manifest.tag, manifest.sha256(), f"file:{label}", chosen, digest)
+        return EvaluationPlan(manifest, benchmark, items, None, label, chosen, key, predictions)
+    if not model:
+        raise ValueError("name a model (--model) or a file of answers (--predictions)")
+    answerer = build_answerer(parse_model_spec(model), settings, storage.catalog, items)
+    key = run_key(manifest.tag, manifest.sha256(), answerer.fingerprint(), chosen)
+    return EvaluationPlan(manifest, benchmark, items, answerer, answerer.label, chosen, key)
+
+
+@task(name="ask-model", cache_policy=NONE)
+def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool = False) -> Collected:
+    """The model's answers (cached ones first; fresh ones cached as they arrive), or the file's."""
+    storage = open_storage(settings)
+    if plan.predictions:
+        collected, problems = read_predictions(Path(plan.predictions), plan.items)
+        plan.extra["file problems"] = [f"{plan.predictions}:{n}: {why}" for n, _, why in problems]
+        producer = eval_producer("evaluate-read-predictions", None, plan.label, plan.settings, plan.key)
+        storage.catalog.put_records([
+            quarantine(benchmark=Benchmark(plan.benchmark), source=plan.predictions, locator=f"line {n}",
+                       reason=why, raw=line, producer=producer) for n, line, why in problems])
+        return collected
+    assert plan.answerer is not None
+    bar = None
+    if show_progress:
+        from tqdm import tqdm
+
+        rounds = "" if plan.settings.strategy != "multi-turn" else " (first round; later rounds add)"
+        bar = tqdm(total=sum(not i.missing for i in plan.items), desc=f"asking {plan.label}{rounds}", unit="answer",
+                   file=sys.stderr, dynamic_ncols=True)
+    try:
+        collected = collect_answers(plan.items, plan.answerer, plan.settings, storage.blobs.get,
+                                    (lambda n: bar.update(n)) if bar is not None else None)  # type: ignore[misc]
+    finally:
+        if bar is not None:
+            bar.close()
+    return collected
+
+
+@dataclass
+class EvaluationResult:
+    key: str
+    record_id: str
+    metrics: dict[str, Any]
+    counts: dict[str, int]
+    scoring: Any
+    problems: list[str]
+
+
+@task(name="score-evaluation", cache_policy=NONE)
+def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collected, run_id: str | None = None,
+                    judge: str | None = None, report_dir: str | None = None) -> EvaluationResult:
+    """Parse (rules, then the judge), score with the papers' metrics, and store predictions, metric rows and the
+    evaluation record; records of an earlier run of the same key that this one did not make again are
+    superseded, and quarantined failures it has now answered are resolved."""
+    from tasks.evaluate.scoring import score_explore, score_progress
+    from tasks.models.registry import load_backend
+
+    storage = open_storage(settings)
+    catalog = storage.catalog
+    judge_backend = None
+    if plan.settings.judge_fallback:
+        judge_backend = (build_answerer(parse_model_spec(judge), settings, catalog, []).backend  # type: ignore
+                         if judge else load_backend(settings, "chat", cache=catalog))
+    parsed = parse_answers(plan.items, collected, plan.settings, judge_backend)  # type: ignore[arg-type]
+    if plan.benchmark == Benchmark.PROGRESS.value:
+        scoring = score_progress(plan.items, parsed)
+    else:
+        from tasks.nlp import load_nlp
+
+        scoring = score_explore(plan.items, parsed, load_nlp(settings.nlp.spacy_model),
+                                load_backend(settings, "embedder"), load_backend(settings, "scorer"),
+                                plan.settings.scoring)  # type: ignore[arg-type]
+    producer = eval_producer("evaluate", run_id, plan.label, plan.settings, plan.key)
+    benchmark = Benchmark(plan.benchmark)
+    tag = plan.manifest.tag
+    origin = "file" if plan.predictions else "model"
+    predictions = [
+        make_record(Prediction(release=tag, item_id=item.key, model=plan.label, prompt_variant=plan.settings.variant,
+                               raw_output=collected.answers[item.key], parsed=parsed[item.key].value,
+                               parse_method=parsed[item.key].method, run=plan.key, origin=origin,
+                               turns=collected.turns.get(item.key, []) if len(collected.turns.get(item.key, [])) > 1
+                               else [], scores=scoring.per_sample.get(item.key, {})),
+                    benchmark=benchmark, producer=producer, parents=[item.key])
+        for item in plan.items if item.key in parsed]
+    metric_rows = [make_record(MetricRow(release=tag, model=plan.label, metric=metric, value=value, subset=subset,
+                                         n=n, run=plan.key), benchmark=benchmark, producer=producer)
+                   for metric, subset, value, n in scoring.rows]
+    failures = [quarantine(benchmark=benchmark, source=f"evaluate {plan.label}", locator=key, reason=why, raw="",
+                           producer=producer) for key, why in collected.failed.items()]
+    counts = {"items": len(plan.items), "scored": len(parsed), "asked": collected.asked,
+              "from cache": collected.from_cache, "skipped": len(collected.skipped),
+              "failed requests": len(collected.failed),
+              "unparsed": sum(p.method == "failed" for p in parsed.values()),
+              "judged": sum(p.method == "judge" for p in parsed.values())}
+    evaluation = make_record(
+        EvaluationRun(key=plan.key, release=tag, release_sha256=plan.manifest.sha256(), benchmark=plan.benchmark,
+                      model=plan.label, model_fingerprint=(plan.answerer.fingerprint() if plan.answerer else
+                                                           f"file:{plan.predictions}"),
+                      strategy=plan.settings.variant,
+                      settings={**plan.settings.as_dict(), "model_spec": plan.label, "predictions": plan.predictions,
+                                "judge": judge},
+                      metrics=scoring.headline, counts=counts, report=report_dir),
+        benchmark=benchmark, producer=producer, parents=[], status=Status.ACCEPTED,
+        status_reason="evaluation finished" + (" with failed requests" if collected.failed else ""))
+    made = [*predictions, *metric_rows, evaluation]
+    catalog.put_records([*made, *failures], run_id=run_id)
+    new_ids = {r.id for r in made}
+    for kind in ("prediction", "metric", "evaluation"):
+        field_name = "key" if kind == "evaluation" else "run"
+        older = [r.id for r in catalog.find_records(kind=kind, payload_equals={field_name: plan.key})
+                 if r.id not in new_ids and r.status != Status.SUPERSEDED]
+        catalog.supersede(older, reason=f"evaluated again ({run_id or 'local'})")
+    for key in parsed:
+        resolve_quarantined(catalog, source=f"evaluate {plan.label}", locator=key, run_id=run_id)
+    problems = [*plan.extra.get("file problems", []),
+                *[f"{key[:12]}: request failed: {why}" for key, why in collected.failed.items()],
+                *[f"{key[:12]}: not asked: {why}" for key, why in list(collected.skipped.items())[:20]]]
+    return EvaluationResult(plan.key, evaluation.id, scoring.headline, counts, scoring, problems)
+
+
+def report_folder(settings: Settings, plan: EvaluationPlan) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{plan.label}-{plan.settings.variant}")[:80]
+    return (Path(settings.export.folder) / "evaluations" / f"{plan.manifest.name}-v{plan.manifest.version}"
+            / f"{safe}-{plan.key[:8]}")
+
+
+@task(name="evaluation-report", cache_policy=NONE)
+def report_evaluation(settings: Settings, plan: EvaluationPlan, result: EvaluationResult,
+                      out_dir: str | None = None) -> dict[str, str]:
+    """Markdown and HTML with the papers' tables and the plots, and the same Markdown as a Prefect artifact."""
+    from prefect.artifacts import create_markdown_artifact
+
+    from tasks.evaluate import report
+
+    folder = Path(out_dir) if out_dir else report_folder(settings, plan)
+    if plan.benchmark == Benchmark.PROGRESS.value:
+        tables = report.progress_tables(result.scoring, plan.label)
+        plots = report.plot_progress(result.scoring, folder, plan.label)
+    else:
+        tables = report.explore_tables(result.scoring, plan.label)
+        plots = report.plot_explore(result.scoring, folder, plan.label)
+    summary = [("release", f"{plan.manifest.tag} (manifest {plan.manifest.sha256()[:12]})"),
+               ("model", plan.label), ("strategy", plan.settings.variant),
+               ("generation", ", ".join(f"{k}={v}" for k, v in plan.settings.generation.as_dict().items())),
+               ("run key", plan.key), *[(k, str(v)) for k, v in result.counts.items()]]
+    if plan.benchmark == Benchmark.EXPLORE.value:
+        summary.append(("relation scoring", plan.settings.scoring))
+    md, html_path, markdown = report.write_report(folder, title=f"{plan.label} on {plan.manifest.tag}",
+                                                  summary=summary, tables=tables, plots=plots,
+                                                  problems=result.problems)
+    create_markdown_artifact(key=re.sub(r"[^a-z0-9-]", "-", f"eval-{plan.key[:16]}"), markdown=markdown,
+                             description=f"{plan.label} on {plan.manifest.tag}")
+    return {"markdown": str(md), "html": str(html_path), **{p.stem: str(p) for p in plots}}

@@ -1,0 +1,204 @@
+"""Evaluation metrics against values computed by hand: the PROGRESS-BENCH breakdowns of Tables 1-2 and the anchor
+step, and EXPLORE-Bench's S_obj / S_att / S_rel / S_uni / S_key / S_abn in both relation-scoring modes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from tasks.evaluate.explore_metrics import (
+    AnnotatedObject,
+    InstanceScores,
+    explore_table,
+    mutual_max_matches,
+    plan_instance,
+    score_plans,
+    soft_coverage,
+    split_sentences,
+)
+from tasks.evaluate.progress_metrics import ProgressSample, progress_report, score_aligned_step
+
+VISUAL = (0.0, 0.5, 1.0)  # a visual demo of N = 2 steps: three key frames
+TEXT = (0.5, 1.0)  # a text demo of N = 2 steps
+
+
+def sample(trajectory: str, setting: str, truth: float | None, predicted: float | None, *, ref: int | None = None,
+           closest: int | None = None, parsed: bool = True) -> ProgressSample:
+    return ProgressSample(trajectory, setting, truth is not None, truth, predicted, parsed, ref, closest,
+                          TEXT if setting == "text" else VISUAL)
+
+
+SAMPLES = [
+    sample("A", "same", 0.25, 0.50, ref=2, closest=2),
+    sample("A", "same", 0.75, 0.50, ref=2, closest=3),
+    sample("A", "cross", 0.50, None, closest=2),  # answered n/a: a false rejection
+    sample("A", "text", 0.50, 0.25, ref=1, closest=1),
+    sample("A", "text", 1.00, 1.00, ref=2, closest=2),
+    sample("B", "text", None, None),  # unanswerable, detected
+    sample("B", "same", None, 0.30),  # unanswerable, missed
+    sample("B", "cross", 0.30, None, closest=1, parsed=False),  # unparseable
+]
+
+
+def test_progress_breakdown_matches_the_hand_computed_tables():
+    report = progress_report(SAMPLES)
+    vision, text, micro = report.groups["vision"], report.groups["text"], report.groups["micro"]
+    # vision NSE: |.5-.25|/.75 and |.5-.75|/.75 -> 1/3; the n/a and the unparseable answer have none
+    assert vision.nse == pytest.approx(1 / 3)
+    # A's visual answers are constant (.5, .5) over a varying truth: rho 0, counted as constant
+    assert vision.prc == 0.0 and vision.constant_predictions == 1 and vision.prc_trajectories == 1
+    assert vision.afrr == pytest.approx(1 / 4)  # 1 n/a of 4 answerable (the unparseable one is no rejection)
+    assert vision.uda == 0.0  # the one visual unanswerable sample was answered 30%
+    assert text.nse == pytest.approx(0.25)  # .25/.5 and 0
+    assert text.prc == pytest.approx(1.0) and text.afrr == 0.0 and text.uda == 1.0
+    assert micro.nse == pytest.approx(7 / 24)  # mean of 1/3, 1/3, 1/2, 0
+    assert micro.prc == pytest.approx(0.5)  # A|vision 0 and A|text 1: two sequences
+    assert micro.afrr == pytest.approx(1 / 6) and micro.uda == pytest.approx(1 / 2)
+    assert report.macro == pytest.approx({"nse": 7 / 24, "prc": 0.5, "afrr": 0.125, "uda": 0.5})
+    same, cross = report.groups["same"], report.groups["cross"]
+    assert (same.nse, same.prc, same.afrr, same.uda) == (pytest.approx(1 / 3), 0.0, 0.0, 0.0)
+    assert cross.nse is None and cross.prc is None and cross.afrr == 0.5 and cross.uda is None
+    assert report.unparsed == {"same": 0, "cross": 1, "text": 0}
+
+
+def test_anchor_step_accuracy_and_the_score_aligned_step():
+    report = progress_report(SAMPLES)
+    # cross-view answers name no anchor at all (an n/a and an unparseable one): no accuracy rather than 0; over all
+    # samples, those two count as wrong
+    assert report.ref_accuracy == {"same": 0.5, "cross": None, "text": 1.0, "all": 0.5}
+    assert report.ref_counted == {"same": 2, "cross": 0, "text": 2, "all": 6}
+    assert report.anchor_pairs == {"same": [(2, 2), (2, 2)], "cross": [], "text": [(1, 1), (2, 2)]}
+    assert score_aligned_step(0.25, VISUAL) == 1  # a tie between 0% and 50% goes to the earlier step
+    assert score_aligned_step(0.26, VISUAL) == 2
+    assert score_aligned_step(0.9, TEXT) == 2
+
+
+def test_direct_answers_have_no_anchor_accuracy():
+    report = progress_report([sample("A", "same", 0.25, 0.3, closest=1), sample("A", "same", 0.75, 0.7, closest=3)])
+    assert set(report.ref_accuracy.values()) == {None}
+
+
+def test_macro_average_is_the_one_modality_when_the_other_is_absent():
+    report = progress_report([sample("A", "text", 0.5, 0.5), sample("A", "text", 1.0, 1.0)])
+    assert report.groups["vision"].nse is None
+    assert report.macro["nse"] == 0.0 and report.macro["prc"] == 1.0
+
+
+def test_mutual_maximum_matching_and_soft_coverage():
+    similarity = np.array([[0.9, 0.2, 0.5],
+                           [0.8, 0.7, 0.1]])
+    matches = mutual_max_matches(similarity)
+    # (1, 1) = .7 is its column's maximum but not its row's (.8 is), so category 1 stays unmatched
+    assert matches.tolist() == [[True, False, False], [False, False, False]]
+    assert soft_coverage(similarity, matches) == (pytest.approx(0.45), [0.9, 0.0])
+    empty = np.zeros((2, 0))
+    assert soft_coverage(empty, mutual_max_matches(empty)) == (0.0, [0.0, 0.0])
+    ties = np.array([[0.6, 0.6]])
+    assert mutual_max_matches(ties).tolist() == [[True, True]]  # every maximum matches
+
+
+def test_sentences_split_as_the_official_code_does():
+    assert split_sentences("A cup. A plate\nA lamp\\nA bowl</s>3.5 cm") == ["A cup", "A plate", "A lamp", "A bowl",
+                                                                             "3", "5 cm"]
+
+
+@dataclass
+class Token:
+    lemma_: str
+    tag_: str
+
+
+class WordNlp:
+    """Every word of NOUNS is a noun (its own lemma); nothing else is."""
+
+    NOUNS = {"cup", "plate", "table", "lamp"}
+
+    def pipe(self, texts):
+        for text in texts:
+            yield [Token(w.lower(), "NN" if w.lower() in self.NOUNS else "DT") for w in text.split()]
+
+
+def one_hot(texts: list[str]) -> list[list[float]]:
+    vocabulary = sorted(set(texts))
+    return [[1.0 if v == t else 0.0 for v in vocabulary] for t in texts]
+
+
+def all_words_present(pairs: list[tuple[str, str]], aspect: str) -> list[int]:
+    """5 when every word of the phrase but its preposition is in the sentence, else 0: a judge whose answers can
+    be foreseen."""
+    prepositions = {"on", "under", "near", "above"}
+    return [5 if set(p.split()) - prepositions <= set(s.lower().replace(".", "").split()) else 0 for s, p in pairs]
+
+
+OBJECTS = [
+    AnnotatedObject("cup", "red cup", ("cup on table",), key_state="red cup"),
+    AnnotatedObject("plate", "white plate", ()),  # no relation: what shifts the official pairing
+    AnnotatedObject("table", "wooden table", ("table under lamp", "table near plate")),
+    AnnotatedObject("lamp", "tall lamp", ("lamp above cup",)),
+]
+DESCRIPTION = "A red cup. A white plate. A wooden table. A lamp"
+
+
+def test_correct_mode_pairs_every_relation_with_its_own_sentences():
+    plan = plan_instance("i", "Short", DESCRIPTION, OBJECTS, WordNlp(), one_hot, "correct")
+    assert plan is not None and plan.coverage == 1.0
+    assert plan.relation_pairs == [("A red cup. A wooden table", "cup on table"),
+                                   ("A wooden table. A lamp", "table under lamp"),
+                                   ("A white plate. A wooden table", "table near plate"),
+                                   ("A red cup. A lamp", "lamp above cup")]
+    [scores] = score_plans([plan], all_words_present, "correct")
+    assert scores.s_obj == 100.0
+    assert scores.s_att == pytest.approx(15 / 4)  # "tall lamp" is not in "A lamp"
+    assert scores.s_rel == 5.0
+    assert scores.s_uni == pytest.approx(0.25 * 100 + 0.35 * 20 * 3.75 + 0.40 * 20 * 5)  # 91.25
+    assert scores.s_key == 5.0
+
+
+def test_official_mode_reproduces_the_shifted_relation_pairs():
+    plan = plan_instance("i", "Short", DESCRIPTION, OBJECTS, WordNlp(), one_hot, "official")
+    assert plan is not None
+    # The plate's empty sentence takes the second phrase's place; the table's second phrase keeps the lamp's
+    # sentence gathered for its first; the last sentences ("A red cup. A lamp") are never used.
+    assert plan.relation_pairs == [("A red cup. A wooden table", "cup on table"),
+                                   ("", "table under lamp"),
+                                   ("A wooden table. A lamp", "table near plate"),
+                                   ("A white plate. A wooden table. A lamp", "lamp above cup")]
+    [scores] = score_plans([plan], all_words_present, "official")
+    assert scores.s_rel == pytest.approx(5 / 4)
+    assert scores.s_uni == pytest.approx(25 + 26.25 + 10)
+
+
+def test_empty_sentences_score_zero_without_asking_the_judge():
+    asked: list[tuple[str, str]] = []
+
+    def judge(pairs, aspect):
+        asked.extend(pairs)
+        return [5] * len(pairs)
+
+    plan = plan_instance("i", "Short", "Nothing here", OBJECTS, WordNlp(), one_hot, "correct")
+    [scores] = score_plans([plan], judge, "correct")
+    assert asked == [] and scores.s_obj == 0.0 and scores.s_att == 0.0 and scores.s_rel == 0.0
+
+
+def test_subsets_full_and_the_abnormal_score():
+    def instance(key, subset, s_obj, s_att, s_rel, s_key=None):
+        return InstanceScores(key, subset, s_obj, s_att, s_rel, s_key, 10)
+
+    table = explore_table([instance("a", "Short", 80, 3, 4, s_key=5), instance("b", "Short", 60, 1, None),
+                           instance("c", "Long", 40, 2, 2)])
+    short, full = table["Short"], table["Full"]
+    assert short.instances == 2 and short.s_obj == 70 and short.s_att == 2
+    assert short.s_rel == 4 and short.without_relations == 1  # b has no relation phrase: left out of S_rel
+    assert short.s_uni == pytest.approx(0.25 * 70 + 0.35 * 40 + 0.40 * 80)
+    assert table["Medium"].instances == 0 and table["Medium"].s_uni is None
+    assert full.s_obj == 60 and full.s_rel == 3
+    # S_abn over the one key-state instance: 0.1 * S_uni(a) + 0.9 * 20 * 5
+    s_uni_a = 0.25 * 80 + 0.35 * 60 + 0.40 * 80
+    assert full.s_key == 5 and full.key_instances == 1
+    assert full.s_abn == pytest.approx(0.1 * s_uni_a + 0.9 * 100)
+
+
+def test_an_instance_without_objects_is_not_planned():
+    assert plan_instance("i", "Short", DESCRIPTION, [], WordNlp(), one_hot) is None
