@@ -713,7 +713,8 @@ def evaluate(
                                   judge_fallback=judge_fallback, judge=judge, limit=limit, temperature=temperature,
                                   top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed,
                                   out_dir=str(out) if out else None, show_progress=True)
-    table = _table(("metric", "value"), title=f"{result['model']} on {result['release']} ({result['strategy']})")
+    console.print(f"[bold]{result['model']}[/bold] on {result['release']} ({result['strategy']})")
+    table = _table(("metric", "value"))
     for name, value in result["metrics"].items():
         shown = "n/a" if value is None else (f"{value:.2f}" if name.startswith("S_") else f"{100 * value:.1f}")
         table.add_row(name, shown)

@@ -113,7 +113,7 @@ class Token:
 class WordNlp:
     """Every word of NOUNS is a noun (its own lemma); nothing else is."""
 
-    NOUNS = {"cup", "plate", "table", "lamp"}
+    NOUNS = frozenset({"cup", "plate", "table", "lamp"})
 
     def pipe(self, texts):
         for text in texts:

@@ -128,8 +128,9 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     else:
         from tasks.nlp import load_nlp
 
-        scoring = score_explore(plan.items, parsed, load_nlp(settings.nlp.spacy_model),
-                                load_backend(settings, "embedder"), load_backend(settings, "scorer"),
+        scorer = load_backend(settings, "scorer", cache=catalog)
+        embedder = getattr(scorer, "embedder", None) or load_backend(settings, "embedder")  # one model, not two
+        scoring = score_explore(plan.items, parsed, load_nlp(settings.nlp.spacy_model), embedder, scorer,
                                 plan.settings.scoring)  # type: ignore[arg-type]
     producer = eval_producer("evaluate", run_id, plan.label, plan.settings, plan.key)
     benchmark = Benchmark(plan.benchmark)

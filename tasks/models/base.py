@@ -7,6 +7,7 @@ cache hashes, what an HTTP backend sends, and what a local backend decodes.
 from __future__ import annotations
 
 import hashlib
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -115,11 +116,11 @@ class ChatBackend(Backend):
 
     def answer_all(self, conversations: list[list[Message]], generation: Generation = Generation(), *,
                    on_answer: Callable[[int, str | Exception, bool], None] | None = None,
-                   flush_every: int = 32) -> list[str | Exception]:
+                   flush_every: int = 32, flush_s: float = 1.0) -> list[str | Exception]:
         """One answer per conversation, in order, or the exception that stopped it (errors are not cached, so a
-        rerun asks again). Fresh answers go to the cache in groups of ``flush_every`` while the rest are still
-        running: a run killed midway loses at most one group. ``on_answer(index, answer, from_cache)`` is
-        called for every conversation, cached ones first."""
+        rerun asks again). Fresh answers go to the cache while the rest are still running, in groups of
+        ``flush_every`` or whatever arrived in ``flush_s`` seconds: a run killed midway loses at most that.
+        ``on_answer(index, answer, from_cache)`` is called for every conversation, cached ones first."""
         keys = [self.cache_key(c, generation) for c in conversations] if self.cache is not None else []
         found: dict[str, Any] = self.cache.cached_responses(keys) if self.cache is not None else {}
         answers: list[str | Exception | None] = [None] * len(conversations)
@@ -132,8 +133,10 @@ class ChatBackend(Backend):
             else:
                 missing.append(index)
         pending: list[int] = []
+        flushed_at = [time.monotonic()]
 
         def flush() -> None:
+            flushed_at[0] = time.monotonic()
             if self.cache is not None and pending:
                 self.cache.cache_responses([
                     (keys[i], self.name, self.model, {"generation": generation.as_dict(),
@@ -146,7 +149,7 @@ class ChatBackend(Backend):
             answers[index] = answer
             if not isinstance(answer, Exception):
                 pending.append(index)
-                if len(pending) >= flush_every:
+                if len(pending) >= flush_every or time.monotonic() - flushed_at[0] >= flush_s:
                     flush()
             if on_answer:
                 on_answer(index, answer, False)
