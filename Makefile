@@ -19,3 +19,4 @@ bench: setup
 	.venv/bin/python bench/progress_build.py
 	.venv/bin/python bench/explore_quality.py
 	.venv/bin/python bench/annotation_latency.py
+	.venv/bin/python bench/eval_throughput.py

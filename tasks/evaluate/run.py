@@ -43,7 +43,7 @@ class EvalSettings:
     window_size: int | None = None
     scoring: str = "correct"  # EXPLORE relation alignment: correct or official
     judge_fallback: bool = False
-    chunk_size: int = 256
+    chunk_size: int = 1024  # items whose requests are built (images loaded) at once
 
     @property
     def variant(self) -> str:

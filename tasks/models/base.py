@@ -10,6 +10,7 @@ import hashlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -134,14 +135,18 @@ class ChatBackend(Backend):
                 missing.append(index)
         pending: list[int] = []
         flushed_at = [time.monotonic()]
+        # One writer thread: the catalog write of one group overlaps the requests still running (an HTTP
+        # backend delivers from its event loop, which must not wait for the disk).
+        writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="response-cache")
+        writes: list[Future[None]] = []
 
         def flush() -> None:
             flushed_at[0] = time.monotonic()
             if self.cache is not None and pending:
-                self.cache.cache_responses([
-                    (keys[i], self.name, self.model, {"generation": generation.as_dict(),
-                                                      "prompt": [m.text() for m in conversations[i]]}, answers[i])
-                    for i in pending])
+                entries = [(keys[i], self.name, self.model, {"generation": generation.as_dict(),
+                                                             "prompt": [m.text() for m in conversations[i]]},
+                            answers[i]) for i in pending]
+                writes.append(writer.submit(self.cache.cache_responses, entries))
             pending.clear()
 
         def deliver(position: int, answer: str | Exception) -> None:
@@ -159,6 +164,9 @@ class ChatBackend(Backend):
                 self.generate_each([conversations[i] for i in missing], generation, deliver)
         finally:
             flush()
+            writer.shutdown(wait=True)
+        for write in writes:
+            write.result()  # a failed cache write is an error, not a silent loss
         return [a if a is not None else RuntimeError("no answer was delivered") for a in answers]
 
     def complete_many(self, conversations: list[list[Message]], generation: Generation = Generation()

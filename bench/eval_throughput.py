@@ -1,0 +1,102 @@
+"""Evaluation request throughput: N requests to a local OpenAI-compatible server that answers after a fixed latency,
+through the evaluation's own path (chunks of items, images fetched per chunk, bounded concurrency, answers cached
+in the catalog as they arrive). Prints the wall time next to the ideal N x latency / concurrency, the peak memory,
+and a second pass served entirely from the cache.
+
+    .venv/bin/python bench/eval_throughput.py [--requests 1000] [--latency 0.2] [--concurrency 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import multiprocessing
+import resource
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def rss_mib() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def serve(latency: float, port: Any) -> None:
+    from tests.chat_server import ScriptedChatServer
+
+    with ScriptedChatServer() as server:
+        server.script(("sleep", latency, "<score>50%</score>"))
+        port.put(server.url)
+        threading.Event().wait()
+
+
+@contextlib.contextmanager
+def served_elsewhere(latency: float) -> Iterator[str]:
+    """The chat server in a process of its own, as a model server would be: its threads do not compete with the
+    client for this process's interpreter."""
+    queue: Any = multiprocessing.Queue()
+    process = multiprocessing.Process(target=serve, args=(latency, queue), daemon=True)
+    process.start()
+    try:
+        yield queue.get(timeout=60)
+    finally:
+        process.terminate()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.2, help="seconds the server waits before answering")
+    parser.add_argument("--concurrency", type=int, default=32)
+    args = parser.parse_args()
+
+    import numpy as np
+
+    from storage.catalog import Catalog
+    from tasks.evaluate.answerers import ChatAnswerer
+    from tasks.evaluate.items import ProgressItem
+    from tasks.evaluate.run import collect_answers, eval_settings
+    from tasks.models.base import encode_png
+    from tasks.models.openai_chat import OpenAIChat
+
+    images = {f"{i:064x}": encode_png(np.full((64, 64, 3), i % 251, dtype=np.uint8)) for i in range(args.requests)}
+    items = [ProgressItem(key=f"item-{i}", source_row=None, trajectory=f"t{i // 10}", setting="text",
+                          modality="text", answerable=True, truth=0.5, closest=1, goal=f"task {i}",
+                          steps=("pick", "place"), total_steps=2, demo_images=(), observation_image=sha)
+             for i, sha in enumerate(images)]
+    settings = eval_settings("progress")
+    before = rss_mib()
+    with tempfile.TemporaryDirectory() as folder, served_elsewhere(args.latency) as url:
+        catalog = Catalog(Path(folder) / "catalog.duckdb")
+        catalog.migrate()
+        backend = OpenAIChat(model="bench", params={"base_url": url, "max_concurrency": args.concurrency})
+        backend.cache = catalog
+        answerer = ChatAnswerer(backend, "openai:bench")
+        start = time.perf_counter()
+        first = collect_answers(items, answerer, settings, images.__getitem__)
+        wall = time.perf_counter() - start
+        peak = rss_mib()
+        start = time.perf_counter()
+        second = collect_answers(items, answerer, settings, images.__getitem__)
+        cached_wall = time.perf_counter() - start
+        [(rows,)] = catalog.query("SELECT count(*) FROM responses")
+    ideal = args.requests * args.latency / args.concurrency
+    print(f"requests            {args.requests} at {args.latency * 1000:.0f} ms, concurrency {args.concurrency}")
+    print(f"answered            {len(first.answers)} ({len(first.failed)} failed), {rows} cached in the catalog")
+    print(f"wall time           {wall:.2f} s")
+    print(f"ideal               {ideal:.2f} s (N x latency / concurrency)")
+    print(f"wall / ideal        {wall / ideal:.2f}x (target <= 1.5x)")
+    print(f"throughput          {args.requests / wall:.0f} requests/s")
+    print(f"peak memory         {peak:.0f} MiB RSS ({peak - before:+.0f} MiB during the run)")
+    print(f"rerun from cache    {cached_wall:.2f} s, {second.from_cache} from cache, {second.asked} asked")
+
+
+if __name__ == "__main__":
+    main()
