@@ -38,7 +38,8 @@ def test_every_command_explains_itself():
                     ["release", "diff"], ["release", "export"], ["release", "list"], ["records"],
                     ["records", "show"], ["records", "lineage"], ["records", "list"], ["records", "stats"],
                     ["config"], ["config", "show"], ["build"], ["build", "progress"], ["stats"],
-                    ["sample-world"], ["models"], ["models", "list"], ["models", "check"]):
+                    ["sample-world"], ["models"], ["models", "list"], ["models", "check"], ["evaluate"],
+                    ["leaderboard"]):
         result = invoke(*command, "--help")
         assert result.exit_code == 0, command
         assert "Usage" in result.output and len(result.output.splitlines()) > 5, command

@@ -294,3 +294,25 @@ def test_single_turn_answers_must_be_a_list_of_scenes(settings):
         prompts = [r["body"]["messages"][0]["content"][1]["text"] for r in server.requests]
     assert all("Segment 2:" in p and "Segment 3" not in p for p in prompts)
     assert result.counts["unparsed"] == 1
+
+
+def test_the_leaderboard_compares_runs_across_models(settings, tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from flows.cli import app
+
+    tag, _ = progress_release(settings)
+    evaluate(settings, release=tag, model="baseline:oracle?noise=0")
+    evaluate(settings, release=tag, model="baseline:random")
+    config = tmp_path / "benchwright.toml"
+    config.write_text(f'[catalog]\npath = "{settings.catalog.path}"\n[blobs]\nuri = "{settings.blobs.uri}"\n')
+    monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(config))
+    result = CliRunner().invoke(app, ["leaderboard", "--out", str(tmp_path / "board")], env={"COLUMNS": "250"})
+    assert result.exit_code == 0, result.output
+    assert "baseline:oracle?noise=0" in result.output and "baseline:random" in result.output
+    board = (tmp_path / "board" / "leaderboard.md").read_text()
+    oracle_row = next(line for line in board.splitlines() if "oracle" in line)
+    assert "| 0.0 | 100.0 | 0.0 | 100.0 |" in oracle_row  # NSE, PRC, AFRR, UDA in percent
+    assert (tmp_path / "board" / "leaderboard-progress.png").stat().st_size > 0
+    empty = CliRunner().invoke(app, ["leaderboard", "--benchmark", "explore"])
+    assert empty.exit_code == 1 and "no evaluation runs yet" in empty.output

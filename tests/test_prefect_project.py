@@ -16,7 +16,7 @@ def test_every_deployment_points_at_a_flow_with_matching_parameters():
     config = yaml.safe_load((REPO / "prefect.yaml").read_text())
     assert config["prefect-version"] == importlib.metadata.version("prefect")
     deployments = config["deployments"]
-    assert {d["name"] for d in deployments} >= {"nightly", "progress-build", "progress-backfill"}
+    assert {d["name"] for d in deployments} >= {"nightly", "progress-build", "progress-backfill", "evaluate"}
     for deployment in deployments:
         path, _, name = deployment["entrypoint"].partition(":")
         module = importlib.import_module(path.removesuffix(".py").replace("/", "."))

@@ -237,13 +237,15 @@ def markdown_to_html(markdown: str, title: str, folder: Path) -> str:
             f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
 
 
+# The papers' column order (stored payloads keep their keys sorted).
+HEADLINE_ORDER = ("NSE", "PRC", "AFRR", "UDA", "NSE macro", "PRC macro", "ref accuracy",
+                  "S_obj", "S_att", "S_rel", "S_uni", "S_key", "S_abn")
+
+
 def leaderboard_rows(evaluations: list[Any]) -> tuple[list[str], list[list[str]]]:
     """One row per evaluation record, newest first within a release: the headline metrics of its benchmark."""
-    metric_names: list[str] = []
-    for record in evaluations:
-        for name in record.payload["metrics"]:
-            if name not in metric_names:
-                metric_names.append(name)
+    known = {name for record in evaluations for name in record.payload["metrics"]}
+    metric_names = [m for m in HEADLINE_ORDER if m in known] + sorted(known - set(HEADLINE_ORDER))
     header = ["release", "model", "strategy", *metric_names, "samples", "when"]
     rows = []
     for record in sorted(evaluations, key=lambda r: (r.payload["release"], r.created_at), reverse=True):
@@ -269,7 +271,8 @@ def plot_leaderboard(evaluations: list[Any], path: Path) -> Path:
     import matplotlib.pyplot as plt
     import numpy as np
 
-    names = list(dict.fromkeys(m for r in evaluations for m in r.payload["metrics"]))
+    known = {name for record in evaluations for name in record.payload["metrics"]}
+    names = [m for m in HEADLINE_ORDER if m in known] + sorted(known - set(HEADLINE_ORDER))
     figure, axis = plt.subplots(figsize=(max(6, 1.6 * len(names)), 4))
     width = 0.8 / max(1, len(evaluations))
     for index, record in enumerate(evaluations):
