@@ -316,3 +316,21 @@ def test_the_leaderboard_compares_runs_across_models(settings, tmp_path, monkeyp
     assert (tmp_path / "board" / "leaderboard-progress.png").stat().st_size > 0
     empty = CliRunner().invoke(app, ["leaderboard", "--benchmark", "explore"])
     assert empty.exit_code == 1 and "no evaluation runs yet" in empty.output
+
+
+def test_a_failed_request_quarantines_its_item_and_a_rerun_asks_only_that_one(settings):
+    tag, items = progress_release(settings, trajectories=1, per_demo=2)
+    with ScriptedChatServer() as server:
+        server.script(("status", 400), ("text", "<score>50%</score>"))  # 400 is not retried
+        _, _, first = evaluate(settings, release=tag, model=f"openai:m@{server.url}?max_concurrency=1")
+        catalog = open_storage(settings).catalog
+        [failed] = catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED)
+        assert "HTTP 400" in failed.payload["reason"] and failed.payload["source"] == "evaluate openai:m"
+        assert first.counts["failed requests"] == 1 and first.counts["scored"] == items - 1
+        assert any("request failed" in p for p in first.problems)
+        server.script(("text", "<score>50%</score>"))
+        _, _, second = evaluate(settings, release=tag, model=f"openai:m@{server.url}?max_concurrency=1")
+        assert len(server.requests) == 1 and second.counts["scored"] == items
+    assert catalog.get_record(failed.id).status == Status.SUPERSEDED
+    current = catalog.find_records(kind="evaluation", status=Status.ACCEPTED)
+    assert len(current) == 1 and current[0].payload["counts"]["failed requests"] == 0

@@ -129,7 +129,8 @@ class Baseline:
                ) -> list[str | Exception]:
         answers: list[str | Exception] = []
         for index, request in enumerate(requests):
-            rng = random.Random(f"{self.options.get('seed', 0)}:{request.item.key}:{index}")
+            # seeded by the item and the question (the round, in multi-turn), never by its place in a batch
+            rng = random.Random(f"{self.options.get('seed', 0)}:{request.item.key}:{request.messages[-1].text()}")
             text = (self._progress(request, rng) if isinstance(request.item, ProgressItem)
                     else self._explore(request, rng))
             answers.append(text)

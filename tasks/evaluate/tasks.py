@@ -29,7 +29,7 @@ from tasks.evaluate.run import (
     read_predictions,
     run_key,
 )
-from tasks.quarantine import quarantine, resolve_quarantined
+from tasks.quarantine import quarantine
 
 
 @dataclass
@@ -120,8 +120,13 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     catalog = storage.catalog
     judge_backend = None
     if plan.settings.judge_fallback:
-        judge_backend = (build_answerer(parse_model_spec(judge), settings, catalog, []).backend  # type: ignore
-                         if judge else load_backend(settings, "chat", cache=catalog))
+        if judge:
+            spec = parse_model_spec(judge)
+            if spec.kind == "baseline":
+                raise ValueError(f"--judge {judge}: the judge must be a chat model, not a baseline")
+            judge_backend = build_answerer(spec, settings, catalog, []).backend  # type: ignore[attr-defined]
+        else:
+            judge_backend = load_backend(settings, "chat", cache=catalog)
     parsed = parse_answers(plan.items, collected, plan.settings, judge_backend)  # type: ignore[arg-type]
     if plan.benchmark == Benchmark.PROGRESS.value:
         scoring = score_progress(plan.items, parsed)
@@ -172,8 +177,10 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
         older = [r.id for r in catalog.find_records(kind=kind, payload_equals={field_name: plan.key})
                  if r.id not in new_ids and r.status != Status.SUPERSEDED]
         catalog.supersede(older, reason=f"evaluated again ({run_id or 'local'})")
-    for key in parsed:
-        resolve_quarantined(catalog, source=f"evaluate {plan.label}", locator=key, run_id=run_id)
+    answered_now = [r.id for r in catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED,
+                                                       payload_equals={"source": f"evaluate {plan.label}"})
+                    if r.payload["locator"] in parsed]
+    catalog.set_status(answered_now, Status.SUPERSEDED, reason=f"answered by a later run ({run_id or 'local'})")
     problems = [*plan.extra.get("file problems", []),
                 *[f"{key[:12]}: request failed: {why}" for key, why in collected.failed.items()],
                 *[f"{key[:12]}: not asked: {why}" for key, why in list(collected.skipped.items())[:20]]]
