@@ -334,3 +334,20 @@ def test_a_failed_request_quarantines_its_item_and_a_rerun_asks_only_that_one(se
     assert catalog.get_record(failed.id).status == Status.SUPERSEDED
     current = catalog.find_records(kind="evaluation", status=Status.ACCEPTED)
     assert len(current) == 1 and current[0].payload["counts"]["failed requests"] == 0
+
+
+def test_a_local_checkpoint_answers_through_the_same_path(settings, tmp_path):
+    from tests import tiny_models
+
+    tag, _ = progress_release(settings, trajectories=1, per_demo=1)
+    checkpoint = tiny_models.build_qwen2_vl(tmp_path / "qwen2-vl")
+    plan, collected, result = evaluate(settings, release=tag, model=f"transformers:{checkpoint}?device=cpu",
+                                       max_tokens=5, temperature=0.0)
+    assert plan.label == f"transformers:{checkpoint}" and collected.asked == 3 and result.counts["scored"] == 3
+    # whatever a random tiny model writes is kept; what the rules cannot read is counted as unparseable
+    stored = open_storage(settings).catalog.find_records(kind="prediction", payload_equals={"run": plan.key})
+    assert len(stored) == 3 and all(isinstance(p.payload["raw_output"], str) for p in stored)
+    assert result.counts["unparsed"] == sum(p.payload["parse_method"] == "failed" for p in stored)
+    _, again, _ = evaluate(settings, release=tag, model=f"transformers:{checkpoint}?device=cpu", max_tokens=5,
+                           temperature=0.0)
+    assert again.from_cache == 3 and again.asked == 0
