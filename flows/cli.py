@@ -750,7 +750,17 @@ def leaderboard(
     for name in sorted({r.payload["benchmark"] for r in runs}):
         chosen = [r for r in runs if r.payload["benchmark"] == name]
         header, rows = leaderboard_rows(chosen)
-        table = _table(tuple(header), title=f"{name} leaderboard")
+        title = f"{name} leaderboard"
+        releases = {row[0] for row in rows}
+        if len(releases) == 1:  # one release: say it once, in the title
+            title += f": {releases.pop()}"
+            header, rows = header[1:], [row[1:] for row in rows]
+        # Names wrap and figures never do, so the numbers stay readable in a narrow terminal.
+        table = Table(title=title, show_lines=True)
+        for column in header:
+            figure = column not in ("release", "model", "strategy", "when")
+            table.add_column(column.replace(" ", "\n"), overflow="fold", no_wrap=figure,
+                             justify="right" if figure else "left")
         for row in rows:
             table.add_row(*row)
         console.print(table)
