@@ -112,8 +112,12 @@ def run(
                                              "before releasing what is decided (0: do not wait).")] = 0.0,
     release_prefix: Annotated[str, typer.Option(help="Releases are named <prefix>-<benchmark>.")] = "benchwright",
     export: Annotated[bool, typer.Option(help="Export each release to the configured export folder.")] = True,
+    evaluate_model: Annotated[list[str] | None, typer.Option(help=(
+        "Evaluate this model spec on the new releases (repeatable; see `benchwright evaluate --help`). Default: "
+        "baseline:oracle?noise=0.1, a canary that must score close to perfect."))] = None,
+    evaluate: Annotated[bool, typer.Option(help="Evaluate the releases at the end of the job.")] = True,
 ) -> None:
-    """Run the main job: build every benchmark, freeze, verify and export its release.
+    """Run the main job: build every benchmark, freeze, verify and export its release, evaluate it.
 
     Uses the configured catalog, blob store and model backends (by default a local DuckDB file and blob folder
     under ./data and offline backends). Without a configured Prefect server the job starts one temporary server
@@ -124,7 +128,7 @@ def run(
 
     settings = _settings()
     prepare_prefect(settings)
-    from flows.main_job import main_job
+    from flows.main_job import CANARY, main_job
 
     with console.status("running the main job (starting Prefect can take ~20 s)..."):
         summary = main_job(settings=settings,
@@ -133,7 +137,8 @@ def run(
                            sample_episodes=sample_episodes,
                            explore_clips_dir=str(explore_clips) if explore_clips else None,
                            explore_clip_format=explore_clip_format, unattended_review=unattended_review,
-                           review_wait_s=wait, release_prefix=release_prefix, export_release=export)
+                           review_wait_s=wait, release_prefix=release_prefix, export_release=export,
+                           evaluate_models=(tuple(evaluate_model) if evaluate_model else CANARY) if evaluate else ())
     table = _table(("benchmark", "source", "read", "records", "new", "quarantined"),
                    title=f"main job {summary['run_id']}")
     quarantined = 0
@@ -165,8 +170,19 @@ def run(
         if review.get("awaiting review"):
             console.print(f"{benchmark}: {review['awaiting review']} review items await people; a later run "
                           "applies their decisions")
+    for evaluation in summary.get("evaluations", []):
+        shown = ", ".join(f"{name} {_metric(name, value)}" for name, value in evaluation["metrics"].items())
+        console.print(f"evaluated {evaluation['model']} on {evaluation['release']}: {shown}; report "
+                      f"{evaluation['report']['html']}")
     if quarantined:
         console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
+
+
+def _metric(name: str, value: float | None) -> str:
+    """EXPLORE scores as they are (0-100, 0-5), PROGRESS fractions as percentages, as the papers print them."""
+    if value is None:
+        return "n/a"
+    return f"{value:.2f}" if name.startswith("S_") else f"{100 * value:.1f}"
 
 
 def _stages(chosen: list[str] | None, known: tuple[str, ...]) -> tuple[str, ...]:
@@ -716,8 +732,7 @@ def evaluate(
     console.print(f"[bold]{result['model']}[/bold] on {result['release']} ({result['strategy']})")
     table = _table(("metric", "value"))
     for name, value in result["metrics"].items():
-        shown = "n/a" if value is None else (f"{value:.2f}" if name.startswith("S_") else f"{100 * value:.1f}")
-        table.add_row(name, shown)
+        table.add_row(name, _metric(name, value))
     console.print(table)
     console.print(", ".join(f"{k} {v}" for k, v in result["counts"].items()))
     for problem in result["problems"][:10]:

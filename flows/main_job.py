@@ -1,5 +1,5 @@
-"""The main job: build every benchmark that has a build flow, freeze a release of what was accepted, verify it
-and export it. One flow run with subflows, so a run pays for one Prefect server start, not one per stage."""
+"""The main job: build every benchmark that has a build flow, freeze a release of what was accepted, verify it,
+export and evaluate it. One flow run with subflows, so a run pays for one Prefect server start, not one per stage."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from prefect import flow
 
 from flows.build_explore import build_explore
 from flows.build_progress import build_progress
+from flows.evaluate import evaluate_release
 from flows.runtime import current_flow_run_id
 from schemas import Benchmark, code_version
 from schemas.config import Settings, load_settings
@@ -18,20 +19,26 @@ from tasks.progress.splits import SplitPlan
 from tasks.progress.tasks import freeze_progress_releases, publish_progress_stats
 from tasks.storage_tasks import check_release, export
 
+CANARY = ("baseline:oracle?noise=0.1",)
+
 
 @flow(name="benchwright-main")
 def main_job(settings: Settings | None = None, progress_published_dir: str | None = None,
              progress_episodes_dir: str | None = None, sample_episodes: int = 7,
              explore_clips_dir: str | None = None, explore_clip_format: str = "sample", unattended_review: str = "wait",
              review_wait_s: float = 0.0,
-             release_prefix: str = "benchwright", export_release: bool = True) -> dict[str, Any]:
+             release_prefix: str = "benchwright", export_release: bool = True,
+             evaluate_models: tuple[str, ...] = CANARY) -> dict[str, Any]:
+    """Build, freeze, verify, export; then evaluate each model spec of ``evaluate_models`` on the PROGRESS-BENCH
+    benchmark split and the EXPLORE-Bench release. The default, a noisy oracle, is a canary: it must score close to
+    perfect, so a broken release or metric shows on the very run that broke it."""
     settings = settings or load_settings()
     run_id = current_flow_run_id() or "local"
     catalog = open_storage(settings).catalog
     params = {"progress_published_dir": progress_published_dir, "progress_episodes_dir": progress_episodes_dir,
               "sample_episodes": sample_episodes, "explore_clips_dir": explore_clips_dir,
               "unattended_review": unattended_review,
-              "release_prefix": release_prefix}
+              "release_prefix": release_prefix, "evaluate_models": list(evaluate_models)}
     catalog.start_run(run_id, "benchwright-main", params, code_version())
     summary: dict[str, Any] = {"run_id": run_id, "built": {}, "releases": {}}
     try:
@@ -57,8 +64,20 @@ def main_job(settings: Settings | None = None, progress_published_dir: str | Non
                 release["export"] = export(settings, explore_tag, settings.export.folder)
                 release["explore format"] = export_explore_release(settings, explore_tag)
             summary["releases"][explore_tag] = release
+        evaluated = [t for t in (f"{release_prefix}-progress", explore_tag) if t and _has_release(catalog, t)]
+        summary["evaluations"] = [
+            {key: value for key, value in evaluate_release(settings, release=tag, model=model).items()
+             if key in ("release", "model", "strategy", "metrics", "counts", "report")}
+            for tag in evaluated for model in evaluate_models]
     except BaseException as error:
         catalog.finish_run(run_id, "failed", {**summary, "error": repr(error)})
         raise
     catalog.finish_run(run_id, "completed", summary)
     return summary
+
+
+def _has_release(catalog: Any, tag: str) -> bool:
+    from storage.releases import list_releases, parse_tag
+
+    name, _ = parse_tag(tag)
+    return any(n == name for n, *_ in list_releases(catalog))

@@ -98,6 +98,9 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     assert third.returncode == 0, third.stderr
     assert "await people" not in third.stdout
     assert "release benchwright-explore@1" in third.stdout and "object recall" in third.stdout
+    # the canary evaluation: the noisy oracle, written from the annotation, covers most of each scene
+    canary = next(line for line in third.stdout.splitlines() if line.startswith("evaluated baseline:oracle"))
+    assert "on benchwright-explore@1" in canary and float(canary.split("S_obj ")[1].split(",")[0]) > 60
     official = json.loads((exports / "benchwright-explore-v1-explore" / "explore_bench.json").read_text())
     assert len(official) == 4 and all(e["end_frame_info"] and "|" in e["atomic_actions"] for e in official)
     bumped = [name for name in ("sft", "rl") if f"benchwright-progress-{name}@2" in third.stdout]
