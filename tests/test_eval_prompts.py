@@ -74,3 +74,23 @@ def test_model_specs():
     for bad in ("gpt4", "baseline:clever", "openai:", "hub:org/model"):
         with pytest.raises(ValueError):
             parse_model_spec(bad)
+
+
+def test_evaluation_settings_default_to_the_papers_and_refuse_what_does_not_apply():
+    from tasks.evaluate.run import eval_settings
+
+    progress = eval_settings("progress")
+    assert progress.strategy == "direct"
+    assert (progress.generation.temperature, progress.generation.top_p, progress.generation.top_k,
+            progress.generation.max_tokens) == (0.6, 0.9, 50, 4096)
+    explore = eval_settings("explore", "multi-turn", window_size=10)
+    assert explore.generation.temperature == 0.0 and explore.generation.max_tokens == 8192
+    assert explore.variant == "multi-turn:window=10"
+    assert eval_settings("progress", top_k=-1).generation.top_k is None
+    for bad in ({"strategy": "final-scene"}, {"strategy": "direct", "segment_num": 3}):
+        with pytest.raises(ValueError):
+            eval_settings("progress", **bad)
+    for bad in ({"strategy": "multi-turn"}, {"strategy": "single-turn", "segment_num": 2, "window_size": 5},
+                {"strategy": "final-scene", "scoring": "lenient"}):
+        with pytest.raises(ValueError):
+            eval_settings("explore", **bad)

@@ -70,6 +70,8 @@ def eval_settings(benchmark: str, strategy: str | None = None, *, segment_num: i
         raise ValueError("--segment-num and --window-size go with the single-turn and multi-turn strategies")
     if segment_num and window_size:
         raise ValueError("give --segment-num or --window-size, not both")
+    if strategy in ("single-turn", "multi-turn") and not (window_size or (segment_num or 0) >= 2):
+        raise ValueError(f"the {strategy} strategy needs --segment-num 2 or more, or --window-size")
     if scoring not in ("correct", "official"):
         raise ValueError("scoring must be correct or official")
     chosen = replace(DEFAULT_GENERATION[benchmark], **{k: v for k, v in generation.items() if v is not None})
@@ -95,6 +97,13 @@ class Collected:
     skipped: dict[str, str] = field(default_factory=dict)  # item key -> why it was not asked
     from_cache: int = 0
     asked: int = 0
+
+
+def requests_for(item: Any, settings: EvalSettings) -> int:
+    """How many requests an item takes: one per round in multi-turn, else one."""
+    if item.missing:
+        return 0
+    return len(_segments(item, settings)) if settings.strategy == "multi-turn" else 1
 
 
 def _segments(item: ExploreItem, settings: EvalSettings) -> list[list[str]]:

@@ -27,6 +27,7 @@ from tasks.evaluate.run import (
     eval_settings,
     parse_answers,
     read_predictions,
+    requests_for,
     run_key,
 )
 from tasks.quarantine import quarantine
@@ -85,9 +86,8 @@ def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool
     if show_progress:
         from tqdm import tqdm
 
-        rounds = "" if plan.settings.strategy != "multi-turn" else " (first round; later rounds add)"
-        bar = tqdm(total=sum(not i.missing for i in plan.items), desc=f"asking {plan.label}{rounds}", unit="answer",
-                   file=sys.stderr, dynamic_ncols=True)
+        bar = tqdm(total=sum(requests_for(i, plan.settings) for i in plan.items), desc=f"asking {plan.label}",
+                   unit="answer", file=sys.stderr, dynamic_ncols=True)
     try:
         collected = collect_answers(plan.items, plan.answerer, plan.settings, storage.blobs.get,
                                     (lambda n: bar.update(n)) if bar is not None else None)  # type: ignore[misc]
