@@ -95,10 +95,17 @@ def evaluate(settings: Settings, **options):
     return plan, collected, result
 
 
-def test_the_flow_asks_an_openai_compatible_server_with_images_and_reruns_from_the_cache(settings, tmp_path):
-    from flows.runtime import prepare_prefect
+@pytest.fixture(scope="module")
+def prefect_server():
+    """A temporary Prefect server that stops inside the test session (one started on first use would stop at
+    interpreter exit, logging into streams pytest has closed)."""
+    from prefect.testing.utilities import prefect_test_harness
 
-    prepare_prefect(settings)
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def test_the_flow_asks_an_openai_compatible_server_with_images_and_reruns_from_the_cache(settings, prefect_server):
     from flows.evaluate import evaluate_release
 
     tag, items = progress_release(settings)
