@@ -698,6 +698,9 @@ def evaluate(
     )] = False,
     judge: Annotated[str | None, typer.Option(help="Model spec of the judge for --judge-fallback.")] = None,
     limit: Annotated[int | None, typer.Option(help="Evaluate only the first N items (a smoke test).")] = None,
+    concurrency: Annotated[int | None, typer.Option(help=(
+        "Requests in flight at once (an OpenAI-compatible server; default 8, or max_concurrency in the spec)."))]
+    = None,
     temperature: Annotated[float | None, typer.Option(help="Default: 0.6 (PROGRESS), 0 (EXPLORE).")] = None,
     top_p: Annotated[float | None, typer.Option(help="Default: 0.9 (PROGRESS), 1 (EXPLORE).")] = None,
     top_k: Annotated[int | None, typer.Option(help=(
@@ -728,7 +731,8 @@ def evaluate(
                                   predictions=str(predictions) if predictions else None, scoring=scoring,
                                   judge_fallback=judge_fallback, judge=judge, limit=limit, temperature=temperature,
                                   top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed,
-                                  out_dir=str(out) if out else None, show_progress=True)
+                                  out_dir=str(out) if out else None, concurrency=concurrency,
+                                  show_progress=True)
     console.print(f"[bold]{result['model']}[/bold] on {result['release']} ({result['strategy']})")
     table = _table(("metric", "value"))
     for name, value in result["metrics"].items():
@@ -745,12 +749,13 @@ def leaderboard(
     release: Annotated[str | None, typer.Option(help="Only this release name (any version) or NAME@VERSION.")]
     = None,
     benchmark: Annotated[str | None, typer.Option(help="Only progress or explore.")] = None,
-    out: Annotated[Path | None, typer.Option(help="Also write leaderboard.md and a PNG per benchmark here.")]
-    = None,
+    out: Annotated[Path | None, typer.Option(help=(
+        "Also write leaderboard.md, a PNG of the headline metrics per benchmark and, for PROGRESS-BENCH, the "
+        "predicted-score distribution of every run, here."))] = None,
 ) -> None:
     """Compare evaluation runs across models and releases: the headline metrics of every current run."""
     from schemas import Status
-    from tasks.evaluate.report import leaderboard_markdown, leaderboard_rows, plot_leaderboard
+    from tasks.evaluate.report import leaderboard_markdown, leaderboard_rows, plot_leaderboard, plot_score_distributions
 
     catalog = _storage().catalog
     runs = catalog.find_records(kind="evaluation", status=Status.ACCEPTED)
@@ -782,6 +787,12 @@ def leaderboard(
         sections.append(f"## {name}\n\n{leaderboard_markdown(chosen)}")
         if out:
             plot_leaderboard(chosen, out / f"leaderboard-{name}.png")
+            if name == "progress":
+                distributions = [(f"{r.payload['model']} ({r.payload['strategy']}, {r.payload['release']})",
+                                  [p.payload["parsed"] or {} for p in catalog.find_records(
+                                      kind="prediction", payload_equals={"run": r.payload["key"]})])
+                                 for r in chosen]
+                plot_score_distributions(distributions, out / "predicted-scores-progress.png")
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "leaderboard.md").write_text("# Leaderboard\n\n" + "\n\n".join(sections) + "\n")

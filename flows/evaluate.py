@@ -18,14 +18,15 @@ def evaluate_release(settings: Settings | None = None, release: str = "benchwrig
                      judge_fallback: bool = False, judge: str | None = None, limit: int | None = None,
                      temperature: float | None = None, top_p: float | None = None, top_k: int | None = None,
                      max_tokens: int | None = None, seed: int | None = None, out_dir: str | None = None,
-                     show_progress: bool = False) -> dict[str, Any]:
+                     concurrency: int | None = None, show_progress: bool = False) -> dict[str, Any]:
     """Evaluate ``model`` (a spec: ``openai:NAME@URL``, ``transformers:PATH``, ``chat``, ``baseline:oracle``...)
     on ``release`` (``name`` or ``name@version``), or score the answers in ``predictions`` (JSONL of key and
     answer). Decoding defaults to the paper's settings; ``strategy`` defaults to ``direct`` (PROGRESS-BENCH) or
     ``final-scene`` (EXPLORE-Bench)."""
     settings = settings or load_settings()
     run_id = current_flow_run_id()
-    plan = prepare_evaluation(settings, release, model, strategy, predictions, limit, segment_num=segment_num,
+    plan = prepare_evaluation(settings, release, model, strategy, predictions, limit, concurrency,
+                              segment_num=segment_num,
                               window_size=window_size, scoring=scoring, judge_fallback=judge_fallback,
                               temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed)
     collected = gather_answers(settings, plan, show_progress)

@@ -130,6 +130,8 @@ def test_the_flow_asks_an_openai_compatible_server_with_images_and_reruns_from_t
         assert result["counts"]["asked"] == items and result["counts"]["unparsed"] == 0
         for name in ("markdown", "html", "scores", "anchor_heatmap"):
             assert Path(result["report"][name]).stat().st_size > 0
+        exported = [json.loads(line) for line in Path(result["report"]["predictions"]).read_text().splitlines()]
+        assert len(exported) == items and {e["parsed"]["ref"] for e in exported} == {2}
         assert "ProgressLM Table 1" in Path(result["report"]["markdown"]).read_text()
 
         server.script(("status", 500))  # a rerun must not need the server at all
@@ -321,6 +323,7 @@ def test_the_leaderboard_compares_runs_across_models(settings, tmp_path, monkeyp
     oracle_row = next(line for line in board.splitlines() if "oracle" in line)
     assert "| 0.0 | 100.0 | 0.0 | 100.0 |" in oracle_row  # NSE, PRC, AFRR, UDA in percent
     assert (tmp_path / "board" / "leaderboard-progress.png").stat().st_size > 0
+    assert (tmp_path / "board" / "predicted-scores-progress.png").stat().st_size > 0
     empty = CliRunner().invoke(app, ["leaderboard", "--benchmark", "explore"])
     assert empty.exit_code == 1 and "no evaluation runs yet" in empty.output
 
@@ -358,3 +361,16 @@ def test_a_local_checkpoint_answers_through_the_same_path(settings, tmp_path):
     _, again, _ = evaluate(settings, release=tag, model=f"transformers:{checkpoint}?device=cpu", max_tokens=5,
                            temperature=0.0)
     assert again.from_cache == 3 and again.asked == 0
+
+
+def test_the_official_explore_harness_output_is_scored_as_it_is(settings, tmp_path):
+    tag = explore_release(settings)
+    official = {"images/clip0_start.jpg": ["a cup", "A red ceramic cup on a brown wooden table, a white bowl."],
+                "clip1": "A blue plate on a grey table.", "images/clip9_start.jpg": "no such instance"}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(official))
+    _, collected, result = evaluate(settings, release=tag, model="official-harness", predictions=str(path))
+    assert result.counts["scored"] == 2 and result.metrics["S_obj"] > 90
+    assert sorted(collected.answers.values()) == ["A blue plate on a grey table.",
+                                                  "A red ceramic cup on a brown wooden table, a white bowl."]
+    assert any("clip9" in p for p in result.problems)

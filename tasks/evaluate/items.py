@@ -110,10 +110,15 @@ def load_items(catalog: Any, manifest: ReleaseManifest) -> tuple[str, list[Any]]
 
 
 def item_aliases(item: Any) -> list[str]:
-    """Every key an answer file may use for this item: the record id, and the published row or the clip id."""
+    """Every key an answer file may use for this item: the record id, and the published row (PROGRESS-BENCH) or
+    the clip (EXPLORE-Bench)."""
     names = [item.key]
     if isinstance(item, ProgressItem) and item.source_row:
         names.append(item.source_row)
     if isinstance(item, ExploreItem):
-        names.append(item.clip_id)
-    return names
+        from tasks.explore.export import export_name
+
+        exported = export_name(item.clip_id)
+        # the clip id, the exported id, and the exported initial image, which the official harness keys answers by
+        names += [item.clip_id, exported, f"images/{exported}_start.jpg"]
+    return list(dict.fromkeys(names))

@@ -182,39 +182,58 @@ def _chunk_images(image: Callable[[str], bytes]) -> Callable[[str], bytes]:
     return fetch
 
 
+def _answer_rows(path: Path) -> list[tuple[int, str, Any]]:
+    """(line number, line, parsed row or None) of a JSONL file; a file that is one JSON object mapping keys to
+    answers (the official EXPLORE-Bench harness writes ``{start_frame: description or [descriptions]}``) gives one
+    row per entry, numbered from 1, the last description of a list being the answer."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        whole = json.loads(text)
+    except json.JSONDecodeError:
+        whole = None
+    if isinstance(whole, dict) and not {"key", "id"} & whole.keys():
+        return [(n, json.dumps({k: v}), {"key": k, "answer": v[-1] if isinstance(v, list) and v else v})
+                for n, (k, v) in enumerate(whole.items(), 1)]
+    rows: list[tuple[int, str, Any]] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((number, line, json.loads(line)))
+        except json.JSONDecodeError:
+            rows.append((number, line, None))
+    return rows
+
+
 def read_predictions(path: Path, items: list[Any]) -> tuple[Collected, list[tuple[int, str, str]]]:
     """Answers from a JSONL file of ``{"key": ..., "answer": ...}`` (``id``/``prediction``/``response`` also
-    read). A key is an item's record id, its published ``<file>:<line>``, or an EXPLORE clip id. Returns the
-    answers and the lines that could not be used: (line number, the line, why)."""
+    read), or from the official EXPLORE-Bench harness's JSON. A key is an item's record id, its published
+    ``<file>:<line>``, an EXPLORE clip id or its exported initial image. Returns the answers and the lines that
+    could not be used: (line number, the line, why)."""
     by_alias = {alias: item for item in items for alias in item_aliases(item)}
     collected = Collected()
     problems: list[tuple[int, str, str]] = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                problems.append((number, line, f"not JSON ({error.msg})"))
-                continue
-            if not isinstance(row, dict):
-                problems.append((number, line, "not a JSON object"))
-                continue
-            key = next((str(row[k]) for k in ("key", "id") if k in row), None)
-            answer = next((row[k] for k in ("answer", "prediction", "response") if k in row), None)
-            if key is None or not isinstance(answer, str):
-                problems.append((number, line, "needs a \"key\" and an \"answer\" string"))
-                continue
-            item = by_alias.get(key)
-            if item is None:
-                problems.append((number, line, f"no item of this release has the key {key!r}"))
-                continue
-            if item.key in collected.answers:
-                problems.append((number, line, f"a second answer for {key!r}; the first is kept"))
-                continue
-            collected.answers[item.key] = answer
-            collected.turns[item.key] = [answer]
+    for number, line, row in _answer_rows(path):
+        if row is None:
+            problems.append((number, line, "not JSON"))
+            continue
+        if not isinstance(row, dict):
+            problems.append((number, line, "not a JSON object"))
+            continue
+        key = next((str(row[k]) for k in ("key", "id") if k in row), None)
+        answer = next((row[k] for k in ("answer", "prediction", "response") if k in row), None)
+        if key is None or not isinstance(answer, str):
+            problems.append((number, line, "needs a \"key\" and an \"answer\" string"))
+            continue
+        item = by_alias.get(key)
+        if item is None:
+            problems.append((number, line, f"no item of this release has the key {key!r}"))
+            continue
+        if item.key in collected.answers:
+            problems.append((number, line, f"a second answer for {key!r}; the first is kept"))
+            continue
+        collected.answers[item.key] = answer
+        collected.turns[item.key] = [answer]
     for item in items:
         if item.key not in collected.answers:
             collected.skipped[item.key] = "no answer in the predictions file"

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +49,7 @@ class EvaluationPlan:
 
 @task(name="prepare-evaluation", cache_policy=NONE)
 def prepare_evaluation(settings: Settings, release: str, model: str | None, strategy: str | None = None,
-                       predictions: str | None = None, limit: int | None = None,
+                       predictions: str | None = None, limit: int | None = None, concurrency: int | None = None,
                        **options: Any) -> EvaluationPlan:
     """The release's items, the answerer the model spec names and the run's key."""
     storage = open_storage(settings)
@@ -64,7 +65,10 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
         return EvaluationPlan(manifest, benchmark, items, None, label, chosen, key, predictions)
     if not model:
         raise ValueError("name a model (--model) or a file of answers (--predictions)")
-    answerer = build_answerer(parse_model_spec(model), settings, storage.catalog, items)
+    spec = parse_model_spec(model)
+    if concurrency:
+        spec = replace(spec, options={**spec.options, "max_concurrency": concurrency})
+    answerer = build_answerer(spec, settings, storage.catalog, items)
     key = run_key(manifest.tag, manifest.sha256(), answerer.fingerprint(), chosen)
     return EvaluationPlan(manifest, benchmark, items, answerer, answerer.label, chosen, key)
 
@@ -105,6 +109,7 @@ class EvaluationResult:
     counts: dict[str, int]
     scoring: Any
     problems: list[str]
+    predictions: list[dict[str, Any]] = field(default_factory=list)  # the stored predictions' payloads
 
 
 @task(name="score-evaluation", cache_policy=NONE)
@@ -184,7 +189,8 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     problems = [*plan.extra.get("file problems", []),
                 *[f"{key[:12]}: request failed: {why}" for key, why in collected.failed.items()],
                 *[f"{key[:12]}: not asked: {why}" for key, why in list(collected.skipped.items())[:20]]]
-    return EvaluationResult(plan.key, evaluation.id, scoring.headline, counts, scoring, problems)
+    return EvaluationResult(plan.key, evaluation.id, scoring.headline, counts, scoring, problems,
+                            [p.payload for p in predictions])
 
 
 def report_folder(settings: Settings, plan: EvaluationPlan) -> Path:
@@ -214,9 +220,17 @@ def report_evaluation(settings: Settings, plan: EvaluationPlan, result: Evaluati
                ("run key", plan.key), *[(k, str(v)) for k, v in result.counts.items()]]
     if plan.benchmark == Benchmark.EXPLORE.value:
         summary.append(("relation scoring", plan.settings.scoring))
+    folder.mkdir(parents=True, exist_ok=True)
+    answers = folder / "predictions.jsonl"  # one line per item, for any tool that reads JSONL
+    with open(answers, "w", encoding="utf-8") as handle:
+        for payload in result.predictions:
+            handle.write(json.dumps({k: payload[k] for k in ("item_id", "raw_output", "turns", "parsed",
+                                                              "parse_method", "scores")}, ensure_ascii=False)
+                         + "\n")
     md, html_path, markdown = report.write_report(folder, title=f"{plan.label} on {plan.manifest.tag}",
                                                   summary=summary, tables=tables, plots=plots,
                                                   problems=result.problems)
     create_markdown_artifact(key=re.sub(r"[^a-z0-9-]", "-", f"eval-{plan.key[:16]}"), markdown=markdown,
                              description=f"{plan.label} on {plan.manifest.tag}")
-    return {"markdown": str(md), "html": str(html_path), **{p.stem: str(p) for p in plots}}
+    return {"markdown": str(md), "html": str(html_path), "predictions": str(answers),
+            **{p.stem: str(p) for p in plots}}

@@ -32,7 +32,7 @@ def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
         scene = scenes.get(record.id)
         if scene is None:
             raise ValueError(f"release {tag}: instance {record.id} has no scene annotation")
-        name = _safe(record.payload["clip_id"])
+        name = export_name(record.payload["clip_id"])
         paths = {}
         for blob in record.blobs:
             if blob.role in ("initial", "final"):
@@ -62,5 +62,6 @@ def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
     return {"instances": len(entries), **subsets}
 
 
-def _safe(name: str) -> str:
+def export_name(name: str) -> str:
+    """The id and file stem an instance gets in the official export."""
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
