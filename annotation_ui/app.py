@@ -191,8 +191,10 @@ def build(settings: Settings) -> Any:
                 raise gr.Error(str(error)) from None
         return call
 
-    def skip_and_undo(show: Any) -> tuple[Any, Any]:
-        """The skip and undo handlers of a queue tab whose view ``show`` draws."""
+    def wire_queue(show: Any, answer: Any, verdicts: dict[str, Any], inputs: list[Any], outputs: list[Any],
+                   skip_button: Any, undo_button: Any) -> None:
+        """The buttons of a queue tab whose view ``show`` draws on page load: one per verdict (``answer(verdict)``
+        makes its handler, fed ``inputs``), skip and undo (fed the item id); every one redraws ``outputs``."""
         def skip(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
             if item_id:
                 app.skip(item_id, request)
@@ -204,7 +206,11 @@ def build(settings: Settings) -> Any:
             app.undo(request)
             return show(request)
 
-        return guarded(skip), guarded(undo)
+        for verdict, button in verdicts.items():
+            button.click(answer(verdict), inputs, outputs, api_visibility="private")
+        skip_button.click(guarded(skip), inputs[:1], outputs, api_visibility="private")
+        undo_button.click(guarded(undo), inputs[:1], outputs, api_visibility="private")
+        blocks.load(guarded(show), None, outputs, api_visibility="private")
 
     with gr.Blocks(title="benchwright annotation") as blocks:
         gr.Markdown("## benchwright annotation\nKeys: **y** yes/accept · **n** no/reject · **s** skip · **u** undo")
@@ -284,12 +290,8 @@ def build(settings: Settings) -> Any:
                 return vn_show(request)
             return guarded(handler)
 
-        vn_outputs = [vn_item, vn_progress, vn_text, vn_original, vn_edited]
-        vn_yes.click(vn_answer("accept"), [vn_item], vn_outputs, api_visibility="private")
-        vn_no.click(vn_answer("reject"), [vn_item], vn_outputs, api_visibility="private")
-        vn_skip_fn, vn_undo_fn = skip_and_undo(vn_show)
-        vn_skip.click(vn_skip_fn, [vn_item], vn_outputs, api_visibility="private")
-        vn_undo.click(vn_undo_fn, [vn_item], vn_outputs, api_visibility="private")
+        wire_queue(vn_show, vn_answer, {"accept": vn_yes, "reject": vn_no}, [vn_item],
+                   [vn_item, vn_progress, vn_text, vn_original, vn_edited], vn_skip, vn_undo)
 
         # -- scene correction ------------------------------------------------------------------------------------
         def sc_show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
@@ -333,13 +335,9 @@ def build(settings: Settings) -> Any:
                 return sc_show(request)
             return guarded(handler)
 
-        sc_outputs = [sc_item, sc_progress, sc_text, sc_image, sc_table, sc_problems]
-        sc_accept.click(sc_answer("accept"), [sc_item, sc_table], sc_outputs, api_visibility="private")
-        sc_save.click(sc_answer("correct"), [sc_item, sc_table], sc_outputs, api_visibility="private")
-        sc_reject.click(sc_answer("reject"), [sc_item, sc_table], sc_outputs, api_visibility="private")
-        sc_skip_fn, sc_undo_fn = skip_and_undo(sc_show)
-        sc_skip.click(sc_skip_fn, [sc_item], sc_outputs, api_visibility="private")
-        sc_undo.click(sc_undo_fn, [sc_item], sc_outputs, api_visibility="private")
+        wire_queue(sc_show, sc_answer, {"accept": sc_accept, "correct": sc_save, "reject": sc_reject},
+                   [sc_item, sc_table], [sc_item, sc_progress, sc_text, sc_image, sc_table, sc_problems], sc_skip,
+                   sc_undo)
 
         # -- recheck -----------------------------------------------------------------------------------------------
         def rc_show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
@@ -358,12 +356,8 @@ def build(settings: Settings) -> Any:
                 return rc_show(request)
             return guarded(handler)
 
-        rc_outputs = [rc_item, rc_progress, rc_text, rc_record, rc_image, rc_comment]
-        rc_accept.click(rc_answer("accept"), [rc_item, rc_comment], rc_outputs, api_visibility="private")
-        rc_reject.click(rc_answer("reject"), [rc_item, rc_comment], rc_outputs, api_visibility="private")
-        rc_skip_fn, rc_undo_fn = skip_and_undo(rc_show)
-        rc_skip.click(rc_skip_fn, [rc_item], rc_outputs, api_visibility="private")
-        rc_undo.click(rc_undo_fn, [rc_item], rc_outputs, api_visibility="private")
+        wire_queue(rc_show, rc_answer, {"accept": rc_accept, "reject": rc_reject}, [rc_item, rc_comment],
+                   [rc_item, rc_progress, rc_text, rc_record, rc_image, rc_comment], rc_skip, rc_undo)
 
         # -- admin -------------------------------------------------------------------------------------------------
         def admin_report(request: gr.Request) -> dict[str, Any]:
@@ -409,9 +403,6 @@ def build(settings: Settings) -> Any:
         gr.api(guarded(answer), api_name="answer")
         gr.api(guarded(undo), api_name="undo")
 
-        blocks.load(guarded(vn_show), None, vn_outputs, api_visibility="private")
-        blocks.load(guarded(sc_show), None, sc_outputs, api_visibility="private")
-        blocks.load(guarded(rc_show), None, rc_outputs, api_visibility="private")
     return blocks
 
 

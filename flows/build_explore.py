@@ -3,12 +3,11 @@ their final scenes annotated stage by stage, published for human correction, cor
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from prefect import flow
 
-from flows.runtime import check_stages, current_flow_run_id
+from flows.runtime import check_stages, current_flow_run_id, sample_source_folder
 from schemas.config import Settings, load_settings
 from tasks.explore.tasks import annotate_explore, apply_scene_corrections, extract_explore_instances
 from tasks.models.registry import with_role_tags
@@ -40,7 +39,7 @@ def build_explore(settings: Settings | None = None, clips_dir: str | None = None
     result: dict[str, Any] = {}
     if "extract" in stages:
         if clips_dir is None:
-            clips_dir = str(Path(settings.catalog.path).parent / "sources" / "sample-world-ego")
+            clips_dir = sample_source_folder(settings, "sample-world-ego")
             if clips is None:
                 render_sample_world(clips_dir, sample_clips, sample_seed, ("ego",), (640, 480), SAMPLE_TASKS)
         result["instances"] = extract_explore_instances(settings, clips_dir, clip_format, narrations_file, run_id,

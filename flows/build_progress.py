@@ -8,7 +8,7 @@ from typing import Any
 
 from prefect import flow
 
-from flows.runtime import check_stages, current_flow_run_id
+from flows.runtime import check_stages, current_flow_run_id, sample_source_folder
 from schemas.config import Settings, load_settings
 from tasks.models.registry import with_role_tags
 from tasks.progress.sampling import SamplingPlan
@@ -61,7 +61,7 @@ def build_progress(settings: Settings | None = None, published_dir: str | None =
     result: dict[str, Any] = {}
     if "construct" in stages:
         if episodes_dir is None:
-            episodes_dir = str(Path(settings.catalog.path).parent / "sources" / "sample-world")
+            episodes_dir = sample_source_folder(settings, "sample-world")
             if trajectories is None:  # a backfill rebuilds episodes that exist; it renders none
                 render_sample_world(episodes_dir, sample_episodes, sample_seed, SAMPLE_CAMERAS, (320, 240))
         configured = settings.progress

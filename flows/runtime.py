@@ -39,3 +39,10 @@ def check_stages(stages: tuple[str, ...] | list[str], known: tuple[str, ...]) ->
     unknown = sorted(set(stages) - set(known))
     if unknown:
         raise ValueError(f"unknown stage(s) {', '.join(unknown)}: choose from {', '.join(known)}")
+
+
+def sample_source_folder(settings: Settings, name: str) -> str:
+    """Where a build flow renders its bundled sample source when none is given: beside the catalog."""
+    from pathlib import Path
+
+    return str(Path(settings.catalog.path).parent / "sources" / name)

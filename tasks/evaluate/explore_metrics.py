@@ -267,28 +267,25 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _means(scores: list[InstanceScores]) -> tuple[float | None, float | None, float | None, float | None]:
+    """Mean S_obj, S_att and S_rel (over the instances that have relations) and the S_uni of those means."""
+    s_obj = _mean([s.s_obj for s in scores])
+    s_att = _mean([s.s_att for s in scores])
+    s_rel = _mean([s.s_rel for s in scores if s.s_rel is not None])  # type: ignore[misc]
+    s_uni = unified(s_obj, s_att, s_rel) if s_obj is not None and s_att is not None and s_rel is not None else None
+    return s_obj, s_att, s_rel, s_uni
+
+
 def subset_scores(scores: list[InstanceScores]) -> SubsetScores:
     if not scores:
         return SubsetScores(0, None, None, None, None)
-    s_obj = _mean([s.s_obj for s in scores])
-    s_att = _mean([s.s_att for s in scores])
-    with_relations = [s.s_rel for s in scores if s.s_rel is not None]
-    s_rel = _mean(with_relations)  # type: ignore[arg-type]
-    s_uni = unified(s_obj, s_att, s_rel) if s_obj is not None and s_att is not None and s_rel is not None else None
+    s_obj, s_att, s_rel, s_uni = _means(scores)
     keyed = [s for s in scores if s.s_key is not None]
     s_key = _mean([s.s_key for s in keyed])  # type: ignore[misc]
-    s_abn = None
-    if keyed:
-        key_sub = subset_scores([replace_key(s) for s in keyed])
-        if key_sub.s_uni is not None and s_key is not None:
-            s_abn = abnormal(key_sub.s_uni, s_key)
+    key_uni = _means(keyed)[3]  # S_abn weighs the S_uni of the key-state instances themselves
+    s_abn = abnormal(key_uni, s_key) if key_uni is not None and s_key is not None else None
     return SubsetScores(len(scores), s_obj, s_att, s_rel, s_uni, s_key, s_abn, len(keyed),
-                        len(scores) - len(with_relations))
-
-
-def replace_key(score: InstanceScores) -> InstanceScores:
-    """The same instance without its key state, so S_uni over the key-state instances does not recurse."""
-    return InstanceScores(score.key, score.subset, score.s_obj, score.s_att, score.s_rel, None, score.words)
+                        sum(s.s_rel is None for s in scores))
 
 
 def explore_table(scores: list[InstanceScores]) -> dict[str, SubsetScores]:

@@ -17,10 +17,9 @@ running text); its last element is the prediction; anything else is unparseable.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from tasks.models.structured import parse_json_array
+from tasks.models.structured import parse_json_array, strip_thinking
 
 PROMPT_VERSION = "explore-eval-v1"
 STRATEGIES = ("final-scene", "single-turn", "multi-turn")
@@ -114,11 +113,6 @@ class SceneAnswer:
     description: str
     ok: bool
     problem: str = ""
-
-
-def strip_thinking(text: str) -> str:
-    text = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL | re.IGNORECASE)
-    return text.split("</think>")[-1].strip()  # a template may leave only the closing tag
 
 
 def parse_scene_answer(text: str, strategy: str) -> SceneAnswer:

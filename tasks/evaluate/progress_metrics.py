@@ -12,6 +12,8 @@ Progress values are fractions in [0, 1]; ``predicted`` None means the model answ
   rho = 0 and are counted: they order nothing, and skipping them would reward a collapsed model.
 - AFRR, answerable false rejection rate: the share of answerable samples answered "n/a".
 - UDA, unanswerable detection accuracy: the share of unanswerable samples answered "n/a".
+- An unparseable answer is neither a number nor an "n/a": NSE and PRC never see it; in AFRR and UDA it counts in
+  the denominator as no rejection and no detection.
 A metric with no sample to average over is None.
 """
 
@@ -27,6 +29,7 @@ class Scored:
     answerable: bool
     truth: float | None  # p*, None for unanswerable samples
     predicted: float | None  # None: the model answered "n/a"
+    parsed: bool = True  # False: the answer could be read neither as a number nor as "n/a"
 
 
 def nse(truth: float, predicted: float) -> float:
@@ -78,7 +81,7 @@ class ProgressScores:
 def progress_scores(samples: list[Scored]) -> ProgressScores:
     answerable = [s for s in samples if s.answerable]
     unanswerable = [s for s in samples if not s.answerable]
-    numeric = [s for s in answerable if s.predicted is not None and s.truth is not None]
+    numeric = [s for s in answerable if s.parsed and s.predicted is not None and s.truth is not None]
     errors = [nse(s.truth, s.predicted) for s in numeric]  # type: ignore[arg-type]
     by_trajectory: dict[str, list[Scored]] = defaultdict(list)
     for sample in numeric:
@@ -87,7 +90,7 @@ def progress_scores(samples: list[Scored]) -> ProgressScores:
     skipped: dict[str, int] = {}
     constant = 0
     # trajectories whose answers were all "n/a" have no valid point at all
-    too_few = len({s.trajectory for s in answerable} - set(by_trajectory))
+    too_few = len({s.trajectory for s in answerable if s.parsed} - set(by_trajectory))
     for group in by_trajectory.values():
         if len(group) < 2:
             too_few += 1
@@ -103,8 +106,9 @@ def progress_scores(samples: list[Scored]) -> ProgressScores:
     return ProgressScores(
         nse=sum(errors) / len(errors) if errors else None,
         prc=sum(rhos) / len(rhos) if rhos else None,
-        afrr=sum(s.predicted is None for s in answerable) / len(answerable) if answerable else None,
-        uda=sum(s.predicted is None for s in unanswerable) / len(unanswerable) if unanswerable else None,
+        afrr=sum(s.parsed and s.predicted is None for s in answerable) / len(answerable) if answerable else None,
+        uda=(sum(s.parsed and s.predicted is None for s in unanswerable) / len(unanswerable)
+             if unanswerable else None),
         answerable=len(answerable), unanswerable=len(unanswerable), prc_trajectories=len(rhos),
         prc_skipped=skipped, constant_predictions=constant)
 
@@ -135,20 +139,11 @@ class ProgressSample:
 
     def scored(self) -> Scored:
         # Rankings run along one demo sequence: a trajectory's text samples and its visual samples are two.
-        return Scored(f"{self.trajectory}|{self.modality}", self.answerable, self.truth, self.predicted)
+        return Scored(f"{self.trajectory}|{self.modality}", self.answerable, self.truth, self.predicted, self.parsed)
 
 
 def _scores_of(samples: list[ProgressSample]) -> ProgressScores:
-    # An unparseable answer is neither a number nor an "n/a": NSE and PRC never see it, and AFRR and UDA are
-    # taken over every sample, where it is no rejection and no detection.
-    scores = progress_scores([s.scored() for s in samples if s.parsed])
-    answerable = [s for s in samples if s.answerable]
-    unanswerable = [s for s in samples if not s.answerable]
-    afrr = (sum(s.parsed and s.predicted is None for s in answerable) / len(answerable)) if answerable else None
-    uda = (sum(s.parsed and s.predicted is None for s in unanswerable) / len(unanswerable)) if unanswerable else None
-    scores.afrr, scores.uda = afrr, uda
-    scores.answerable, scores.unanswerable = len(answerable), len(unanswerable)
-    return scores
+    return progress_scores([s.scored() for s in samples])
 
 
 def score_aligned_step(score: float, step_progress: tuple[float, ...]) -> int:

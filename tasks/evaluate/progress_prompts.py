@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from tasks.models.structured import strip_thinking
+
 PROMPT_VERSION = "progress-eval-v1"
 STRATEGIES = ("direct", "two-stage")
 
@@ -144,7 +146,7 @@ def _read_value(region: str) -> tuple[float | None, bool, str]:
 
 def parse_progress_answer(text: str) -> ProgressAnswer:
     score_region = _last_tag(text, "score")
-    region = score_region if score_region is not None else _strip_thinking(text)
+    region = score_region if score_region is not None else strip_thinking(text)
     score, abstained, problem = _read_value(region)
     ref_region = _last_tag(text, "ref")
     ref: int | None = None
@@ -153,8 +155,3 @@ def parse_progress_answer(text: str) -> ProgressAnswer:
         ref = int(match.group(1)) if match else None
     ok = not problem
     return ProgressAnswer(score=score, abstained=abstained, ref=ref, ok=ok, problem=problem)
-
-
-def _strip_thinking(text: str) -> str:
-    """A reasoning model's <think>...</think> block is not its answer."""
-    return re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL | re.IGNORECASE)

@@ -11,6 +11,7 @@ from typing import Any
 
 from tasks.evaluate.explore_metrics import SUBSETS
 from tasks.evaluate.scoring import Scoring
+from tasks.plots import pyplot, save_figure
 
 
 def _pct(value: float | None) -> str:
@@ -83,10 +84,7 @@ def explore_tables(scoring: Scoring, label: str) -> str:
 
 
 def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     report = scoring.progress
@@ -116,8 +114,7 @@ def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
     axes[1].legend(fontsize=8)
     figure.suptitle(label, fontsize=11)
     figure.tight_layout()
-    paths.append(_save(figure, folder / "scores.png"))
-    plt.close(figure)
+    paths.append(save_figure(figure, folder / "scores.png"))
     pairs = report.anchor_pairs
     if any(pairs.values()):
         figure, axes = plt.subplots(1, 3, figsize=(13, 4))
@@ -133,16 +130,12 @@ def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
             axis.set_ylabel("score-aligned demo step")
         figure.suptitle(f"{label}: anchor vs score-aligned step (cf. ProgressLM Fig. 12)", fontsize=11)
         figure.tight_layout()
-        paths.append(_save(figure, folder / "anchor_heatmap.png"))
-        plt.close(figure)
+        paths.append(save_figure(figure, folder / "anchor_heatmap.png"))
     return paths
 
 
 def plot_explore(scoring: Scoring, folder: Path, label: str) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     table = scoring.explore
@@ -168,15 +161,7 @@ def plot_explore(scoring: Scoring, folder: Path, label: str) -> list[Path]:
     axes[1].set_title("S_uni vs description length", fontsize=10)
     figure.suptitle(label, fontsize=11)
     figure.tight_layout()
-    path = _save(figure, folder / "explore_scores.png")
-    plt.close(figure)
-    return [path]
-
-
-def _save(figure: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
-    return path
+    return [save_figure(figure, folder / "explore_scores.png")]
 
 
 def write_report(folder: Path, *, title: str, summary: list[tuple[str, str]], tables: str, plots: list[Path],
@@ -242,10 +227,15 @@ HEADLINE_ORDER = ("NSE", "PRC", "AFRR", "UDA", "NSE macro", "PRC macro", "ref ac
                   "S_obj", "S_att", "S_rel", "S_uni", "S_key", "S_abn")
 
 
+def headline_names(evaluations: list[Any]) -> list[str]:
+    """The headline metrics the runs report, in the papers' order."""
+    known = {name for record in evaluations for name in record.payload["metrics"]}
+    return [m for m in HEADLINE_ORDER if m in known] + sorted(known - set(HEADLINE_ORDER))
+
+
 def leaderboard_rows(evaluations: list[Any]) -> tuple[list[str], list[list[str]]]:
     """One row per evaluation record, newest first within a release: the headline metrics of its benchmark."""
-    known = {name for record in evaluations for name in record.payload["metrics"]}
-    metric_names = [m for m in HEADLINE_ORDER if m in known] + sorted(known - set(HEADLINE_ORDER))
+    metric_names = headline_names(evaluations)
     header = ["release", "model", "strategy", *metric_names, "samples", "when"]
     rows = []
     for record in sorted(evaluations, key=lambda r: (r.payload["release"], r.created_at), reverse=True):
@@ -265,14 +255,10 @@ def leaderboard_markdown(evaluations: list[Any]) -> str:
 
 def plot_leaderboard(evaluations: list[Any], path: Path) -> Path:
     """The headline metrics of every run side by side, one bar group per metric."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
-    known = {name for record in evaluations for name in record.payload["metrics"]}
-    names = [m for m in HEADLINE_ORDER if m in known] + sorted(known - set(HEADLINE_ORDER))
+    names = headline_names(evaluations)
     figure, axis = plt.subplots(figsize=(max(6, 1.6 * len(names)), 4))
     width = 0.8 / max(1, len(evaluations))
     for index, record in enumerate(evaluations):
@@ -285,19 +271,14 @@ def plot_leaderboard(evaluations: list[Any], path: Path) -> Path:
     axis.legend(fontsize=7)
     axis.spines[["top", "right"]].set_visible(False)
     figure.tight_layout()
-    out = _save(figure, path)
-    plt.close(figure)
-    return out
+    return save_figure(figure, path)
 
 
 def plot_score_distributions(runs: list[tuple[str, list[dict[str, Any]]]], path: Path) -> Path:
     """One panel per PROGRESS-BENCH run: the distribution of its predicted scores, with its n/a and unparseable
     counts, so collapsed or discrete predictions (ProgressLM Sec. 5.1) show at a glance. ``runs`` holds
     (title, parsed answers) pairs."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
     import numpy as np
 
     figure, axes = plt.subplots(len(runs), 1, figsize=(8, 1.7 * len(runs) + 0.6), sharex=True, squeeze=False)
@@ -310,6 +291,4 @@ def plot_score_distributions(runs: list[tuple[str, list[dict[str, Any]]]], path:
         axis.spines[["top", "right"]].set_visible(False)
     axes[-1, 0].set_xlabel("predicted progress (%)")
     figure.tight_layout()
-    out = _save(figure, path)
-    plt.close(figure)
-    return out
+    return save_figure(figure, path)

@@ -95,6 +95,7 @@ class Collected:
     turns: dict[str, list[str]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # item key -> why the request failed
     skipped: dict[str, str] = field(default_factory=dict)  # item key -> why it was not asked
+    problems: list[str] = field(default_factory=list)  # lines of an answers file that could not be used
     from_cache: int = 0
     asked: int = 0
 
@@ -114,13 +115,13 @@ def _segments(item: ExploreItem, settings: EvalSettings) -> list[list[str]]:
 
 
 def _messages(item: Any, settings: EvalSettings, image: Callable[[str], bytes], turn: int,
-              previous: str | None) -> tuple[list[Message], int]:
+              previous: str | None, parts_of: list[list[str]]) -> tuple[list[Message], int]:
+    """The request for one item in one round, and how many scenes it asks for."""
     if isinstance(item, ProgressItem):
         parts = progress_prompts.progress_prompt(settings.strategy, item.modality, item.goal, list(item.steps),
                                                  item.total_steps, [image(s) for s in item.demo_images],
                                                  image(item.observation_image))  # type: ignore[arg-type]
         return [Message.user(*parts)], 1
-    parts_of = _segments(item, settings)
     if settings.strategy == "single-turn":
         text = explore_prompts.single_turn_prompt(parts_of)
     elif turn == 0:
@@ -139,26 +140,27 @@ def collect_answers(items: list[Any], answerer: Answerer, settings: EvalSettings
             collected.skipped[item.key] = item.missing
         else:
             ready.append(item)
-    rounds = 1
-    if settings.strategy == "multi-turn":
-        rounds = max((len(_segments(i, settings)) for i in ready), default=1)
-    for turn in range(rounds):
+    segments_of = {i.key: _segments(i, settings) for i in ready if isinstance(i, ExploreItem)}
+    multi_turn = settings.strategy == "multi-turn"
+    last_round = max((len(segments_of[i.key]) for i in ready), default=1) if multi_turn else 1
+
+    def counted(index: int, answer: Any, cached: bool) -> None:
+        collected.from_cache += cached
+        collected.asked += not cached
+        if progress:
+            progress(1)
+
+    for turn in range(last_round):
         this_round = [i for i in ready if i.key not in collected.failed and
-                      (turn == 0 or len(_segments(i, settings)) > turn)]
+                      (turn == 0 or len(segments_of[i.key]) > turn)]
         for start in range(0, len(this_round), settings.chunk_size):
             chunk = this_round[start:start + settings.chunk_size]
             fetch = _chunk_images(image)
             requests = []
             for item in chunk:
-                messages, count = _messages(item, settings, fetch, turn, collected.answers.get(item.key))
+                messages, count = _messages(item, settings, fetch, turn, collected.answers.get(item.key),
+                                            segments_of.get(item.key, []))
                 requests.append(Request(item, messages, settings.strategy, count))
-
-            def counted(index: int, answer: Any, cached: bool) -> None:
-                collected.from_cache += cached
-                collected.asked += not cached
-                if progress:
-                    progress(1)
-
             answers = answerer.answer(requests, settings.generation, counted)
             for item, answer in zip(chunk, answers, strict=True):
                 if isinstance(answer, Exception):

@@ -44,7 +44,6 @@ class EvaluationPlan:
     settings: EvalSettings
     key: str
     predictions: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @task(name="prepare-evaluation", cache_policy=NONE)
@@ -79,7 +78,7 @@ def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool
     storage = open_storage(settings)
     if plan.predictions:
         collected, problems = read_predictions(Path(plan.predictions), plan.items)
-        plan.extra["file problems"] = [f"{plan.predictions}:{n}: {why}" for n, _, why in problems]
+        collected.problems = [f"{plan.predictions}:{n}: {why}" for n, _, why in problems]
         producer = eval_producer("evaluate-read-predictions", None, plan.label, plan.settings, plan.key)
         storage.catalog.put_records([
             quarantine(benchmark=Benchmark(plan.benchmark), source=plan.predictions, locator=f"line {n}",
@@ -186,7 +185,7 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
                                                        payload_equals={"source": f"evaluate {plan.label}"})
                     if r.payload["locator"] in parsed]
     catalog.set_status(answered_now, Status.SUPERSEDED, reason=f"answered by a later run ({run_id or 'local'})")
-    problems = [*plan.extra.get("file problems", []),
+    problems = [*collected.problems,
                 *[f"{key[:12]}: request failed: {why}" for key, why in collected.failed.items()],
                 *[f"{key[:12]}: not asked: {why}" for key, why in list(collected.skipped.items())[:20]]]
     return EvaluationResult(plan.key, evaluation.id, scoring.headline, counts, scoring, problems,

@@ -77,6 +77,13 @@ def parse_json_object(text: str) -> dict[str, Any]:
     raise ValueError("the answer holds no JSON object")
 
 
+def strip_thinking(text: str) -> str:
+    """A reasoning model's ``<think>...</think>`` block is not its answer (a chat template may leave only the
+    closing tag)."""
+    text = re.sub(r"<think>.*?</think>", "", text, flags=re.DOTALL | re.IGNORECASE)
+    return text.split("</think>")[-1].strip()
+
+
 def parse_json_array(text: str) -> list[Any]:
     """The first JSON array in ``text``, inside a ``` fence or in running text."""
     fenced = re.search(r"```(?:json)?\s*(\[.*?\])\s*```", text, re.DOTALL)

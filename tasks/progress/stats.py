@@ -89,10 +89,9 @@ def stats_for_release(catalog: Any, tag: str) -> ProgressStats:
 
 def plot(stats: ProgressStats, path: Path, title: str) -> Path:
     """Three bar panels: samples per setting (with trajectories), per platform, and the 15 largest tasks."""
-    import matplotlib
+    from tasks.plots import pyplot, save_figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     figure, axes = plt.subplots(1, 3, figsize=(15, 4.8), gridspec_kw={"width_ratios": [1.1, 0.8, 1.3]})
     settings = [s for s in SETTINGS if stats.samples.get(s)]
@@ -115,10 +114,7 @@ def plot(stats: ProgressStats, path: Path, title: str) -> Path:
         axis.spines[["top", "right"]].set_visible(False)
     figure.suptitle(title, fontsize=12)
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return save_figure(figure, path, dpi=110)
 
 
 def stats_png_path(export_folder: Path, tag: str) -> Path:
