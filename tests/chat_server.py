@@ -11,9 +11,34 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+def completion(content: Any, model: str = "m") -> dict[str, Any]:
+    return {"id": "x", "object": "chat.completion", "model": model,
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": content}}]}
+
+
+# 200 answers that are not chat completions, as broken servers, proxies and gateways send them
+MALFORMED = {
+    "not JSON": ("body", "Internal error: CUDA out of memory", "text/plain"),
+    "HTML page": ("body", "<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway"
+                          "</h1>" + "<p>nginx</p>" * 2000 + "</body></html>", "text/html"),
+    "truncated JSON": ("body", json.dumps(completion("<score>50%</score>"))[:40]),
+    "JSON list": ("body", "[1, 2, 3]"),
+    "no choices": ("body", json.dumps({"error": {"message": "model overloaded"}})),
+    "empty choices": ("body", json.dumps({"id": "x", "choices": []})),
+    "no message": ("body", json.dumps({"choices": [{"index": 0, "text": "legacy completion"}]})),
+    "no content": ("body", json.dumps({"choices": [{"message": {"role": "assistant"}}]})),
+    "content a number": ("body", json.dumps(completion(42))),
+    "choices an object": ("body", json.dumps({"choices": {"message": {"content": "hi"}}})),
+    "not UTF-8": ("body", b"\xff\xfe{\x00"),
+    "cut connection": ("cut", "<score>50%</score>"),
+}
+
+
 class ScriptedChatServer:
     """Each request takes the next behaviour (the last one repeats): ``("text", content)``, ``("status", code)``,
-    ``("sleep", seconds, content)``, or ``("echo", [seconds])`` which answers with the request's own text."""
+    ``("sleep", seconds, content)``, ``("echo", [seconds])`` which answers with the request's own text,
+    ``("body", text or bytes, [content type])`` which answers 200 with exactly that body, or ``("cut", content)``
+    which announces a whole completion and closes the connection halfway through it."""
 
     def __init__(self) -> None:
         self.behaviours: deque[tuple[Any, ...]] = deque([("echo",)])
@@ -46,6 +71,18 @@ class ScriptedChatServer:
                 if kind == "status":
                     self._send(behaviour[1], {"error": {"message": "scripted failure"}}, {"Retry-After": "0"})
                     return
+                if kind == "body":
+                    data = behaviour[1].encode() if isinstance(behaviour[1], str) else behaviour[1]
+                    self._send(200, data, {"Content-Type": behaviour[2] if len(behaviour) > 2 else "application/json"})
+                    return
+                if kind == "cut":
+                    data = json.dumps(completion(behaviour[1], body["model"])).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data[:len(data) // 2])
+                    self.close_connection = True
+                    return
                 if kind == "sleep":
                     time.sleep(behaviour[1])
                     content = behaviour[2]
@@ -56,16 +93,15 @@ class ScriptedChatServer:
                 else:
                     content = behaviour[1]
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client that timed out
-                    self._send(200, {"id": "x", "object": "chat.completion", "model": body["model"],
-                                     "choices": [{"index": 0, "finish_reason": "stop",
-                                                  "message": {"role": "assistant", "content": content}}]})
+                    self._send(200, completion(content, body["model"]))
 
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                data = json.dumps(payload).encode()
+            def _send(self, status: int, payload: dict[str, Any] | bytes, headers: dict[str, str] | None = None
+                      ) -> None:
+                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+                headers = {"Content-Type": "application/json", **(headers or {})}
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
-                for name, value in (headers or {}).items():
+                for name, value in headers.items():
                     self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(data)

@@ -11,11 +11,11 @@ from pydantic import BaseModel, Field
 from schemas import Benchmark, Status
 from schemas.config import ModelRole, Settings
 from tasks.models.base import Generation, Message, encode_png
-from tasks.models.openai_chat import ChatRequestError, OpenAIChat
+from tasks.models.openai_chat import RAW_KEPT, ChatRequestError, OpenAIChat
 from tasks.models.registry import load_backend
 from tasks.models.structured import ask_structured
 from tasks.quarantine import quarantine
-from tests.chat_server import ScriptedChatServer
+from tests.chat_server import MALFORMED, ScriptedChatServer
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +64,65 @@ def test_client_errors_are_not_retried(server):
     with pytest.raises(ChatRequestError, match="refused conversation 0: HTTP 400"):
         chat(server).complete([Message.user("hi")])
     assert len(server.requests) == 1
+
+
+# what the error says about each malformed answer of tests.chat_server.MALFORMED
+MALFORMED_REASONS = {
+    "not JSON": "the body is not JSON", "HTML page": "the body is not JSON", "truncated JSON": "the body is not JSON",
+    "JSON list": "the body is a JSON list, not an object",
+    "no choices": "no choices list (error: {'message': 'model overloaded'})", "empty choices": "empty choices",
+    "no message": "choices[0] has no message with content", "no content": "choices[0] has no message with content",
+    "content a number": "choices[0].message.content is a int, not text", "choices an object": "no choices list",
+    "not UTF-8": "the body is not JSON", "cut connection": "RemoteProtocolError",
+}
+
+
+def test_every_malformed_answer_has_its_reason():
+    assert MALFORMED_REASONS.keys() == MALFORMED.keys()
+
+
+@pytest.mark.parametrize("kind", sorted(MALFORMED))
+def test_a_malformed_answer_is_retried_then_fails_with_its_body(server, kind):
+    server.script(MALFORMED[kind], ("text", "fine"))
+    assert chat(server, max_retries=2, malformed_retries=2).complete([Message.user("hi")]) == "fine"
+    assert len(server.requests) == 2
+    server.script(MALFORMED[kind])
+    with pytest.raises(ChatRequestError) as failure:
+        chat(server, max_retries=2, malformed_retries=2).complete([Message.user("hi")])
+    assert MALFORMED_REASONS[kind] in str(failure.value) and len(server.requests) == 3
+    behaviour = MALFORMED[kind]
+    if behaviour[0] == "cut":  # no body arrived whole: nothing to keep
+        assert failure.value.raw == "" and "failed after 3 attempts" in str(failure.value)
+        return
+    assert "got 3 malformed answers" in str(failure.value)
+    sent = behaviour[1] if isinstance(behaviour[1], bytes) else behaviour[1].encode()
+    assert failure.value.raw == sent[:RAW_KEPT].decode("utf-8", "replace")
+    assert f"malformed answer ({len(sent)} bytes)" in str(failure.value)
+
+
+def test_malformed_answers_have_their_own_budget(server):
+    server.script(MALFORMED["HTML page"])
+    with pytest.raises(ChatRequestError, match="got 1 malformed answers"):
+        chat(server, max_retries=5, malformed_retries=0).complete([Message.user("hi")])
+    assert len(server.requests) == 1
+
+
+def test_null_content_is_an_empty_answer_not_a_malformed_one(server):
+    server.script(("text", None))
+    assert chat(server).complete([Message.user("hi")]) == ""
+    assert len(server.requests) == 1
+    server.script(("text", [{"type": "text", "text": "in "}, {"type": "text", "text": "parts"}]))
+    assert chat(server).complete([Message.user("hi")]) == "in parts"
+
+
+def test_one_malformed_answer_fails_only_its_conversation(server):
+    answers: dict[int, str | Exception] = {}
+    server.script(("text", "first"), MALFORMED["not JSON"], MALFORMED["not JSON"], ("text", "third"))
+    conversations = [[Message.user("a")], [Message.user("b")], [Message.user("c")]]
+    chat(server, malformed_retries=1, max_concurrency=1).generate_each(conversations, Generation(),
+                                                                        answers.__setitem__)
+    assert answers[0] == "first" and answers[2] == "third"
+    assert isinstance(answers[1], ChatRequestError) and answers[1].raw == "Internal error: CUDA out of memory"
 
 
 def test_concurrency_is_bounded_and_order_kept(server):

@@ -1,7 +1,12 @@
 """Chat through any OpenAI-compatible server: vLLM, SGLang, LMDeploy, OpenAI itself.
 
 Requests go out concurrently (at most ``max_concurrency`` at once), each with a timeout; a 429, a 5xx, a timeout or
-a dropped connection is retried with exponential backoff (honouring ``Retry-After``) up to ``max_retries`` times.
+a dropped or cut connection is retried with exponential backoff (honouring ``Retry-After``) up to ``max_retries``
+times. A 200 whose body is not a chat completion (not JSON, an HTML error page, no ``choices``, no message or
+content, content of the wrong type) is retried the same way up to ``malformed_retries`` times: a proxy or an
+overloaded server may answer properly next time, but one that always does would otherwise cost every item the full
+``max_retries`` backoff. A request that still fails raises ``ChatRequestError`` carrying the last body, so the item
+can be quarantined with it. ``null`` content is an empty answer, not a malformed one: OpenAI sends it with a refusal.
 Images travel inline as base64 data URLs, so the server needs no access to the blob store.
 """
 
@@ -9,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import os
 import random
 import threading
@@ -19,10 +25,19 @@ from typing import Any, ClassVar
 from tasks.models.base import ChatBackend, Generation, Message
 
 RETRIED_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+RAW_KEPT = 4000  # characters of a bad body kept for the quarantine: enough to see an HTML page's title and error
 
 
 class ChatRequestError(RuntimeError):
-    pass
+    """A request that failed for good; ``raw`` is the last body the server sent (truncated), empty if none."""
+
+    def __init__(self, message: str, raw: str = "") -> None:
+        super().__init__(message)
+        self.raw = raw
+
+
+class MalformedAnswer(ValueError):
+    """A 200 whose body is not a chat completion; the message says what is wrong with it."""
 
 
 def image_media_type(image: bytes) -> str:
@@ -54,11 +69,13 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
 @dataclass
 class OpenAIChat(ChatBackend):
     """params: ``base_url`` (default http://127.0.0.1:8000/v1), ``api_key_env`` (default OPENAI_API_KEY),
-    ``max_concurrency`` (8), ``timeout_s`` (120), ``max_retries`` (5), ``backoff_s`` (1.0), ``extra_body`` ({})."""
+    ``max_concurrency`` (8), ``timeout_s`` (120), ``max_retries`` (5), ``malformed_retries`` (2), ``backoff_s``
+    (1.0), ``extra_body`` ({})."""
 
     name: ClassVar[str] = "openai"
     operational: ClassVar[frozenset[str]] = frozenset({"base_url", "api_key_env", "max_concurrency", "timeout_s",
-                                                       "max_retries", "backoff_s", "batch_size", "device"})
+                                                       "max_retries", "malformed_retries", "backoff_s", "batch_size",
+                                                       "device"})
     api_key: str | None = None
 
     def __post_init__(self) -> None:
@@ -68,6 +85,7 @@ class OpenAIChat(ChatBackend):
         self.max_concurrency = int(self.params.get("max_concurrency", 8))
         self.timeout_s = float(self.params.get("timeout_s", 120))
         self.max_retries = int(self.params.get("max_retries", 5))
+        self.malformed_retries = int(self.params.get("malformed_retries", 2))
         self.backoff_s = float(self.params.get("backoff_s", 1.0))
         self.extra_body = dict(self.params.get("extra_body", {}))
         key_env = str(self.params.get("api_key_env", "OPENAI_API_KEY"))
@@ -144,36 +162,60 @@ class OpenAIChat(ChatBackend):
             body["stop"] = list(generation.stop)
         if generation.top_k is not None:
             body["top_k"] = generation.top_k  # vLLM and SGLang read it; set it to None for OpenAI itself
-        last_problem = ""
+        last_problem, last_body, malformed = "", "", 0
         for attempt in range(self.max_retries + 1):
             retry_after: float | None = None
             try:
                 response = await client.post("/chat/completions", json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as error:
-                last_problem = f"{type(error).__name__}: {error}"
+            except httpx.RequestError as error:  # timeouts, dropped or cut connections, undecodable encodings
+                last_problem, last_body = f"{type(error).__name__}: {error}", ""
             else:
+                last_body = response.content[:RAW_KEPT].decode("utf-8", "replace")
                 if response.status_code == 200:
-                    return _content(response.json(), index)
-                last_problem = f"HTTP {response.status_code}: {response.text[:300]}"
-                if response.status_code not in RETRIED_STATUS:
-                    raise ChatRequestError(f"{self.base_url} refused conversation {index}: {last_problem}")
-                retry_after = _seconds(response.headers.get("retry-after"))
+                    try:
+                        return _content(response.content)
+                    except MalformedAnswer as problem:
+                        malformed += 1
+                        last_problem = f"malformed answer ({len(response.content)} bytes): {problem}"
+                    if malformed > self.malformed_retries:
+                        raise ChatRequestError(f"{self.base_url}: conversation {index} got {malformed} malformed "
+                                               f"answers; last: {last_problem}", last_body)
+                else:
+                    last_problem = f"HTTP {response.status_code}: {last_body[:300]}"
+                    if response.status_code not in RETRIED_STATUS:
+                        raise ChatRequestError(f"{self.base_url} refused conversation {index}: {last_problem}",
+                                               last_body)
+                    retry_after = _seconds(response.headers.get("retry-after"))
             if attempt < self.max_retries:
                 delay = retry_after if retry_after is not None else self.backoff_s * 2 ** attempt
                 await asyncio.sleep(min(delay, 60.0) * (0.8 + 0.4 * random.random()))
         raise ChatRequestError(f"{self.base_url}: conversation {index} failed after {self.max_retries + 1} "
-                               f"attempts; last: {last_problem}")
+                               f"attempts; last: {last_problem}", last_body)
 
 
-def _content(payload: dict[str, Any], index: int) -> str:
+def _content(body: bytes) -> str:
+    """The answer's text from a chat completion's body."""
     try:
-        content = payload["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError):
-        raise ChatRequestError(f"conversation {index}: the server's answer has no choices[0].message.content: "
-                               f"{str(payload)[:300]}") from None
-    if isinstance(content, list):  # some servers answer with content parts
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
-    return content or ""
+        payload = json.loads(body)
+    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, or nested past the parser's depth
+        raise MalformedAnswer(f"the body is not JSON ({type(error).__name__}: {str(error)[:120]})") from None
+    if not isinstance(payload, dict):
+        raise MalformedAnswer(f"the body is a JSON {type(payload).__name__}, not an object")
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices:
+        error = f" (error: {str(payload['error'])[:200]})" if "error" in payload else ""
+        raise MalformedAnswer(("empty choices" if isinstance(choices, list) else "no choices list") + error)
+    message = choices[0].get("message") if isinstance(choices[0], dict) else None
+    if not isinstance(message, dict) or "content" not in message:
+        raise MalformedAnswer("choices[0] has no message with content")
+    content = message["content"]
+    if content is None or isinstance(content, str):
+        return content or ""
+    # some servers answer with content parts
+    if isinstance(content, list) and all(isinstance(p, dict) and isinstance(p.get("text", ""), str)
+                                         for p in content):
+        return "".join(part.get("text", "") for part in content)
+    raise MalformedAnswer(f"choices[0].message.content is a {type(content).__name__}, not text")
 
 
 def _seconds(header: str | None) -> float | None:
