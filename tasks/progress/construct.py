@@ -23,7 +23,7 @@ from tasks.progress.sampling import (
     segment_samples,
 )
 from tasks.quarantine import quarantine, resolve_quarantined
-from tasks.sources.episodes import EpisodeError, EpisodeSource, Hdf5Layout, iter_episodes
+from tasks.sources.episodes import LOOKED_FOR, EpisodeError, EpisodeSource, Hdf5Layout, iter_episodes
 from tasks.sources.frames import FrameError, encode_jpeg
 from tasks.superseding import supersede_replaced
 
@@ -142,38 +142,56 @@ def _observations(sample: ProgressSample, steps: int, demo_camera: str, cross: l
 def build_folder(folder: Path, storage: Storage, producer: Producer, plan: SamplingPlan,
                  run_id: str | None = None, *, episode_format: str = "sample",
                  key_steps: Path | None = None, hdf5_layout: Hdf5Layout | None = None,
-                 only: list[str] | None = None) -> dict[str, int]:
+                 only: list[str] | None = None, allow_symlinks_outside: bool = False) -> dict[str, Any]:
     """Build every episode of ``folder`` (see ``tasks.sources.episodes.iter_episodes`` for the formats), or only
     those whose trajectory id or locator is in ``only``, writing each episode's records as soon as it is done, so
     an interrupted run keeps what it finished and a rerun adds only the rest. An episode built before with other
-    settings has its earlier records superseded."""
+    settings has its earlier records superseded; a second episode with an id already built in this run is
+    quarantined, never built over the first. A folder with nothing to build says so under ``nothing found``."""
     wanted = set(only) if only is not None else None
-    counts = {"episodes": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
-    for locator, loaded in iter_episodes(folder, episode_format, key_steps=key_steps, hdf5_layout=hdf5_layout):
+    counts: dict[str, Any] = {"episodes": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
+    first_of: dict[str, str] = {}  # episode id -> the locator it was built from in this run
+    seen_any = False
+    for locator, loaded in iter_episodes(folder, episode_format, key_steps=key_steps, hdf5_layout=hdf5_layout,
+                                         allow_symlinks_outside=allow_symlinks_outside):
+        seen_any = True
+        source = None
         try:
             source = loaded()
+            if source.id in first_of:
+                raise EpisodeError(f"{locator}: episode id {source.id!r} is already used by {first_of[source.id]} "
+                                   f"in this source; refused, the first is kept")
+            first_of[source.id] = locator
             if wanted is not None and source.id not in wanted and locator not in wanted:
                 continue
             counts["episodes"] += 1
             with storage.batched_blob_meta():
                 built = build_episode(source, storage, producer, plan)
         except EpisodeError as error:
-            if wanted is not None and locator not in wanted:
+            if wanted is not None and locator not in wanted and (source is None or source.id not in wanted):
                 continue  # a backfill of other episodes is no place to report this one
             counts["episodes"] += 1
+            source = None
             built = EpisodeBuild(quarantined=[quarantine(benchmark=Benchmark.PROGRESS, source=str(folder),
                                                          locator=locator, reason=str(error), raw="",
                                                          producer=producer)])
-        counts["records"] += len(built.records)
-        counts["quarantined"] += len(built.quarantined)
-        counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
-        if built.records:
-            counts["superseded"] += _supersede_earlier_builds(storage.catalog, built.records, producer.task, run_id)
-            resolve_quarantined(storage.catalog, source=str(folder), locator=locator, run_id=run_id)
-            for camera in source.cameras:  # a camera quarantined before and usable now
-                resolve_quarantined(storage.catalog, source=source.data_source, locator=f"{source.id}/{camera}",
-                                    run_id=run_id)
+        _store_episode(storage, built, source, str(folder), locator, producer.task, run_id, counts)
+    if not seen_any:
+        counts["nothing found"] = f"{folder}: no episodes ({LOOKED_FOR[episode_format]}) found; nothing built"
     return counts
+
+
+def _store_episode(storage: Storage, built: EpisodeBuild, source: EpisodeSource | None, folder: str, locator: str,
+                   task: str, run_id: str | None, counts: dict[str, Any]) -> None:
+    counts["records"] += len(built.records)
+    counts["quarantined"] += len(built.quarantined)
+    counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
+    if built.records and source is not None:
+        counts["superseded"] += _supersede_earlier_builds(storage.catalog, built.records, task, run_id)
+        resolve_quarantined(storage.catalog, source=folder, locator=locator, run_id=run_id)
+        for camera in source.cameras:  # a camera quarantined before and usable now
+            resolve_quarantined(storage.catalog, source=source.data_source, locator=f"{source.id}/{camera}",
+                                run_id=run_id)
 
 
 def _supersede_earlier_builds(catalog: Any, records: list[Record], task: str, run_id: str | None) -> int:

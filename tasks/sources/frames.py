@@ -128,22 +128,47 @@ class VideoFrames(FrameSource):
         return read_frames(self.path, indices)
 
 
+def decode_image(data: bytes, what: str) -> Any:
+    """An encoded image (JPEG, PNG...) decoded to the last byte as an RGB array; FrameError naming ``what`` when
+    it is not an image or is cut short. OpenCV fills a truncated JPEG with grey and says nothing, so PIL decodes."""
+    import io
+
+    import numpy as np
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            image.load()
+            return np.asarray(image.convert("RGB"))
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError) as error:
+        raise FrameError(f"{what}: not a complete image ({error})") from None
+
+
 class ImageFolderFrames(FrameSource):
-    """Frame i is the i-th image file of the folder in natural order (``2.png`` before ``10.png``)."""
+    """Frame i is the i-th image file of the folder in natural order (``2.png`` before ``10.png``). With a
+    ``root``, a frame file leading outside it (a symlink) makes the whole folder unusable: skipping it would
+    renumber every later frame."""
 
     kind = "image-folder"
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, root: Any = None) -> None:
         self.folder = folder
+        self.root = root
         self.location = str(folder)
         self._files: list[Path] | None = None
 
     def files(self) -> list[Path]:
+        from tasks.sources.paths import OutsideRoot
+
         if self._files is None:
             if not self.folder.is_dir():
                 raise FrameError(f"{self.folder}: no such frame folder")
-            self._files = sorted((p for p in self.folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES),
-                                 key=_natural_key)
+            files = sorted((p for p in self.folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES),
+                           key=_natural_key)
+            try:
+                self._files = [self.root.inside(p) if self.root is not None else p for p in files]
+            except OutsideRoot as error:
+                raise FrameError(str(error)) from None
         return self._files
 
     def count(self) -> int:
@@ -153,18 +178,37 @@ class ImageFolderFrames(FrameSource):
         return count
 
     def read(self, indices: list[int]) -> dict[int, Any]:
-        import cv2
-
         files = self.files()
         wanted = sorted(set(indices))
         self._check_range(wanted, len(files))
         frames = {}
         for index in wanted:
-            bgr = cv2.imread(str(files[index]), cv2.IMREAD_COLOR)
-            if bgr is None:
-                raise FrameError(f"{files[index]}: frame {index} is not a readable image")
-            frames[index] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+            try:
+                data = files[index].read_bytes()
+            except OSError as error:
+                raise FrameError(f"{files[index]}: frame {index} is unreadable ({error})") from None
+            frames[index] = decode_image(data, f"{files[index]} (frame {index})")
         return frames
+
+
+def internal_object(handle: Any, key: str) -> Any:
+    """The group or dataset at ``key`` inside this HDF5 file; FrameError when any part of the way is an external
+    link, or the dataset keeps its data in other files (external storage, virtual datasets), since those read
+    files the source root does not contain."""
+    import h5py
+
+    parts = [p for p in key.split("/") if p]
+    for depth in range(1, len(parts) + 1):
+        prefix = "/".join(parts[:depth])
+        link = handle.get(prefix, getlink=True)
+        if link is None:
+            raise FrameError(f"{handle.filename}:{key}: no such object")
+        if isinstance(link, h5py.ExternalLink):
+            raise FrameError(f"{handle.filename}:{key}: {prefix} links to another file ({link.filename}); refused")
+    target = handle[key]
+    if isinstance(target, h5py.Dataset) and (target.external or target.is_virtual):
+        raise FrameError(f"{handle.filename}:{key}: the dataset keeps its data in other files; refused")
+    return target
 
 
 class Hdf5Frames(FrameSource):
@@ -179,8 +223,8 @@ class Hdf5Frames(FrameSource):
         self.location = f"{path}:{key}"
 
     def _dataset(self, handle: Any) -> Any:
-        dataset = handle.get(self.key)
-        if dataset is None or not hasattr(dataset, "shape"):
+        dataset = internal_object(handle, self.key)
+        if not hasattr(dataset, "shape"):
             raise FrameError(f"{self.location}: no such image dataset")
         return dataset
 
@@ -197,7 +241,6 @@ class Hdf5Frames(FrameSource):
             return int(self._dataset(handle).shape[0])
 
     def read(self, indices: list[int]) -> dict[int, Any]:
-        import cv2
         import numpy as np
 
         wanted = sorted(set(indices))
@@ -211,11 +254,8 @@ class Hdf5Frames(FrameSource):
                 if array.ndim == 3:
                     frames[index] = np.ascontiguousarray(array[..., :3], dtype=np.uint8)
                     continue
-                data = np.frombuffer(row if isinstance(row, bytes) else array.tobytes(), np.uint8)
-                bgr = cv2.imdecode(data, cv2.IMREAD_COLOR) if data.size else None
-                if bgr is None:
-                    raise FrameError(f"{self.location}: frame {index} is not a decodable image")
-                frames[index] = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
+                data = row if isinstance(row, bytes) else array.tobytes()
+                frames[index] = decode_image(_without_padding(data), f"{self.location}: frame {index}")
         return frames
 
 
@@ -225,6 +265,11 @@ def _natural_key(path: Path) -> list[Any]:
     return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", path.name)]
 
 
-def frames_at(path: Path) -> FrameSource:
-    """A video file or a folder of frame images, by what ``path`` is."""
-    return ImageFolderFrames(path) if path.is_dir() else VideoFrames(path)
+def _without_padding(data: bytes) -> bytes:
+    """RoboMind pads each encoded frame with zeros to the dataset's width; the image ends before them."""
+    return data.rstrip(b"\0") if data.endswith(b"\0\0") else data
+
+
+def frames_at(path: Path, root: Any = None) -> FrameSource:
+    """A video file or a folder of frame images (each file checked against ``root``), by what ``path`` is."""
+    return ImageFolderFrames(path, root) if path.is_dir() else VideoFrames(path)

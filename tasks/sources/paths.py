@@ -1,0 +1,68 @@
+"""Containment of every path that input data names: a frame, video, HDF5 file or episode folder is read only when
+it lies inside the source root the user declared, and an export writes only below its output folder.
+
+Input data is not trusted to name paths: a published row's frame ``../../etc/passwd``, an absolute path, a record
+id with ``..`` in it, or a symlink placed in the source folder could otherwise make an import read any file the
+process can read (and store it as a blob), or make an export write anywhere. ``SourceRoot.inside`` is the one check
+every importer and exporter goes through; it raises ``OutsideRoot`` naming the path and the root, which importers
+quarantine like any other bad input.
+
+Symlinks are followed only where they stay inside the root, unless ``allow_symlinks_outside`` (the
+``[sources] allow_symlinks_outside`` setting) says the source is laid out with links to data kept elsewhere; even
+then ``..`` and absolute paths in the data itself are refused, since no layout needs them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class OutsideRoot(ValueError):
+    """A path from input data that leads out of its declared root; the message names the path and the root."""
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+@dataclass(frozen=True)
+class SourceRoot:
+    """A folder that input data may name paths inside of (a source folder, a frame folder, an export folder)."""
+
+    path: Path
+    allow_symlinks_outside: bool = False
+
+    def inside(self, candidate: Path | str) -> Path:
+        """``candidate`` (relative to the root, or an absolute path) as a normalised path inside the root, or
+        OutsideRoot when ``..``, an absolute path or a symlink leads out of it. The normalised path is returned so
+        the caller opens exactly what was checked (``link/..`` is not re-interpreted by the operating system)."""
+        root = Path(os.path.abspath(self.path))
+        given = Path(candidate)
+        lexical = Path(os.path.normpath(given if given.is_absolute() else root / given))
+        real_root = root.resolve()
+        if not (_under(lexical, root) or _under(lexical, real_root)):
+            raise OutsideRoot(f"{candidate}: outside the source root {self.path}; refused")
+        if not self.allow_symlinks_outside:
+            real = lexical.resolve()
+            if not _under(real, real_root):
+                raise OutsideRoot(f"{candidate}: a symlink leading outside the source root {self.path} (to {real}); "
+                                  f"refused (allow it with [sources] allow_symlinks_outside)")
+        return lexical
+
+    def entries(self, folder: Path | None = None) -> Iterator[tuple[Path, str | None]]:
+        """The entries of ``folder`` (default the root) in name order, each with None or the reason it is refused
+        (a symlink leading out), so a listing reports what it skips instead of reading it."""
+        for entry in sorted((folder or self.path).iterdir()):
+            try:
+                yield self.inside(entry), None
+            except OutsideRoot as error:
+                yield entry, str(error)
+
+
+def export_path(out_dir: Path, *parts: str) -> Path:
+    """Where an export writes a file whose name comes from a record (a trajectory id, a frame name): below
+    ``out_dir`` or OutsideRoot. Names may hold ``/`` (ids are relative paths) but never lead out."""
+    return SourceRoot(out_dir).inside(Path(*parts))
