@@ -104,6 +104,14 @@ class ExploreSettings(BaseModel):
     middle_frames: int = Field(default=0, ge=0)  # evenly spaced frames between the two scenes, for stepwise use
 
 
+class SourceSettings(BaseModel):
+    """How importers treat the paths their input names (see tasks.sources.paths)."""
+
+    # Symlinks in a source folder are followed only while they stay inside it; true also follows links to data kept
+    # elsewhere (``..`` and absolute paths named in the data stay refused either way).
+    allow_symlinks_outside: bool = False
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="BENCHWRIGHT_", env_nested_delimiter="__", extra="forbid")
 
@@ -115,6 +123,7 @@ class Settings(BaseSettings):
     nlp: NlpSettings = NlpSettings()
     progress: ProgressSettings = ProgressSettings()
     explore: ExploreSettings = ExploreSettings()
+    sources: SourceSettings = SourceSettings()
     annotation: AnnotationSettings = AnnotationSettings()
     models: dict[str, ModelRole] = Field(default_factory=dict)
 
