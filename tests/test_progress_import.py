@@ -43,6 +43,17 @@ def test_types_of_both_file_families_are_normalised():
     assert (obs.answerable, obs.negative, obs.progress_score) == (False, "visual", None)
 
 
+def jpeg(number: int) -> bytes:
+    """A small real JPEG, different for each number (frames are decoded in full before they are accepted)."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (16, 12), (number * 40 % 256, 80, 160)).save(buffer, format="JPEG")
+    return buffer.getvalue()
+
+
 def test_bad_lines_are_quarantined_with_item_and_reason_and_the_rest_goes_on():
     lines = [_line(), "{not json", _line(progress_score="140%"), _line(closest_idx="7"),
              _line(stage_to_estimate=[]), "", _line(id="other", task_goal="another goal")]
@@ -129,14 +140,14 @@ def test_a_frame_folder_attaches_frames_and_marks_the_missing_ones(storage, tmp_
     first = rows[0]
     for number, name in enumerate([*first["visual_demo"][:-1], first["stage_to_estimate"][0]]):
         (frames / first["id"]).mkdir(parents=True, exist_ok=True)
-        (frames / first["id"] / name).write_bytes(f"jpeg bytes {number}".encode())  # the last key frame is absent
+        (frames / first["id"] / name).write_bytes(jpeg(number))  # the last key frame is absent
     counts = import_into_catalog(tmp_path / "pub", storage, PRODUCER, frames_dir=frames)
     assert counts["quarantined"] == 0 and counts["rows"] == 6
     observation = next(o for o in storage.catalog.find_records(kind="observation")
                        if o.payload["source_row"] == "visual_same_view.jsonl:1")
     demo = storage.catalog.get_record(observation.parents[0])
     assert not observation.payload["frame_missing"]
-    assert storage.blobs.get(observation.blobs[0].sha256) == f"jpeg bytes {len(first['visual_demo']) - 1}".encode()
+    assert storage.blobs.get(observation.blobs[0].sha256) == jpeg(len(first["visual_demo"]) - 1)
     assert demo.payload["missing_frames"] == [first["visual_demo"][-1]]
     assert [b.role for b in demo.blobs] == [f"demo_{i}" for i in range(len(first["visual_demo"]) - 1)]
     others = [o for o in storage.catalog.find_records(kind="observation")
@@ -147,7 +158,7 @@ def test_a_frame_folder_attaches_frames_and_marks_the_missing_ones(storage, tmp_
     create_release(storage.catalog, storage.blobs, "pub")
     export_progresslm(storage.catalog, storage.blobs, "pub", tmp_path / "out")
     assert (tmp_path / "out" / "frames" / first["id"] / first["stage_to_estimate"][0]).read_bytes() == \
-        f"jpeg bytes {len(first['visual_demo']) - 1}".encode()
+        jpeg(len(first["visual_demo"]) - 1)
     before = storage.catalog.find_records(kind="observation")
     again = import_into_catalog(tmp_path / "out", storage, PRODUCER, frames_dir=tmp_path / "out" / "frames")
     assert again["new"] == 6 and len(storage.catalog.find_records(kind="demo")) == 2  # no new demo

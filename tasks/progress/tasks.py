@@ -25,22 +25,23 @@ from tasks.sources.progress_published import import_into_catalog
 def construct_progress(settings: Settings, folder: str, plan: SamplingPlan, run_id: str | None,
                        episode_format: str = "sample", key_steps: str | None = None,
                        hdf5_layout: Hdf5Layout | None = None, trajectories: list[str] | None = None
-                       ) -> dict[str, int]:
+                       ) -> dict[str, Any]:
     producer = Producer(task="construct-progress", flow_run_id=run_id,
                         params={"folder": folder, "format": episode_format, "plan": plan.__dict__,
                                 **({"hdf5": hdf5_layout.__dict__} if episode_format == "hdf5" and hdf5_layout else {})})
     return build_folder(Path(folder), open_storage(settings), producer, plan, run_id, episode_format=episode_format,
                         key_steps=Path(key_steps) if key_steps else None, hdf5_layout=hdf5_layout,
-                        only=trajectories)
+                        only=trajectories, allow_symlinks_outside=settings.sources.allow_symlinks_outside)
 
 
 @task(name="import-progress-published", cache_policy=NONE)
 def import_progress_published(settings: Settings, folder: str, run_id: str | None,
-                              frames_dir: str | None = None) -> dict[str, int]:
+                              frames_dir: str | None = None) -> dict[str, Any]:
     producer = Producer(task="import-progress-published", flow_run_id=run_id,
                         params={"folder": folder, "frames": frames_dir})
     return import_into_catalog(Path(folder), open_storage(settings), producer, run_id,
-                               Path(frames_dir) if frames_dir else None)
+                               Path(frames_dir) if frames_dir else None,
+                               allow_symlinks_outside=settings.sources.allow_symlinks_outside)
 
 
 @task(name="progress-stats", cache_policy=NONE)

@@ -15,9 +15,10 @@ still import, can be scored from answers made elsewhere, and are known not to be
 from __future__ import annotations
 
 import json
+import logging
 import math
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -27,7 +28,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from schemas import Benchmark, BlobRef, Demo, Observation, Producer, Record, Status, make_record
 from storage import Catalog
 from tasks.quarantine import quarantine
+from tasks.sources import rows
+from tasks.sources.frames import decode_image
+from tasks.sources.paths import OutsideRoot, SourceRoot, export_path
+from tasks.sources.rows import MAX_COUNT, RowError, finite, loads
 
+_log = logging.getLogger(__name__)
 SAMPLE_DIR = Path(__file__).parent / "samples" / "progress_bench"
 
 # How each published file was made: which view the observation comes from and how an unanswerable one was built.
@@ -49,11 +55,11 @@ def _optional_number(value: Any, what: str) -> float | None:
     if isinstance(value, bool):
         raise ValueError(f"{what} must be a number, got {value!r}")
     if isinstance(value, int | float):
-        return float(value)
+        return finite(value, what, low=-MAX_COUNT, high=MAX_COUNT)
     match = _PERCENT.match(str(value).strip())
     if not match:
         raise ValueError(f"{what} must be a number or percentage, got {value!r}")
-    return float(match.group(1))
+    return finite(match.group(1), what, low=-MAX_COUNT, high=MAX_COUNT)
 
 
 class PublishedRow(BaseModel):
@@ -65,7 +71,7 @@ class PublishedRow(BaseModel):
     task_goal: str  # one published unanswerable text row has an empty goal; kept as published
     text_demo: list[str] | None = None
     visual_demo: list[str] | None = None
-    total_steps: int = Field(ge=1)
+    total_steps: int = Field(ge=1, le=MAX_COUNT)
     stage_to_estimate: list[str]
     closest_idx: int | None = None
     delta: float | None = None
@@ -125,36 +131,56 @@ class ImportResult:
         self.rows += other.rows
 
 
-# (trajectory id, frame name, role) -> the stored frame, or None when the source does not provide it
-FrameLookup = Callable[[str, str, str], BlobRef | None]
+class FrameLookup:
+    """Where a row's frames come from. ``locate`` finds a named frame (None when the source lacks it) and may
+    refuse it (a path leading out of the frame folder, a file that is not a complete image) with a ValueError;
+    ``store`` keeps what was located. A row's frames are all located before any is stored, so a refused row
+    leaves no blob behind."""
+
+    def locate(self, trajectory_id: str, frame: str) -> Any:
+        return None
+
+    def store(self, found: Any, role: str) -> BlobRef:
+        raise NotImplementedError
 
 
-def no_frames(trajectory_id: str, frame: str, role: str) -> BlobRef | None:
-    return None
+no_frames = FrameLookup()
 
 
-def _row_records(row: PublishedRow, modality: Literal["visual", "text"], view: str, negative: str | None,
-                 producer: Producer, frame_blob: FrameLookup, source_row: str) -> list[Record]:
+def _row_frames(row: PublishedRow, steps: list[str], modality: str, frames: FrameLookup
+                ) -> tuple[list[BlobRef], list[str], BlobRef | None]:
+    """The demo's stored key frames, the names of those missing, and the observation's stored frame."""
+    names = list(steps) if modality == "visual" else []
+    located = [frames.locate(row.id, name) for name in names]
+    seen = frames.locate(row.id, row.stage_to_estimate[0])
+    demo_blobs = [frames.store(found, f"demo_{index}") for index, found in enumerate(located) if found is not None]
+    missing = [name for name, found in zip(names, located, strict=True) if found is None]
+    return demo_blobs, missing, frames.store(seen, "observation") if seen is not None else None
+
+
+def _checked_steps(row: PublishedRow, modality: str) -> list[str]:
+    """The row's demo steps, once the fields that depend on them agree with them."""
     steps = row.text_demo if modality == "text" else row.visual_demo
     if not steps:
         raise ValueError(f"{modality}_demo is missing or empty")
-    answerable = row.progress_score is not None
-    if answerable and row.closest_idx is None:
+    if row.progress_score is not None and row.closest_idx is None:
         raise ValueError("an answerable row needs closest_idx")
     if row.closest_idx is not None and not 1 <= row.closest_idx <= len(steps):
         raise ValueError(f"closest_idx {row.closest_idx} is outside the demo's {len(steps)} steps")
+    return steps
+
+
+def _row_records(row: PublishedRow, modality: Literal["visual", "text"], view: str, negative: str | None,
+                 producer: Producer, frames: FrameLookup, source_row: str) -> list[Record]:
+    steps = _checked_steps(row, modality)
+    answerable = row.progress_score is not None
     status = Status.ACCEPTED  # published rows passed the paper's own review
     text_negative = "text" if negative == "text" else None
-    demo_blobs, missing = [], []
-    if modality == "visual":
-        for index, name in enumerate(steps):
-            found = frame_blob(row.id, name, f"demo_{index}")
-            demo_blobs.append(found) if found else missing.append(name)
+    demo_blobs, missing, seen = _row_frames(row, steps, modality, frames)
     demo = make_record(Demo(trajectory_id=row.id, modality=modality, task_goal=row.task_goal, steps=steps,
                             total_steps=row.total_steps, data_source=row.data_source, negative=text_negative,
                             missing_frames=missing),
                        benchmark=Benchmark.PROGRESS, producer=producer, blobs=demo_blobs, status=status)
-    seen = frame_blob(row.id, row.stage_to_estimate[0], "observation")
     observation = make_record(
         Observation(demo_id=demo.id, frame=row.stage_to_estimate[0], view=view, answerable=answerable,
                     closest_idx=row.closest_idx, delta=row.delta, progress_score=row.progress_score,
@@ -165,10 +191,18 @@ def _row_records(row: PublishedRow, modality: Literal["visual", "text"], view: s
     return [demo, observation]
 
 
-def parse_published(lines: Iterable[str], *, source: str, file_kind: str, producer: Producer,
-                    frame_blob: FrameLookup = no_frames) -> ImportResult:
-    """Turn the lines of one published file into records; a bad line is quarantined with its line number. Each
-    observation records ``<file name>:<line>`` as its ``source_row``."""
+def _row_key(row: PublishedRow) -> tuple[Any, ...]:
+    """What makes two rows one observation: the same frame of the same trajectory against the same demo."""
+    return (row.id, row.task_goal, tuple(row.text_demo or ()), tuple(row.visual_demo or ()),
+            row.stage_to_estimate[0], row.camera_combination)
+
+
+def parse_published(lines: Iterable[tuple[int, str | None, str]] | Iterable[str], *, source: str, file_kind: str,
+                    producer: Producer, frames: FrameLookup = no_frames) -> ImportResult:
+    """Turn the lines of one published file into records; a bad line is quarantined with its line number, and so
+    is a second row for an observation an earlier line already gave. Each observation records
+    ``<file name>:<line>`` as its ``source_row``. ``lines`` are texts, or (number, text or None, reason) as
+    ``tasks.sources.rows.lines`` reads a file."""
     try:
         kind = FILE_KINDS[file_kind]
     except KeyError:
@@ -176,20 +210,25 @@ def parse_published(lines: Iterable[str], *, source: str, file_kind: str, produc
                          f"expected one of {', '.join(FILE_KINDS)}") from None
     result = ImportResult()
     seen: set[str] = set()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    first_line: dict[tuple[Any, ...], int] = {}
+    for number, line, problem in _numbered(lines):
         result.rows += 1
         try:
-            row = PublishedRow.model_validate(json.loads(line.rstrip("\r\n")))
-            records = _row_records(row, kind["modality"], kind["view"], kind["negative"], producer, frame_blob,
+            if line is None:
+                raise RowError(problem)
+            row = PublishedRow.model_validate(loads(line))
+            _checked_steps(row, kind["modality"])
+            if _row_key(row) in first_line:
+                raise ValueError(f"duplicates line {first_line[_row_key(row)]} (the same frame of {row.id} against "
+                                 f"the same demo); the first is kept")
+            records = _row_records(row, kind["modality"], kind["view"], kind["negative"], producer, frames,
                                    f"{file_kind}:{number}")
-        except (json.JSONDecodeError, ValidationError, ValueError) as error:
-            reason = _reason(error)
+        except (ValidationError, ValueError) as error:  # RowError and OutsideRoot included
             result.quarantined.append(quarantine(benchmark=Benchmark.PROGRESS, source=source,
-                                                 locator=f"line {number}", reason=reason, raw=line,
+                                                 locator=f"line {number}", reason=_reason(error), raw=line or "",
                                                  producer=producer))
             continue
+        first_line[_row_key(row)] = number
         for record in records:
             if record.id not in seen:
                 seen.add(record.id)
@@ -197,9 +236,16 @@ def parse_published(lines: Iterable[str], *, source: str, file_kind: str, produc
     return result
 
 
+def _numbered(lines: Iterable[tuple[int, str | None, str]] | Iterable[str]
+              ) -> Iterator[tuple[int, str | None, str]]:
+    for number, line in enumerate(lines, start=1):
+        if isinstance(line, tuple):
+            yield line
+        elif line.strip():
+            yield number, line.rstrip("\r\n"), ""
+
+
 def _reason(error: Exception) -> str:
-    if isinstance(error, json.JSONDecodeError):
-        return f"not valid JSON ({error.msg} at column {error.colno})"
     if isinstance(error, ValidationError):
         return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'row'}: {e['msg']}" for e in error.errors())
     return str(error)
@@ -213,31 +259,38 @@ def published_files(folder: Path) -> Iterator[Path]:
             yield path
 
 
-def import_folder(folder: Path, producer: Producer, frame_blob: FrameLookup = no_frames) -> ImportResult:
-    files = list(published_files(folder))
-    if not files:
-        raise FileNotFoundError(f"{folder} holds none of the PROGRESS-BENCH files ({', '.join(FILE_KINDS)})")
+def import_folder(folder: Path, producer: Producer, frames: FrameLookup = no_frames) -> ImportResult:
+    """Every published file in ``folder``, line by line; none there is an empty result, not an error."""
     result = ImportResult()
-    for path in files:
-        with open(path, encoding="utf-8") as handle:
-            result.extend(parse_published(handle, source=str(path), file_kind=path.name, producer=producer,
-                                          frame_blob=frame_blob))
+    for path in published_files(folder):
+        result.extend(parse_published(rows.lines(path), source=str(path), file_kind=path.name, producer=producer,
+                                      frames=frames))
     return result
 
 
-def frame_folder_lookup(frames_dir: Path, storage: Any) -> FrameLookup:
-    """Frames from ``<frames_dir>/<id>/<name>`` or ``<frames_dir>/<name>``, each file stored once."""
-    stored: dict[Path, str] = {}
+class FrameFolder(FrameLookup):
+    """Frames from ``<frames_dir>/<id>/<name>`` or ``<frames_dir>/<name>``, only inside ``frames_dir`` and only
+    complete images; each file stored once."""
 
-    def lookup(trajectory_id: str, frame: str, role: str) -> BlobRef | None:
-        for path in (frames_dir / _safe(trajectory_id) / frame, frames_dir / frame):
+    def __init__(self, frames_dir: Path, storage: Any, allow_symlinks_outside: bool = False) -> None:
+        self.root = SourceRoot(frames_dir, allow_symlinks_outside)
+        self.storage = storage
+        self.stored: dict[Path, str] = {}
+
+    def locate(self, trajectory_id: str, frame: str) -> Path | None:
+        for candidate in (Path(trajectory_id) / frame, Path(frame)):
+            path = self.root.inside(candidate)
             if path.is_file():
-                if path not in stored:
-                    stored[path] = storage.put_blob(path.read_bytes(), role=role, media_type=_media_type(path)).sha256
-                return BlobRef(sha256=stored[path], role=role, media_type=_media_type(path))
+                if path not in self.stored:
+                    decode_image(path.read_bytes(), f"frame {frame} ({path})")
+                return path
         return None
 
-    return lookup
+    def store(self, found: Path, role: str) -> BlobRef:
+        if found not in self.stored:
+            self.stored[found] = self.storage.put_blob(found.read_bytes(), role=role,
+                                                       media_type=_media_type(found)).sha256
+        return BlobRef(sha256=self.stored[found], role=role, media_type=_media_type(found))
 
 
 def _media_type(path: Path) -> str:
@@ -245,16 +298,20 @@ def _media_type(path: Path) -> str:
 
 
 def import_into_catalog(folder: Path, storage: Any, producer: Producer, run_id: str | None = None,
-                        frames_dir: Path | None = None) -> dict[str, int]:
+                        frames_dir: Path | None = None, *, allow_symlinks_outside: bool = False) -> dict[str, Any]:
     """Parse every published file in ``folder`` and store the result; quarantined lines are stored too. Frames
-    come from ``frames_dir`` when given; the count of records with frames missing is returned."""
-    lookup = frame_folder_lookup(frames_dir, storage) if frames_dir else no_frames
+    come from ``frames_dir`` when given; the count of records with frames missing is returned, and a folder
+    holding none of the files says so under ``nothing found``."""
+    frames = FrameFolder(frames_dir, storage, allow_symlinks_outside) if frames_dir else no_frames
     with storage.batched_blob_meta():
-        result = import_folder(folder, producer, lookup)
+        result = import_folder(folder, producer, frames)
     new = storage.catalog.put_records(result.records + result.quarantined, run_id=run_id)
     missing = sum(1 for r in result.records if r.payload.get("frame_missing") or r.payload.get("missing_frames"))
-    return {"rows": result.rows, "records": len(result.records), "quarantined": len(result.quarantined),
-            "new": new, "frames missing": missing}
+    counts: dict[str, Any] = {"rows": result.rows, "records": len(result.records),
+                              "quarantined": len(result.quarantined), "new": new, "frames missing": missing}
+    if not any(published_files(folder)):
+        counts["nothing found"] = f"{folder} holds none of the PROGRESS-BENCH files ({', '.join(FILE_KINDS)})"
+    return counts
 
 
 # -- writing releases in the published format -------------------------------------------------------------
@@ -299,8 +356,10 @@ def published_row(demo: Demo, observation: Observation) -> tuple[str, dict[str, 
 def export_progresslm(catalog: Catalog, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
     """Write a release's observations as the five ProgressLM files plus ``frames/<id>/<frame name>`` images.
 
-    Returns the rows written per file. Observations whose demo is missing from the catalog are an error: a
-    release never points at records that do not exist.
+    Returns the rows written per file, and under ``refused`` the observations whose trajectory id or frame name
+    would put a file outside ``out_dir`` (each logged with the record and the path; neither row nor frames are
+    written). Observations whose demo is missing from the catalog are an error: a release never points at records
+    that do not exist.
     """
     from storage.releases import load_release
 
@@ -310,20 +369,23 @@ def export_progresslm(catalog: Catalog, store: Any, tag: str, out_dir: Path) -> 
     demos = {r.id: r for r in catalog.get_records(sorted({o.payload["demo_id"] for o in observations}))}
     rows: dict[str, list[tuple[tuple[str, str], dict[str, Any]]]] = {name: [] for name in FILE_KINDS}
     out_dir.mkdir(parents=True, exist_ok=True)
+    refused = 0
     for record in observations:
         demo_record = demos.get(record.payload["demo_id"])
         if demo_record is None:
             raise ValueError(f"observation {record.id} names demo {record.payload['demo_id']}, not in the catalog")
         demo, observation = demo_record.typed(), record.typed()
+        try:
+            files = _frame_files(out_dir, record, demo_record, demo, observation)
+        except OutsideRoot as error:
+            _log.warning("observation %s not exported: %s", record.id, error)
+            refused += 1
+            continue
         kind, row = published_row(demo, observation)
         rows[kind].append(((demo.trajectory_id, observation.frame), row))
-        frames = out_dir / "frames" / _safe(demo.trajectory_id)
-        for ref in record.blobs:
-            _copy_once(store, ref.sha256, frames / observation.frame)
-        for ref in demo_record.blobs:
-            index = int(ref.role.removeprefix("demo_")) if ref.role.startswith("demo_") else len(demo.steps)
-            if index < len(demo.steps):
-                _copy_once(store, ref.sha256, frames / demo.steps[index])
+        for sha256, destination in files:
+            if not destination.exists():
+                store.get_to_file(sha256, destination)
     written = {}
     for kind, entries in rows.items():
         if not entries:
@@ -333,14 +395,17 @@ def export_progresslm(catalog: Catalog, store: Any, tag: str, out_dir: Path) -> 
             for _, row in entries:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
         written[kind] = len(entries)
-    return written
+    return {**written, **({"refused": refused} if refused else {})}
 
 
-def _safe(trajectory_id: str) -> str:
-    """Trajectory ids are relative paths (``h5_franka_3rgb/task/001``); keep one from climbing out of frames/."""
-    return trajectory_id.replace("..", "_")
-
-
-def _copy_once(store: Any, sha256: str, destination: Path) -> None:
-    if not destination.exists():
-        store.get_to_file(sha256, destination)
+def _frame_files(out_dir: Path, record: Record, demo_record: Record, demo: Demo, observation: Observation
+                 ) -> list[tuple[str, Path]]:
+    """(blob, destination) for an observation's frame and its demo's key frames, every destination checked to
+    lie below ``out_dir/frames`` (OutsideRoot otherwise)."""
+    frames = out_dir / "frames"
+    files = [(ref.sha256, export_path(frames, demo.trajectory_id, observation.frame)) for ref in record.blobs]
+    for ref in demo_record.blobs:
+        index = int(ref.role.removeprefix("demo_")) if ref.role.startswith("demo_") else len(demo.steps)
+        if index < len(demo.steps):
+            files.append((ref.sha256, export_path(frames, demo.trajectory_id, demo.steps[index])))
+    return files
