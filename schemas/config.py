@@ -105,7 +105,7 @@ class ExploreSettings(BaseModel):
 
 
 class SourceSettings(BaseModel):
-    """How importers treat the paths their input names (see tasks.sources.paths)."""
+    """How importers treat the paths their input names (see storage.paths)."""
 
     # Symlinks in a source folder are followed only while they stay inside it; true also follows links to data kept
     # elsewhere (``..`` and absolute paths named in the data stay refused either way).

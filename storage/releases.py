@@ -21,6 +21,7 @@ from schemas.records import Record, Status, canonical_json, code_version, record
 from schemas.releases import BlobInfo, ReleaseEntry, ReleaseManifest, ReleaseSelection
 from storage.blobs import BlobNotFoundError, BlobStore, sha256_bytes
 from storage.catalog import Catalog
+from storage.paths import export_path
 
 Progress = Callable[[int], None] | None
 
@@ -226,11 +227,11 @@ def export_release(catalog: Catalog, store: BlobStore, tag: str, out_dir: str | 
     import pyarrow as pa
 
     manifest = load_release(catalog, tag)
-    target = Path(out_dir) / f"{manifest.name}-v{manifest.version}"
+    target = export_path(Path(out_dir), f"{manifest.name}-v{manifest.version}")
     (target / "blobs").mkdir(parents=True, exist_ok=True)
     file_names = {sha: f"blobs/{sha}{_extension(info.media_type)}" for sha, info in manifest.blobs.items()}
     for sha, name in file_names.items():
-        destination = target / name
+        destination = export_path(target, name)  # a manifest edited to name "../x" writes nothing outside
         if not destination.exists():
             store.get_to_file(sha, destination)
         if on_progress:

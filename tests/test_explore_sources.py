@@ -32,15 +32,19 @@ def test_ego4d_narrations_take_the_fuller_pass(tmp_path):
         "video-1": {"status": "complete",
                     "narration_pass_1": {"narrations": [
                         {"timestamp_sec": 3.0, "timestamp_frame": 90, "narration_text": "#C C opens the fridge"},
-                        {"timestamp_sec": 1.0, "timestamp_frame": 30, "narration_text": "#C C walks to the fridge"},
-                        {"timestamp_sec": 5.0, "timestamp_frame": 150, "narration_text": ""}]},
+                        {"timestamp_sec": 1.0, "timestamp_frame": 30, "narration_text": "#C C walks to the fridge"}]},
                     "narration_pass_2": {"narrations": [
                         {"timestamp_sec": 2.0, "timestamp_frame": 60, "narration_text": "#C C stands"}]}},
-        "video-2": {"status": "redacted"}}))
-    videos = read_ego4d(path)
-    assert list(videos) == ["video-1"]
-    assert videos["video-1"] == [Narration(1.0, "C walks to the fridge"), Narration(3.0, "C opens the fridge")]
-    assert read_ego4d(path, narration_pass="narration_pass_2")["video-1"] == [Narration(2.0, "C stands")]
+        "video-2": {"status": "redacted"},
+        "video-3": {"narration_pass_1": {"narrations": [
+            {"timestamp_sec": 5.0, "timestamp_frame": 150, "narration_text": ""}]}}}))
+    read = read_ego4d(path)
+    assert list(read.videos) == ["video-1"]
+    assert read.videos["video-1"] == [Narration(1.0, "C walks to the fridge"), Narration(3.0, "C opens the fridge")]
+    # an action without text is never dropped silently: its clip is refused with the entry named
+    assert read.problems == {"video-3": ["narration.json: video-3: narration_pass_1 narration 1: text must be "
+                                         "non-empty text, got ''"]}
+    assert read_ego4d(path, narration_pass="narration_pass_2").videos["video-1"] == [Narration(2.0, "C stands")]
     (tmp_path / "bad.json").write_text("[1, 2")
     with pytest.raises(NarrationError, match=r"bad\.json: unreadable narration file"):
         read_ego4d(tmp_path / "bad.json")
@@ -48,11 +52,13 @@ def test_ego4d_narrations_take_the_fuller_pass(tmp_path):
 
 def test_plain_actions_files_by_time_or_frame(tmp_path):
     (tmp_path / "a.csv").write_text("video,time,text\nkitchen,2.5,#C C picks up the pan\nkitchen,1.0,C washes\n")
-    assert read_actions(tmp_path / "a.csv")["kitchen"][0] == Narration(1.0, "C washes")
+    assert read_actions(tmp_path / "a.csv").videos["kitchen"][0] == Narration(1.0, "C washes")
     (tmp_path / "a.json").write_text(json.dumps({"kitchen": [{"frame": 50, "text": "C stirs"}]}))
-    assert read_actions(tmp_path / "a.json", fps={"kitchen": 25.0})["kitchen"] == [Narration(2.0, "C stirs")]
-    with pytest.raises(NarrationError, match="neither a time nor a frame"):
-        read_actions(tmp_path / "a.json")
+    assert read_actions(tmp_path / "a.json", fps={"kitchen": 25.0}).videos["kitchen"] == [Narration(2.0, "C stirs")]
+    unknown_rate = read_actions(tmp_path / "a.json")
+    assert not unknown_rate.videos
+    assert unknown_rate.problems["kitchen"] == ["a.json: kitchen action 1: timed by frame 50, but the video's frame "
+                                                "rate is unknown"]
 
 
 @pytest.fixture(scope="module")

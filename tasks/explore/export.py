@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from storage.paths import export_path
 from storage.releases import load_release
 from tasks.explore.integrate import export_entry
 
@@ -36,7 +37,7 @@ def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
         paths = {}
         for blob in record.blobs:
             if blob.role in ("initial", "final"):
-                path = images / f"{name}_{'start' if blob.role == 'initial' else 'end'}.jpg"
+                path = export_path(images, f"{name}_{'start' if blob.role == 'initial' else 'end'}.jpg")
                 if not path.exists():
                     store.get_to_file(blob.sha256, path)
                 paths[blob.role] = str(path.relative_to(out_dir))
@@ -50,7 +51,7 @@ def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
         if middle:
             entry["middle_frames"] = []
             for blob in middle:
-                path = images / f"{name}_{blob.role}.jpg"
+                path = export_path(images, f"{name}_{blob.role}.jpg")
                 if not path.exists():
                     store.get_to_file(blob.sha256, path)
                 entry["middle_frames"].append(str(path.relative_to(out_dir)))
@@ -63,5 +64,7 @@ def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
 
 
 def export_name(name: str) -> str:
-    """The id and file stem an instance gets in the official export."""
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    """The id and file stem an instance gets in the official export: no separators, and never ``.``/``..``, so
+    it names a file inside images/ (``export_path`` checks that again where it is written)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+    return safe if safe.strip(".") else safe.replace(".", "_")

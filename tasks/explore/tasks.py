@@ -15,7 +15,7 @@ from storage import open_storage
 from tasks.explore.construct import SCENE_QUEUE, Annotators, annotate_instance, build_clip, human_version
 from tasks.explore.instances import QualityThresholds, SubsetBounds
 from tasks.quarantine import resolve_quarantined
-from tasks.sources.ego_clips import iter_clips
+from tasks.sources.ego_clips import ClipError, iter_clips
 
 
 def _bounds(settings: Settings) -> tuple[SubsetBounds, QualityThresholds]:
@@ -26,27 +26,46 @@ def _bounds(settings: Settings) -> tuple[SubsetBounds, QualityThresholds]:
 
 @task(name="extract-explore-instances", cache_policy=NONE)
 def extract_explore_instances(settings: Settings, folder: str, clip_format: str, narrations: str | None,
-                              run_id: str | None, clips: list[str] | None = None) -> dict[str, int]:
-    """An instance per clip (or per named clip), each clip's records written as soon as it is done."""
+                              run_id: str | None, clips: list[str] | None = None) -> dict[str, Any]:
+    """An instance per clip (or per named clip), each clip's records written as soon as it is done. A second clip
+    with an id already built in this run is quarantined, never built over the first; a folder with nothing to
+    build says so under ``nothing found``."""
     storage = open_storage(settings)
     bounds, quality = _bounds(settings)
     producer = Producer(task="extract-explore", flow_run_id=run_id,
                         params={"folder": folder, "format": clip_format, "subsets": bounds.__dict__,
                                 "checks": quality.__dict__, "middle_frames": settings.explore.middle_frames})
-    counts = {"clips": 0, "records": 0, "new": 0, "quarantined": 0}
-    for locator, load in iter_clips(Path(folder), clip_format, narrations=Path(narrations) if narrations else None):
+    counts: dict[str, Any] = {"clips": 0, "records": 0, "new": 0, "quarantined": 0}
+    first_of: dict[str, str] = {}  # clip id -> the locator it was built from in this run
+    found = False
+    for locator, load in iter_clips(Path(folder), clip_format, narrations=Path(narrations) if narrations else None,
+                                    allow_symlinks_outside=settings.sources.allow_symlinks_outside):
+        found = True
         if clips is not None and locator not in clips:
             continue
         counts["clips"] += 1
         with storage.batched_blob_meta():
-            built = build_clip(load, locator, storage, producer, bounds=bounds, quality=quality,
-                               middle_frames=settings.explore.middle_frames)
+            built = build_clip(_unique(load, locator, first_of), locator, storage, producer, bounds=bounds,
+                               quality=quality, middle_frames=settings.explore.middle_frames)
         counts["records"] += len(built.records)
         counts["quarantined"] += len(built.quarantined)
         counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
         if built.records:
             resolve_quarantined(storage.catalog, source=folder, locator=locator, run_id=run_id)
+    if not found:
+        counts["nothing found"] = f"{folder}: no clips ({clip_format} format) found; nothing built"
     return counts
+
+
+def _unique(load: Any, locator: str, first_of: dict[str, str]) -> Any:
+    """``load``, refusing a clip whose id another locator of this source already gave."""
+    def loaded() -> Any:
+        clip = load()
+        if first_of.setdefault(clip.id, locator) != locator:
+            raise ClipError(f"{locator}: clip id {clip.id!r} is already used by {first_of[clip.id]} in this source; "
+                            f"refused, the first is kept")
+        return clip
+    return loaded
 
 
 def _annotators(settings: Settings, catalog: Any) -> tuple[Annotators, Producer]:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from storage.paths import OutsideRoot, SourceRoot
 from tasks.sources.frames import (
     VIDEO_SUFFIXES,
     FrameError,
@@ -23,12 +24,10 @@ from tasks.sources.frames import (
     internal_object,
     video_info,
 )
-from tasks.sources.paths import OutsideRoot, SourceRoot
-from tasks.sources.rows import RowError, csv_rows, finite, lines, load_json, loads, text_field, whole
+from tasks.sources.rows import MAX_FPS, RowError, csv_rows, finite, lines, load_json, loads, text_field, whole
 
 EPISODE_FORMATS = ("sample", "lerobot", "folder", "hdf5")
 HDF5_SUFFIXES = (".hdf5", ".h5")
-MAX_FPS = 10_000.0  # above this a frame rate is damage, not a camera
 
 
 class EpisodeError(ValueError):

@@ -158,7 +158,7 @@ class ImageFolderFrames(FrameSource):
         self._files: list[Path] | None = None
 
     def files(self) -> list[Path]:
-        from tasks.sources.paths import OutsideRoot
+        from storage.paths import OutsideRoot
 
         if self._files is None:
             if not self.folder.is_dir():

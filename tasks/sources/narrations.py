@@ -9,11 +9,13 @@ Formats: Ego4D's ``narration.json`` (per video, narration passes with ``timestam
 
 from __future__ import annotations
 
-import csv
-import json
+import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+from tasks.sources.rows import RowError, csv_rows, finite, load_json, text_field, whole
 
 
 class NarrationError(ValueError):
@@ -47,55 +49,130 @@ def normalise_actor(text: str) -> str:
     return text
 
 
-def read_ego4d(path: Path, *, narration_pass: str | None = None) -> dict[str, list[Narration]]:
+@dataclass
+class Narrated:
+    """A narration file read entry by entry: the narrations of each video whose entries all parsed, the problems of
+    each video with a bad entry (that clip is refused, never built from part of its actions), and entries that
+    name no video."""
+
+    videos: dict[str, list[Narration]] = field(default_factory=dict)
+    problems: dict[str, list[str]] = field(default_factory=dict)
+    stray: list[tuple[str, str]] = field(default_factory=list)  # (locator, reason)
+
+    def add(self, video: str, entries: list[Narration]) -> None:
+        if video not in self.problems:
+            self.videos[video] = sorted(entries, key=lambda n: n.time_s)
+
+    def refuse(self, video: str, reason: str) -> None:
+        self.problems.setdefault(video, []).append(reason)
+        self.videos.pop(video, None)
+
+
+def _narration(text: Any, time_s: float) -> Narration:
+    normalised = normalise_actor(text_field(text, "text"))
+    if not normalised:
+        raise RowError(f"text {text!r} holds no action once the markers are dropped")
+    return Narration(time_s, normalised)
+
+
+def _ego4d_video(result: Narrated, where: str, uid: str, entry: Any, narration_pass: str | None) -> None:
+    if not isinstance(entry, dict):
+        result.refuse(uid, f"{where}: expected an object with narration passes, got {type(entry).__name__}")
+        return
+    passes = {name: value for name, value in entry.items() if name.startswith("narration_pass")}
+    if not passes or (narration_pass and narration_pass not in passes):
+        return  # a video without (that) narration pass is not narrated, not broken
+    if not all(isinstance(p, dict) and isinstance(p.get("narrations", []), list) for p in passes.values()):
+        result.refuse(uid, f"{where}: a narration pass is not an object with a list of narrations")
+        return
+    name = narration_pass or max(passes, key=lambda n: len(passes[n].get("narrations") or []))
+    narrations = []
+    for number, item in enumerate(passes[name].get("narrations") or [], start=1):
+        try:
+            if not isinstance(item, dict):
+                raise RowError("expected an object")
+            narrations.append(_narration(item.get("narration_text"),
+                                         finite(item.get("timestamp_sec"), "timestamp_sec", low=0)))
+        except RowError as error:
+            result.refuse(uid, f"{where}: {name} narration {number}: {error}")
+    result.add(uid, narrations)
+
+
+def read_ego4d(path: Path, *, narration_pass: str | None = None) -> Narrated:
     """Narrations per video uid from Ego4D's narration.json. Each video's pass is ``narration_pass`` when given,
-    else the pass with the most narrations. Entries without text or time are skipped."""
+    else the pass with the most narrations. A video with a bad entry (no text, a time that is not a finite
+    number of seconds) or listed twice is refused with the reasons; NarrationError only when the file as a whole
+    cannot be read."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as error:
-        raise NarrationError(f"{path}: unreadable narration file ({type(error).__name__}: {error})") from None
+        data = load_json(path, keyed=True)
+    except RowError as error:
+        raise NarrationError(f"{path}: unreadable narration file ({error})") from None
     if not isinstance(data, dict):
         raise NarrationError(f"{path}: expected an object keyed by video uid")
-    videos: dict[str, list[Narration]] = {}
+    result = Narrated()
     for uid, entry in data.items():
-        passes = {name: value for name, value in (entry or {}).items()
-                  if name.startswith("narration_pass") and isinstance(value, dict)}
-        if not passes:
+        if uid in getattr(data, "duplicated", ()):
+            result.refuse(uid, f"{path.name}: video {uid!r} appears twice")
             continue
-        chosen = passes.get(narration_pass) if narration_pass else max(
-            passes.values(), key=lambda p: len(p.get("narrations") or []))
-        narrations = []
-        for item in (chosen or {}).get("narrations") or []:
-            text, time_s = item.get("narration_text"), item.get("timestamp_sec")
-            if not text or time_s is None:
-                continue
-            narrations.append(Narration(float(time_s), normalise_actor(str(text))))
-        videos[str(uid)] = sorted(narrations, key=lambda n: n.time_s)
-    return videos
+        _ego4d_video(result, f"{path.name}: {uid}", uid, entry, narration_pass)
+    return result
 
 
-def read_actions(path: Path, fps: dict[str, float] | None = None) -> dict[str, list[Narration]]:
-    """Actions per video from a plain JSON or CSV file (see the module doc). An entry timed by ``frame`` needs the
-    video's fps in ``fps``."""
-    def seconds(video: str, entry: dict) -> float:
-        if entry.get("time") not in (None, ""):
-            return float(entry["time"])
-        if entry.get("frame") not in (None, "") and fps and video in fps:
-            return int(entry["frame"]) / fps[video]
-        raise NarrationError(f"{path}: an action of {video} has neither a time nor a frame with a known fps")
-
-    videos: dict[str, list[Narration]] = {}
-    try:
-        if path.suffix.lower() == ".csv":
-            with open(path, newline="", encoding="utf-8") as handle:
-                rows = [(str(row["video"]), row) for row in csv.DictReader(handle)]
+def _action_rows(path: Path, result: Narrated) -> list[tuple[str, str, Any]]:
+    """(video, where, entry) for every action of a JSON or CSV actions file."""
+    if path.suffix.lower() == ".csv":
+        entries = []
+        for number, row, reason, _ in csv_rows(path, ("video", "text")):
+            video = (row or {}).get("video", "").strip()
+            if row is None or not video:
+                result.stray.append((f"{path.name}:{number}", f"{path}:{number}: {reason or 'no video named'}"))
+            else:
+                entries.append((video, f"{path.name}:{number}", row))
+        return entries
+    data = load_json(path, keyed=True)
+    if not isinstance(data, dict):
+        raise RowError("expected an object keyed by video")
+    entries = []
+    for video, actions in data.items():
+        if video in getattr(data, "duplicated", ()):
+            result.refuse(video, f"{path.name}: video {video!r} appears twice")
+        elif not isinstance(actions, list):
+            result.refuse(video, f"{path.name}: {video}: expected a list of actions")
         else:
-            rows = [(str(video), entry) for video, entries in json.loads(path.read_text()).items()
-                    for entry in entries]
-        for video, entry in rows:
-            videos.setdefault(video, []).append(Narration(seconds(video, entry), normalise_actor(str(entry["text"]))))
-    except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError) as error:
-        if isinstance(error, NarrationError):
-            raise
-        raise NarrationError(f"{path}: unreadable actions file ({type(error).__name__}: {error})") from None
-    return {video: sorted(items, key=lambda n: n.time_s) for video, items in videos.items()}
+            entries += [(video, f"{path.name}: {video} action {n}", a) for n, a in enumerate(actions, start=1)]
+    return entries
+
+
+def _seconds(entry: Any, fps: float | None) -> float:
+    if not isinstance(entry, dict):
+        raise RowError("expected an object with a time or frame and a text")
+    if entry.get("time") not in (None, ""):
+        return finite(entry["time"], "time", low=0)
+    if entry.get("frame") not in (None, ""):
+        frame = whole(entry["frame"], "frame")
+        if not fps or not math.isfinite(fps) or fps <= 0:
+            raise RowError(f"timed by frame {frame}, but the video's frame rate is unknown")
+        return frame / fps
+    raise RowError("has neither a time nor a frame")
+
+
+def read_actions(path: Path, fps: dict[str, float] | None = None) -> Narrated:
+    """Actions per video from a plain JSON or CSV file (see the module doc), entry by entry. An entry timed by
+    ``frame`` needs the video's fps in ``fps``. NarrationError only when the file as a whole cannot be read."""
+    result = Narrated()
+    collected: dict[str, list[Narration]] = {}
+    try:
+        for video, where, entry in _action_rows(path, result):
+            try:
+                collected.setdefault(video, []).append(
+                    _narration(entry.get("text") if isinstance(entry, dict) else None,
+                               _seconds(entry, (fps or {}).get(video))))
+            except RowError as error:
+                result.refuse(video, f"{where}: {error}")
+    except RowError as error:
+        message = str(error)
+        raise NarrationError(message if str(path) in message else f"{path}: unreadable actions file ({message})"
+                             ) from None
+    for video, entries in collected.items():
+        result.add(video, entries)
+    return result

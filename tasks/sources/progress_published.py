@@ -27,10 +27,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from schemas import Benchmark, BlobRef, Demo, Observation, Producer, Record, Status, make_record
 from storage import Catalog
+from storage.paths import OutsideRoot, SourceRoot, export_path
 from tasks.quarantine import quarantine
 from tasks.sources import rows
 from tasks.sources.frames import decode_image
-from tasks.sources.paths import OutsideRoot, SourceRoot, export_path
 from tasks.sources.rows import MAX_COUNT, RowError, finite, loads
 
 _log = logging.getLogger(__name__)

@@ -149,6 +149,7 @@ def finite(value: Any, what: str, *, low: float | None = None, high: float | Non
 
 # Frame indices, step counts and episode indices beyond this are not data but damage (10**30 overflows the catalog).
 MAX_COUNT = 10**9
+MAX_FPS = 10_000.0  # likewise a frame rate above this
 
 
 def whole(value: Any, what: str, *, low: int = 0, high: int = MAX_COUNT) -> int:
