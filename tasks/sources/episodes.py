@@ -24,7 +24,18 @@ from tasks.sources.frames import (
     internal_object,
     video_info,
 )
-from tasks.sources.rows import MAX_FPS, RowError, csv_rows, finite, lines, load_json, loads, text_field, whole
+from tasks.sources.rows import (
+    MAX_FPS,
+    RowError,
+    csv_rows,
+    finite,
+    lines,
+    load_json,
+    loads,
+    problems_of,
+    text_field,
+    whole,
+)
 
 EPISODE_FORMATS = ("sample", "lerobot", "folder", "hdf5")
 HDF5_SUFFIXES = (".hdf5", ".h5")
@@ -223,8 +234,8 @@ def _read_json_key_steps(keys: KeySteps) -> None:
     if not isinstance(data, dict):
         raise RowError(f"{keys.path}: expected an object keyed by episode")
     for episode, entry in data.items():
-        if episode in getattr(data, "duplicated", ()):
-            keys.problems[episode] = [f"{keys.path.name}: episode {episode!r} appears twice"]
+        if episode in problems_of(data):
+            keys.problems[episode] = [f"{keys.path.name}: episode {problems_of(data)[episode]}"]
             continue
         try:
             keys.annotations[episode] = _json_annotation(entry)
@@ -242,6 +253,8 @@ def _read_csv_key_steps(keys: KeySteps) -> None:
             keys.stray.append((where, f"{keys.path}:{number}: {reason or 'no episode named'}"))
             continue
         try:
+            if reason:
+                raise RowError(reason)
             steps.setdefault(episode, []).append(KeyStepSpec(whole(row["frame"].strip(), "frame"), row["text"]))
         except RowError as error:
             keys.problems.setdefault(episode, []).append(f"{where}: {error}")
@@ -347,7 +360,7 @@ def _lerobot_episodes(root: SourceRoot, key_steps: Path | None) -> Iterator[tupl
     for number, text, reason in lines(listing):
         where = f"meta/episodes.jsonl:{number}"
         try:
-            if text is None:
+            if reason:
                 raise RowError(reason)
             episode = loads(text)
             if not isinstance(episode, dict) or "episode_index" not in episode:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.sources.rows import RowError, csv_rows, finite, load_json, text_field, whole
+from tasks.sources.rows import RowError, csv_rows, finite, load_json, problems_of, text_field, whole
 
 
 class NarrationError(ValueError):
@@ -111,8 +111,8 @@ def read_ego4d(path: Path, *, narration_pass: str | None = None) -> Narrated:
         raise NarrationError(f"{path}: expected an object keyed by video uid")
     result = Narrated()
     for uid, entry in data.items():
-        if uid in getattr(data, "duplicated", ()):
-            result.refuse(uid, f"{path.name}: video {uid!r} appears twice")
+        if uid in problems_of(data):
+            result.refuse(uid, f"{path.name}: video {problems_of(data)[uid]}")
             continue
         _ego4d_video(result, f"{path.name}: {uid}", uid, entry, narration_pass)
     return result
@@ -126,6 +126,8 @@ def _action_rows(path: Path, result: Narrated) -> list[tuple[str, str, Any]]:
             video = (row or {}).get("video", "").strip()
             if row is None or not video:
                 result.stray.append((f"{path.name}:{number}", f"{path}:{number}: {reason or 'no video named'}"))
+            elif reason:
+                result.refuse(video, f"{path.name}:{number}: {reason}")
             else:
                 entries.append((video, f"{path.name}:{number}", row))
         return entries
@@ -134,8 +136,8 @@ def _action_rows(path: Path, result: Narrated) -> list[tuple[str, str, Any]]:
         raise RowError("expected an object keyed by video")
     entries = []
     for video, actions in data.items():
-        if video in getattr(data, "duplicated", ()):
-            result.refuse(video, f"{path.name}: video {video!r} appears twice")
+        if video in problems_of(data):
+            result.refuse(video, f"{path.name}: video {problems_of(data)[video]}")
         elif not isinstance(actions, list):
             result.refuse(video, f"{path.name}: {video}: expected a list of actions")
         else:

@@ -197,11 +197,11 @@ def _row_key(row: PublishedRow) -> tuple[Any, ...]:
             row.stage_to_estimate[0], row.camera_combination)
 
 
-def parse_published(lines: Iterable[tuple[int, str | None, str]] | Iterable[str], *, source: str, file_kind: str,
+def parse_published(lines: Iterable[tuple[int, str, str]] | Iterable[str], *, source: str, file_kind: str,
                     producer: Producer, frames: FrameLookup = no_frames) -> ImportResult:
     """Turn the lines of one published file into records; a bad line is quarantined with its line number, and so
     is a second row for an observation an earlier line already gave. Each observation records
-    ``<file name>:<line>`` as its ``source_row``. ``lines`` are texts, or (number, text or None, reason) as
+    ``<file name>:<line>`` as its ``source_row``. ``lines`` are texts, or (number, text, reason) as
     ``tasks.sources.rows.lines`` reads a file."""
     try:
         kind = FILE_KINDS[file_kind]
@@ -214,7 +214,7 @@ def parse_published(lines: Iterable[tuple[int, str | None, str]] | Iterable[str]
     for number, line, problem in _numbered(lines):
         result.rows += 1
         try:
-            if line is None:
+            if problem:
                 raise RowError(problem)
             row = PublishedRow.model_validate(loads(line))
             _checked_steps(row, kind["modality"])
@@ -225,7 +225,7 @@ def parse_published(lines: Iterable[tuple[int, str | None, str]] | Iterable[str]
                                    f"{file_kind}:{number}")
         except (ValidationError, ValueError) as error:  # RowError and OutsideRoot included
             result.quarantined.append(quarantine(benchmark=Benchmark.PROGRESS, source=source,
-                                                 locator=f"line {number}", reason=_reason(error), raw=line or "",
+                                                 locator=f"line {number}", reason=_reason(error), raw=line,
                                                  producer=producer))
             continue
         first_line[_row_key(row)] = number
@@ -236,8 +236,7 @@ def parse_published(lines: Iterable[tuple[int, str | None, str]] | Iterable[str]
     return result
 
 
-def _numbered(lines: Iterable[tuple[int, str | None, str]] | Iterable[str]
-              ) -> Iterator[tuple[int, str | None, str]]:
+def _numbered(lines: Iterable[tuple[int, str, str]] | Iterable[str]) -> Iterator[tuple[int, str, str]]:
     for number, line in enumerate(lines, start=1):
         if isinstance(line, tuple):
             yield line

@@ -31,8 +31,14 @@ class Problem:
     raw: str = ""
 
 
-def _refuse_constant(name: str) -> Any:
-    raise RowError(f"{name} is not a number JSON allows (NaN and infinities are refused)")
+class NotFinite:
+    """Where the JSON said NaN, Infinity or -Infinity: kept as a marker that no number check accepts."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
 
 
 class JsonObject(dict):
@@ -41,10 +47,22 @@ class JsonObject(dict):
     duplicated: frozenset[str] = frozenset()
 
 
+def _not_finite_in(value: Any) -> str | None:
+    if isinstance(value, NotFinite):
+        return value.name
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return next((found for found in map(_not_finite_in, children) if found), None)
+
+
+def problems_of(data: Any) -> dict[str, str]:
+    """For a file ``loads`` read with ``keyed``: the top-level keys refused, with the reason."""
+    return getattr(data, "problems", {})
+
+
 def loads(text: str, *, keyed: bool = False) -> Any:
     """JSON without NaN/Infinity and without duplicated keys; RowError naming the problem. With ``keyed`` (a file
-    keyed by episode or video), a key repeated at the top level is allowed and listed in the result's
-    ``duplicated``, so the caller refuses that one item instead of the whole file."""
+    keyed by episode or video), a top-level key repeated or holding NaN/Infinity is not an error for the file:
+    it is listed in ``problems_of(result)``, so the caller refuses that one item instead of the whole file."""
     repeated: list[JsonObject] = []
 
     def collect(pairs: list[tuple[str, Any]]) -> JsonObject:
@@ -60,12 +78,20 @@ def loads(text: str, *, keyed: bool = False) -> Any:
         return result
 
     try:
-        data = json.loads(text, parse_constant=_refuse_constant, object_pairs_hook=collect)
+        data = json.loads(text, parse_constant=NotFinite, object_pairs_hook=collect)
     except json.JSONDecodeError as error:
         raise RowError(f"not valid JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
     for obj in repeated:
         if not (keyed and obj is data):
             raise RowError(f"key {sorted(obj.duplicated)[0]!r} appears twice in one object")
+    if keyed and isinstance(data, JsonObject):
+        data.problems = {key: f"{key!r} appears twice" for key in data.duplicated}
+        for key, value in data.items():
+            found = _not_finite_in(value)
+            if found and key not in data.problems:
+                data.problems[key] = f"{key!r} holds {found}, not a finite number (NaN and infinities are refused)"
+    elif (found := _not_finite_in(data)) is not None:
+        raise RowError(f"{found} is not a finite number (NaN and infinities are refused)")
     return data
 
 
@@ -88,28 +114,28 @@ def load_json(path: Path, *, keyed: bool = False) -> Any:
         raise RowError(message if message.startswith(str(path)) else f"{path}: {message}") from None
 
 
-def lines(path: Path) -> Iterator[tuple[int, str | None, str]]:
-    """(line number, text or None, reason) for every non-blank line; a line that is not UTF-8 comes with None
-    and the reason, the rest of the file still read."""
+def lines(path: Path) -> Iterator[tuple[int, str, str]]:
+    """(line number, text, reason) for every non-blank line; reason is empty unless the line is not UTF-8, when
+    the text has the bad bytes replaced (enough to tell which item the line belongs to, never to use it)."""
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            reason = ""
             try:
-                text = raw.decode("utf-8").rstrip("\r\n")
+                text = raw.decode("utf-8")
             except UnicodeDecodeError as error:
-                yield number, None, f"not UTF-8 text (byte {error.start} of the line: {error.reason})"
-                continue
+                text = raw.decode("utf-8", "replace")
+                reason = f"not UTF-8 text (byte {error.start} of the line: {error.reason})"
+            text = text.rstrip("\r\n")
             if text.strip():
-                yield number, text, ""
+                yield number, text, reason
 
 
 def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str] | None, str, str]]:
-    """(line number, row or None, reason, raw line) per CSV data row; the header must name ``required``. Rows are
-    one line each (a quoted field spanning lines is reported as a bad row)."""
+    """(line number, row or None, reason, raw line) per CSV data row; the header must name ``required``. A row
+    with a reason is bad (not UTF-8: its fields read with the bad bytes replaced). Rows are one line each (a quoted
+    field spanning lines is reported as a bad row)."""
     header: list[str] | None = None
     for number, text, reason in lines(path):
-        if text is None:
-            yield number, None, reason, ""
-            continue
         try:
             fields = next(csv.reader([text]))
         except csv.Error as error:
@@ -124,12 +150,14 @@ def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[
         if len(fields) > len(header):
             yield number, None, f"{len(fields)} fields, the header has {len(header)}", text
             continue
-        yield number, dict(zip(header, fields + [""] * (len(header) - len(fields)), strict=True)), "", text
+        yield number, dict(zip(header, fields + [""] * (len(header) - len(fields)), strict=True)), reason, text
 
 
 def finite(value: Any, what: str, *, low: float | None = None, high: float | None = None,
            strictly_above: float | None = None) -> float:
     """A finite number (JSON number or numeric string) within the bounds; RowError otherwise."""
+    if isinstance(value, NotFinite):
+        raise RowError(f"{what} must be a finite number, got {value!r}")
     if isinstance(value, bool) or not isinstance(value, int | float | str):
         raise RowError(f"{what} must be a number, got {value!r}")
     try:
