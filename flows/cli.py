@@ -81,6 +81,13 @@ def _table(columns: tuple[str, ...], title: str | None = None) -> Table:
     return table
 
 
+def _print_path(label: str, path: Path | str) -> None:
+    """The path on a line of its own that rich never wraps nor reads as markup, so it can be copied whole from a
+    terminal of any width."""
+    console.print(f"{label}:")
+    console.print(str(path), soft_wrap=True, markup=False, highlight=False)
+
+
 def _progress() -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                     console=err, transient=True)
@@ -452,7 +459,7 @@ def release_verify(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION
                       f"{report.blobs_checked} blobs match their hashes")
         return
     for line in report.problems():
-        err.print(f"[red]FAIL[/red] {line}")
+        err.print(f"[red]FAIL[/red] {line}", soft_wrap=True)
     raise typer.Exit(1)
 
 
@@ -503,8 +510,9 @@ def release_export(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION
             exporter = {"progresslm": export_progresslm, "explore": export_explore}[fmt]
             target = Path(folder) / f"{manifest.name}-v{manifest.version}-{fmt}"
             written = exporter(storage.catalog, storage.blobs, tag, target)
-            console.print(f"exported {manifest.tag} to {target}: " +
-                          ", ".join(f"{name} {count}" for name, count in written.items()))
+            _print_path(f"exported {manifest.tag} ({fmt})", target)
+            for name, count in written.items():
+                console.print(f"  {name} {count}", soft_wrap=True, markup=False, highlight=False)
             return
         if fmt != "records":
             raise ValueError(f"unknown export format {fmt!r}: use records, progresslm or explore")
@@ -512,7 +520,7 @@ def release_export(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION
             bar = progress.add_task(f"exporting {manifest.tag}", total=len(manifest.blobs) + len(manifest.records))
             target = export_release(storage.catalog, storage.blobs, tag, folder,
                                     on_progress=lambda n: progress.advance(bar, n))
-    console.print(f"exported {manifest.tag} to {target}")
+    _print_path(f"exported {manifest.tag}", target)
 
 
 # -- records ----------------------------------------------------------------------------------------------
@@ -738,10 +746,12 @@ def evaluate(
     for name, value in result["metrics"].items():
         table.add_row(name, _metric(name, value))
     console.print(table)
-    console.print(", ".join(f"{k} {v}" for k, v in result["counts"].items()))
+    console.print(", ".join(f"{k} {v}" for k, v in result["counts"].items()), soft_wrap=True)
     for problem in result["problems"][:10]:
-        err.print(f"[yellow]{problem}[/yellow]")
-    console.print(f"report: {result['report']['html']}")
+        err.print(problem, style="yellow", soft_wrap=True, markup=False, highlight=False)
+    if result["counts"].get("quarantined"):
+        console.print("quarantined items: benchwright records list --status quarantined", soft_wrap=True)
+    _print_path("report", result["report"]["html"])
 
 
 @app.command()
@@ -796,7 +806,7 @@ def leaderboard(
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "leaderboard.md").write_text("# Leaderboard\n\n" + "\n\n".join(sections) + "\n")
-        console.print(f"written to {out}")
+        _print_path("written to", out)
 
 if __name__ == "__main__":
     app()

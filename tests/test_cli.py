@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from rich.console import Console
 from typer.testing import CliRunner
 
+from flows import cli
 from flows.cli import app
 from schemas import Status
 from storage import Catalog, LocalBlobStore, Storage
@@ -29,8 +31,21 @@ def project(tmp_path, monkeypatch):
     return storage, root, child
 
 
+def pin_console_width(monkeypatch: pytest.MonkeyPatch, width: int = 200) -> None:
+    """The CLI's consoles at a fixed width. Rich wraps at the terminal's width, or at COLUMNS as it was when
+    flows.cli was first imported (a COLUMNS given to CliRunner later is not read), so without this what a test
+    reads depends on the terminal the suite runs in."""
+    monkeypatch.setattr(cli, "console", Console(width=width))
+    monkeypatch.setattr(cli, "err", Console(width=width, stderr=True))
+
+
+@pytest.fixture(autouse=True)
+def fixed_width(monkeypatch):
+    pin_console_width(monkeypatch)
+
+
 def invoke(*args: str):
-    return runner.invoke(app, list(args), env={"COLUMNS": "200"})
+    return runner.invoke(app, list(args))
 
 
 def test_every_command_explains_itself():
@@ -131,16 +146,21 @@ def test_sample_world_command_writes_episodes(tmp_path):
     assert bad.exit_code == 2 and "unknown camera(s) roof" in bad.output
 
 
-def test_release_export_in_the_progresslm_format(project, tmp_path):
+def test_release_export_in_the_progresslm_format(project, tmp_path, monkeypatch):
     from schemas import Producer
     from tasks.sources.progress_published import SAMPLE_DIR, import_into_catalog
 
     storage, _, _ = project
     import_into_catalog(SAMPLE_DIR, storage, Producer(task="import"))
     assert invoke("release", "create", "pub", "--kind", "observation", "--kind", "demo").exit_code == 0
+    pin_console_width(monkeypatch, 40)  # narrower than the path: it must still come out whole
     result = invoke("release", "export", "pub", "--format", "progresslm", "--out", str(tmp_path / "x"))
-    assert result.exit_code == 0 and "visual_cross_view.jsonl 30" in result.output
-    assert (tmp_path / "x" / "pub-v1-progresslm" / "text-normal.jsonl").exists()
+    assert result.exit_code == 0, result.output
+    target = tmp_path / "x" / "pub-v1-progresslm"
+    lines = [line.strip() for line in result.output.splitlines()]
+    assert str(target) in lines and "visual_cross_view.jsonl 30" in lines  # each on a line of its own
+    assert len((target / "visual_cross_view.jsonl").read_text().splitlines()) == 30
+    assert (target / "text-normal.jsonl").exists()
     wrong = invoke("release", "export", "pub", "--format", "csv")
     assert wrong.exit_code == 1 and "unknown export format 'csv'" in wrong.output
 
