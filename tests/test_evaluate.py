@@ -30,7 +30,7 @@ from schemas.releases import ReleaseSelection
 from storage import open_storage
 from storage.releases import create_release
 from tasks.models.base import encode_png
-from tests.chat_server import ScriptedChatServer
+from tests.chat_server import MALFORMED, ScriptedChatServer
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_STAGE_HALF = ("<ref_think>looks like frame 2</ref_think><ref>2</ref><score_think>same</score_think>"
@@ -47,9 +47,12 @@ def settings(tmp_path: Path) -> Settings:
                     blobs=BlobSettings(uri=f"file://{tmp_path}/blobs"), export=ExportSettings(folder=tmp_path / "exp"))
 
 
-def progress_release(settings: Settings, trajectories: int = 2, per_demo: int = 3) -> tuple[str, int]:
+def progress_release(settings: Settings, trajectories: int = 2, per_demo: int = 3, lacking: bool = False
+                     ) -> tuple[str, int]:
     """Per trajectory a visual demo (3 key frames, N = 2) and a text demo, ``per_demo`` answerable observations
-    at progress k / (per_demo + 1) for each, and one unanswerable (edited) observation; every image distinct."""
+    at progress k / (per_demo + 1) for each, and one unanswerable (edited) observation; every image distinct.
+    ``lacking`` adds two items whose frames the source lacks: an observation without its frame, and one of a
+    visual demo without its last key frame (not counted in the items returned)."""
     storage = open_storage(settings)
     producer = Producer(task="test")
     records = []
@@ -77,10 +80,31 @@ def progress_release(settings: Settings, trajectories: int = 2, per_demo: int = 
                                                negative="visual"),
                                    benchmark=Benchmark.PROGRESS, producer=producer, parents=[visual.id],
                                    blobs=[edited], status=Status.ACCEPTED))
+    if lacking:
+        records += lacking_frames(storage, producer)
     storage.catalog.put_records(records)
     manifest = create_release(storage.catalog, storage.blobs, "tiny-progress",
                               selection=ReleaseSelection(benchmarks=("progress",), kinds=("demo", "observation")))
     return manifest.tag, trajectories * (2 * per_demo + 1)
+
+
+def lacking_frames(storage, producer: Producer) -> list:
+    frames = [storage.put_blob(picture(60 + i), role=f"demo_{i}", media_type="image/png") for i in range(2)]
+    demo = make_record(Demo(modality="visual", steps=["g0.jpg", "g1.jpg", "g2.jpg"], missing_frames=["g2.jpg"],
+                            trajectory_id="robot/task/lacking", task_goal="open the drawer", total_steps=2,
+                            data_source="test"),
+                       benchmark=Benchmark.PROGRESS, producer=producer, blobs=frames, status=Status.ACCEPTED)
+    seen = storage.put_blob(picture(70), role="observation", media_type="image/png")
+    of_demo = make_record(Observation(demo_id=demo.id, frame="g1.jpg", closest_idx=2, progress_score=0.5),
+                          benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo.id], blobs=[seen],
+                          status=Status.ACCEPTED)
+    text = make_record(Demo(modality="text", steps=["open", "pull"], trajectory_id="robot/task/blind",
+                            task_goal="open the drawer", total_steps=2, data_source="test"),
+                       benchmark=Benchmark.PROGRESS, producer=producer, status=Status.ACCEPTED)
+    unseen = make_record(Observation(demo_id=text.id, frame="gone.jpg", closest_idx=1, progress_score=0.25,
+                                     frame_missing=True),
+                         benchmark=Benchmark.PROGRESS, producer=producer, parents=[text.id], status=Status.ACCEPTED)
+    return [demo, of_demo, text, unseen]
 
 
 def evaluate(settings: Settings, **options):
@@ -309,6 +333,7 @@ def test_the_leaderboard_compares_runs_across_models(settings, tmp_path, monkeyp
     from typer.testing import CliRunner
 
     from flows.cli import app
+    from tests.test_cli import pin_console_width
 
     tag, _ = progress_release(settings)
     evaluate(settings, release=tag, model="baseline:oracle?noise=0")
@@ -316,7 +341,8 @@ def test_the_leaderboard_compares_runs_across_models(settings, tmp_path, monkeyp
     config = tmp_path / "benchwright.toml"
     config.write_text(f'[catalog]\npath = "{settings.catalog.path}"\n[blobs]\nuri = "{settings.blobs.uri}"\n')
     monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(config))
-    result = CliRunner().invoke(app, ["leaderboard", "--out", str(tmp_path / "board")], env={"COLUMNS": "250"})
+    pin_console_width(monkeypatch, 250)
+    result = CliRunner().invoke(app, ["leaderboard", "--out", str(tmp_path / "board")])
     assert result.exit_code == 0, result.output
     assert "baseline:oracle?noise=0" in result.output and "baseline:random" in result.output
     board = (tmp_path / "board" / "leaderboard.md").read_text()
@@ -344,6 +370,63 @@ def test_a_failed_request_quarantines_its_item_and_a_rerun_asks_only_that_one(se
     assert catalog.get_record(failed.id).status == Status.SUPERSEDED
     current = catalog.find_records(kind="evaluation", status=Status.ACCEPTED)
     assert len(current) == 1 and current[0].payload["counts"]["failed requests"] == 0
+
+
+def test_malformed_answers_quarantine_their_items_and_the_evaluation_finishes(settings):
+    tag, items = progress_release(settings, trajectories=1, per_demo=2)
+    model = "openai:m@{url}?max_concurrency=1&backoff_s=0.01&malformed_retries=2"
+    html = MALFORMED["HTML page"]
+    with ScriptedChatServer() as server:
+        # one request at a time, so items take the script in order: the first answers on its second try, the
+        # second and third get only malformed answers, the fourth a cut connection once; the rest answer
+        answer = ("text", "<score>50%</score>")
+        server.script(MALFORMED["not JSON"], answer, *[html] * 3, *[MALFORMED["content a number"]] * 3,
+                      MALFORMED["cut connection"], answer)
+        _, collected, first = evaluate(settings, release=tag, model=model.format(url=server.url))
+        assert len(server.requests) == 2 + 3 + 3 + 2 + (items - 4)
+    catalog = open_storage(settings).catalog
+    quarantined = catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED)
+    assert first.counts["quarantined"] == first.counts["failed requests"] == 2 == len(quarantined)
+    assert first.counts["scored"] == items - 2 and len(collected.answers) == items - 2
+    [page] = [q.payload for q in quarantined if q.payload["raw"].startswith("<!DOCTYPE html>")]
+    [number] = [q.payload for q in quarantined if q.payload is not page and '"content": 42' in q.payload["raw"]]
+    assert "got 3 malformed answers" in page["reason"] and "the body is not JSON" in page["reason"]
+    assert len(page["raw"]) < len(html[1])  # a truncated copy of the page
+    assert "content is a int" in number["reason"]
+    assert {page["locator"], number["locator"]} == set(collected.failed)
+    assert sum("request failed" in p for p in first.problems) == 2
+    stored = catalog.find_records(kind="evaluation", status=Status.ACCEPTED)
+    assert stored[0].payload["counts"]["quarantined"] == 2 and "2 item(s) quarantined" in stored[0].status_reason
+
+    with ScriptedChatServer() as server:  # a mended server: only the quarantined items are asked again
+        server.script(("text", "<score>50%</score>"))
+        _, _, second = evaluate(settings, release=tag, model=model.format(url=server.url))
+        assert len(server.requests) == 2
+    assert second.counts["quarantined"] == 0 and second.counts["scored"] == items
+    assert {catalog.get_record(q.id).status for q in quarantined} == {Status.SUPERSEDED}
+
+
+def test_items_whose_frames_the_source_lacks_are_quarantined_not_asked(settings):
+    tag, items = progress_release(settings, trajectories=1, per_demo=1, lacking=True)
+    catalog = open_storage(settings).catalog
+    lacking = {r.payload["frame"]: r.id for r in catalog.find_records(kind="observation")
+               if r.payload["frame"] in ("g1.jpg", "gone.jpg")}
+    with ScriptedChatServer() as server:
+        # a rerun quarantines them again, once, and asks nothing of them (another seed, so nothing is cached)
+        for run in range(2):
+            server.script(("text", "<score>50%</score>"))
+            _, collected, result = evaluate(settings, release=tag, model=f"openai:m@{server.url}?seed={run}")
+            assert len(server.requests) == items and not collected.failed
+            assert result.counts["quarantined"] == result.counts["frames missing"] == 2
+            assert result.counts["scored"] == items and result.counts["skipped"] == 0
+            quarantined = {q.payload["locator"]: q.payload["reason"] for q in
+                           catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED)}
+            assert quarantined.keys() == set(lacking.values())
+            assert "observed frame gone.jpg was not provided" in quarantined[lacking["gone.jpg"]]
+            assert "demo key frame(s) g2.jpg" in quarantined[lacking["g1.jpg"]]
+            assert all(f"observation {key[:12]} (trajectory robot/task/" in why and "not sent to the model" in why
+                       for key, why in quarantined.items())
+            assert sum(p.startswith("quarantined observation") for p in result.problems) == 2
 
 
 def test_a_local_checkpoint_answers_through_the_same_path(settings, tmp_path):

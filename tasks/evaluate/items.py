@@ -75,8 +75,11 @@ def progress_items(catalog: Any, manifest: ReleaseManifest) -> list[ProgressItem
         missing = []
         if record.payload.get("frame_missing") or not record.blobs:
             missing.append(f"observed frame {seen['frame']} was not provided")
-        if modality == "visual" and (demo.get("missing_frames") or len(frames) < len(demo["steps"])):
-            missing.append(f"{len(demo['steps']) - len(frames)} demo key frame(s) were not provided")
+        provided = {index for index, _ in frames}
+        lacking = demo.get("missing_frames") or [name for index, name in enumerate(demo["steps"])
+                                                 if index not in provided]
+        if modality == "visual" and lacking:
+            missing.append(f"demo key frame(s) {', '.join(lacking)} of demo {demo_record.id[:12]} were not provided")
         items.append(ProgressItem(
             key=record.id, source_row=seen.get("source_row"), trajectory=demo["trajectory_id"], setting=setting,
             modality=modality, answerable=bool(seen["answerable"]), truth=seen.get("progress_score"),
@@ -96,7 +99,8 @@ def explore_items(catalog: Any, manifest: ReleaseManifest) -> list[ExploreItem]:
                                         relation=tuple(o.relation), key_state=o.key_state)
                         for o in (SceneObject.model_validate(x) for x in (scene.payload["objects"] if scene else [])))
         initial = next((b.sha256 for b in record.blobs if b.role == "initial"), None)
-        missing = "" if initial else "the initial frame was not provided"
+        missing = "" if initial else (f"the initial frame (frame {record.payload['start_frame']} of clip "
+                                      f"{record.payload['clip_id']}) was not provided")
         items.append(ExploreItem(key=record.id, clip_id=record.payload["clip_id"], subset=record.payload["subset"],
                                  actions=tuple(record.payload["atomic_actions"]), initial_image=initial,
                                  objects=objects, missing=missing))
@@ -107,6 +111,14 @@ def load_items(catalog: Any, manifest: ReleaseManifest) -> tuple[str, list[Any]]
     benchmark = release_benchmark(manifest)
     loader = progress_items if benchmark == Benchmark.PROGRESS.value else explore_items
     return benchmark, loader(catalog, manifest)
+
+
+def item_name(item: Any) -> str:
+    """How a person finds the item: the published row or the trajectory, or the clip, with the record id."""
+    if isinstance(item, ProgressItem):
+        where = f"row {item.source_row}" if item.source_row else f"trajectory {item.trajectory}"
+        return f"observation {item.key[:12]} ({where})"
+    return f"instance {item.key[:12]} (clip {item.clip_id})"
 
 
 def item_aliases(item: Any) -> list[str]:

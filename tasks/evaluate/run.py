@@ -2,8 +2,10 @@
 
 Asking goes a chunk of items at a time (images fetched per chunk, so memory stays flat on large releases); inside a
 chunk the backend runs its requests concurrently, and every answer is cached as it arrives, so a run killed midway
-asks again only what it had not received. A request that still fails after its retries quarantines its item with
-the reason; the rest of the run goes on and the report says how many are missing. Running again asks only those.
+asks again only what it had not received. A request that still fails after its retries (a malformed answer
+included) quarantines its item with the reason and the last body the server sent; an item whose frames the source
+lacks is never sent and is quarantined naming the frames. The rest of the run goes on and the report counts them.
+Running again asks only the items that have no cached answer.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 from schemas import Benchmark, Producer, canonical_json
 from tasks.evaluate import explore_prompts, progress_prompts
 from tasks.evaluate.answerers import Answerer, Request
-from tasks.evaluate.items import ExploreItem, ProgressItem, item_aliases
+from tasks.evaluate.items import ExploreItem, ProgressItem, item_aliases, item_name
 from tasks.models.base import ChatBackend, Generation, Message
 
 # The papers' decoding settings: ProgressLM App. B (temperature 0.6, top-p 0.9, top-k 50, 4,096 new tokens);
@@ -94,7 +96,9 @@ class Collected:
     answers: dict[str, str] = field(default_factory=dict)
     turns: dict[str, list[str]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)  # item key -> why the request failed
-    skipped: dict[str, str] = field(default_factory=dict)  # item key -> why it was not asked
+    failed_raw: dict[str, str] = field(default_factory=dict)  # item key -> the failed request's last body
+    unshowable: dict[str, str] = field(default_factory=dict)  # item key -> the frames it lacks; never asked
+    skipped: dict[str, str] = field(default_factory=dict)  # item key -> why the answers file has no answer
     problems: list[str] = field(default_factory=list)  # lines of an answers file that could not be used
     from_cache: int = 0
     asked: int = 0
@@ -137,7 +141,7 @@ def collect_answers(items: list[Any], answerer: Answerer, settings: EvalSettings
     ready = []
     for item in items:
         if item.missing:
-            collected.skipped[item.key] = item.missing
+            collected.unshowable[item.key] = f"{item_name(item)}: {item.missing}; not sent to the model"
         else:
             ready.append(item)
     segments_of = {i.key: _segments(i, settings) for i in ready if isinstance(i, ExploreItem)}
@@ -165,6 +169,8 @@ def collect_answers(items: list[Any], answerer: Answerer, settings: EvalSettings
             for item, answer in zip(chunk, answers, strict=True):
                 if isinstance(answer, Exception):
                     collected.failed[item.key] = f"round {turn + 1}: {answer}"
+                    # a backend's error may carry the body that failed (the OpenAI-compatible one does)
+                    collected.failed_raw[item.key] = str(getattr(answer, "raw", ""))
                     collected.answers.pop(item.key, None)
                     continue
                 collected.answers[item.key] = answer

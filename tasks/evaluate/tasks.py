@@ -115,8 +115,7 @@ class EvaluationResult:
 def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collected, run_id: str | None = None,
                     judge: str | None = None, report_dir: str | None = None) -> EvaluationResult:
     """Parse (rules, then the judge), score with the papers' metrics, and store predictions, metric rows and the
-    evaluation record; records of an earlier run of the same key that this one did not make again are
-    superseded, and quarantined failures it has now answered are resolved."""
+    evaluation record (``store_run``), with every item that has no answer quarantined."""
     from tasks.evaluate.scoring import score_explore, score_progress
     from tasks.models.registry import load_backend
 
@@ -156,12 +155,11 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     metric_rows = [make_record(MetricRow(release=tag, model=plan.label, metric=metric, value=value, subset=subset,
                                          n=n, run=plan.key), benchmark=benchmark, producer=producer)
                    for metric, subset, value, n in scoring.rows]
-    failures = [quarantine(benchmark=benchmark, source=f"evaluate {plan.label}", locator=key, reason=why, raw="",
-                           producer=producer) for key, why in collected.failed.items()]
+    failures = quarantined_items(collected, benchmark, f"evaluate {plan.label}", producer)
     counts = {"items": len(plan.items), "scored": len(parsed), "asked": collected.asked,
-              "from cache": collected.from_cache, "skipped": len(collected.skipped),
-              "failed requests": len(collected.failed),
-              "unparsed": sum(p.method == "failed" for p in parsed.values()),
+              "from cache": collected.from_cache, "quarantined": len(failures),
+              "failed requests": len(collected.failed), "frames missing": len(collected.unshowable),
+              "skipped": len(collected.skipped), "unparsed": sum(p.method == "failed" for p in parsed.values()),
               "judged": sum(p.method == "judge" for p in parsed.values())}
     evaluation = make_record(
         EvaluationRun(key=plan.key, release=tag, release_sha256=plan.manifest.sha256(), benchmark=plan.benchmark,
@@ -172,24 +170,46 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
                                 "judge": judge},
                       metrics=scoring.headline, counts=counts, report=report_dir),
         benchmark=benchmark, producer=producer, parents=[], status=Status.ACCEPTED,
-        status_reason="evaluation finished" + (" with failed requests" if collected.failed else ""))
-    made = [*predictions, *metric_rows, evaluation]
+        status_reason="evaluation finished" + (f" with {len(failures)} item(s) quarantined" if failures else ""))
+    store_run(catalog, plan, [*predictions, *metric_rows, evaluation], failures, set(parsed), run_id)
+    problems = [*collected.problems,
+                *[f"{key[:12]}: request failed: {why}" for key, why in collected.failed.items()],
+                *[f"quarantined {why}" for why in collected.unshowable.values()],
+                *[f"{key[:12]}: not answered: {why}" for key, why in list(collected.skipped.items())[:20]]]
+    return EvaluationResult(plan.key, evaluation.id, scoring.headline, counts, scoring, problems,
+                            [p.payload for p in predictions])
+
+
+def store_run(catalog: Any, plan: EvaluationPlan, made: list[Any], failures: list[Any], answered: set[str],
+              run_id: str | None) -> None:
+    """Store a run's records and quarantined items; what an earlier run of the same key made and this one did not
+    is superseded, and so is an earlier quarantine of an item answered now or quarantined now for another
+    reason."""
     catalog.put_records([*made, *failures], run_id=run_id)
-    new_ids = {r.id for r in made}
+    new_ids = {r.id for r in [*made, *failures]}
     for kind in ("prediction", "metric", "evaluation"):
         field_name = "key" if kind == "evaluation" else "run"
         older = [r.id for r in catalog.find_records(kind=kind, payload_equals={field_name: plan.key})
                  if r.id not in new_ids and r.status != Status.SUPERSEDED]
         catalog.supersede(older, reason=f"evaluated again ({run_id or 'local'})")
-    answered_now = [r.id for r in catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED,
-                                                       payload_equals={"source": f"evaluate {plan.label}"})
-                    if r.payload["locator"] in parsed]
-    catalog.set_status(answered_now, Status.SUPERSEDED, reason=f"answered by a later run ({run_id or 'local'})")
-    problems = [*collected.problems,
-                *[f"{key[:12]}: request failed: {why}" for key, why in collected.failed.items()],
-                *[f"{key[:12]}: not asked: {why}" for key, why in list(collected.skipped.items())[:20]]]
-    return EvaluationResult(plan.key, evaluation.id, scoring.headline, counts, scoring, problems,
-                            [p.payload for p in predictions])
+    again = {r.payload["locator"] for r in failures}
+    stale = [r.id for r in catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED,
+                                                payload_equals={"source": f"evaluate {plan.label}"})
+             if r.payload["locator"] in answered or (r.payload["locator"] in again and r.id not in new_ids)]
+    catalog.set_status(stale, Status.SUPERSEDED, reason=f"answered or quarantined again by a later run "
+                                                        f"({run_id or 'local'})")
+    # the same failure as an earlier run's, whose record a run in between superseded: stored once, so revived
+    revived = [r.id for r in catalog.get_records([f.id for f in failures]) if r.status == Status.SUPERSEDED]
+    catalog.set_status(revived, Status.QUARANTINED, reason=f"quarantined again ({run_id or 'local'})")
+
+
+def quarantined_items(collected: Collected, benchmark: Benchmark, source: str, producer: Any) -> list[Any]:
+    """One quarantined record per item that has no answer: its request failed (with the last body the server
+    sent), or the source lacks its frames. The locator is the item's key, so a later run that answers the item
+    supersedes the record."""
+    why_not = {**{key: f"request failed: {why}" for key, why in collected.failed.items()}, **collected.unshowable}
+    return [quarantine(benchmark=benchmark, source=source, locator=key, reason=why,
+                       raw=collected.failed_raw.get(key, ""), producer=producer) for key, why in why_not.items()]
 
 
 def report_folder(settings: Settings, plan: EvaluationPlan) -> Path:
