@@ -13,6 +13,7 @@ import html
 import io
 import json
 import tempfile
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import gradio as gr  # this module is the UI: the CLI imports it only for `bench
 
 from annotation_ui.accounts import Accounts
 from annotation_ui.agreement import fleiss_kappa, pairwise_cohen, percent_agreement
+from annotation_ui.limits import LockoutStore, LoginLimiter, lockouts_path
 from annotation_ui.work import QUEUES, Work, WorkError
 from schemas.config import Settings
 from storage import open_storage
@@ -53,6 +55,8 @@ class App:
         self.storage.catalog.keep_open(1.0)  # many small transactions; flows elsewhere still get the file
         self.work = Work(self.storage.catalog, settings.annotation)
         self.accounts = Accounts(settings)
+        self.lockout_store = LockoutStore(lockouts_path(settings))
+        self.limiter = LoginLimiter(settings, self.lockout_store)
 
     # -- who is asking ---------------------------------------------------------------------------------------
 
@@ -100,6 +104,9 @@ class App:
         name = self.user(request)
         if verdict not in ("accept", "reject", "correct"):
             raise ValueError(f"unknown verdict {verdict!r}")
+        note = note or ""
+        if len(note) > self.settings.annotation.max_note_chars:  # refused before the guideline check's cost
+            raise WorkError(f"the note has {len(note)} characters; at most {self.settings.annotation.max_note_chars}")
         if correction is not None:
             from tasks.explore.integrate import correction_objects, guideline_problems
 
@@ -155,6 +162,28 @@ class App:
         path.write_text(self.work.export_decisions())
         return str(path)
 
+    def admin_report_api(self, request: gr.Request) -> dict[str, Any]:
+        return self.admin_report(request)
+
+    def export_api(self, request: gr.Request) -> str:
+        return self.export(request)
+
+    def lockouts(self, request: Any) -> list[dict[str, Any]]:
+        self.admin(request)
+        return [{"key": x.key, "until": datetime.fromtimestamp(x.until, UTC).isoformat(timespec="seconds"),
+                 "failures": x.failures} for x in self.lockout_store.current()]
+
+    def unlock(self, name: str, request: Any) -> str:
+        """Lift the lockout of an account or address; its failure counts start again from zero."""
+        admin = self.admin(request)
+        name = (name or "").strip()
+        lifted = self.lockout_store.lift_name(name)
+        for key in (f"account:{name}", f"address:{name}"):
+            self.limiter.forget(key)
+        if not lifted:
+            raise ValueError(f"no lockout for {name!r}")
+        return f"{_escaped(', '.join(lifted))} unlocked by {_escaped(admin)}"
+
     def adjudicate(self, item_id: str, verdict: str, request: Any) -> str:
         name = self.admin(request)
         if verdict not in ("accept", "reject"):
@@ -176,248 +205,275 @@ def _draw_boxes(image: Any, boxes: dict[str, Any]) -> Any:
     return drawn
 
 
-def build(settings: Settings) -> Any:
-    """The Gradio Blocks of the app (not launched)."""
-    app = App(settings)
+def _guarded(fn: Any) -> Any:
+    """Refusals reach the page (and API callers) as Gradio errors; the signature stays the handler's, which Gradio
+    reads to pass the request."""
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except (PermissionError, WorkError, ValueError, KeyError) as error:
+            raise gr.Error(str(error)) from None
+    return call
 
-    def guarded(fn: Any) -> Any:
-        """Refusals reach the page (and API callers) as Gradio errors; the signature stays the handler's, which
-        Gradio reads to pass the request."""
-        @functools.wraps(fn)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except (PermissionError, WorkError, ValueError, KeyError) as error:
-                raise gr.Error(str(error)) from None
-        return call
 
-    def wire_queue(show: Any, answer: Any, verdicts: dict[str, Any], inputs: list[Any], outputs: list[Any],
-                   skip_button: Any, undo_button: Any) -> None:
-        """The buttons of a queue tab whose view ``show`` draws on page load: one per verdict (``answer(verdict)``
-        makes its handler, fed ``inputs``), skip and undo (fed the item id); every one redraws ``outputs``."""
-        def skip(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+def _wire_queue(app: App, blocks: Any, show: Any, answer: Any, verdicts: dict[str, Any], inputs: list[Any],
+                outputs: list[Any], skip_button: Any, undo_button: Any) -> None:
+    """The buttons of a queue tab whose view ``show`` draws on page load: one per verdict (``answer(verdict)``
+    makes its handler, fed ``inputs``), skip and undo (fed the item id); every one redraws ``outputs``."""
+    def skip(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+        if item_id:
+            app.skip(item_id, request)
+        return show(request, (item_id,) if item_id else ())
+
+    def undo(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+        if item_id:
+            app.skip(item_id, request)
+        app.undo(request)
+        return show(request)
+
+    for verdict, button in verdicts.items():
+        button.click(answer(verdict), inputs, outputs, api_visibility="private")
+    skip_button.click(_guarded(skip), inputs[:1], outputs, api_visibility="private")
+    undo_button.click(_guarded(undo), inputs[:1], outputs, api_visibility="private")
+    blocks.load(_guarded(show), None, outputs, api_visibility="private")
+
+
+def _visual_negative_tab(app: App, wire: Any) -> None:
+    with gr.Tab("Visual negatives"):
+        item = gr.State(None)
+        progress = gr.Markdown(elem_id="vn-progress")
+        text = gr.HTML(elem_id="vn-text")
+        with gr.Row():
+            original = gr.Image(label="original", type="pil", interactive=False)
+            edited = gr.Image(label="edited", type="pil", interactive=False)
+        with gr.Row():
+            yes = gr.Button("Yes (y): a valid unanswerable edit", elem_id="vn-accept", variant="primary")
+            no = gr.Button("No (n)", elem_id="vn-reject")
+            skip = gr.Button("Skip (s)", elem_id="vn-skip")
+            undo = gr.Button("Undo (u)", elem_id="vn-undo")
+
+    def show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
+        view = app.take("visual_negative", request, skipped)
+        line = app.progress_line("visual_negative", request)
+        if view is None:
+            return None, line, "<p>Nothing to review in this queue.</p>", None, None
+        s = view["suggestion"]
+        html_text = (f"<p><b>Task goal:</b> {_escaped(s.get('task_goal', ''))}</p>"
+                     f"<p><b>Step in progress:</b> {_escaped(s.get('step', ''))}</p>"
+                     f"<p><b>Strategy:</b> {_escaped(s.get('strategy', ''))} · <b>Edit prompt:</b> "
+                     f"{_escaped(s.get('prompt', ''))}</p><p>{_escaped(view['question'])}</p>")
+        return (view["item_id"], line, html_text, app.image(view["images"].get("original")),
+                app.image(view["images"].get("observation") or next(iter(view["images"].values()), None)))
+
+    def answer(verdict: str) -> Any:
+        def handler(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
             if item_id:
-                app.skip(item_id, request)
-            return show(request, (item_id,) if item_id else ())
-
-        def undo(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-            if item_id:
-                app.skip(item_id, request)
-            app.undo(request)
+                app.answer(item_id, verdict, request, shown={"queue": "visual_negative"})
             return show(request)
+        return _guarded(handler)
 
-        for verdict, button in verdicts.items():
-            button.click(answer(verdict), inputs, outputs, api_visibility="private")
-        skip_button.click(guarded(skip), inputs[:1], outputs, api_visibility="private")
-        undo_button.click(guarded(undo), inputs[:1], outputs, api_visibility="private")
-        blocks.load(guarded(show), None, outputs, api_visibility="private")
+    wire(show, answer, {"accept": yes, "reject": no}, [item], [item, progress, text, original, edited], skip, undo)
 
+
+def _scene_rows_to_objects(table: Any) -> list[dict[str, Any]]:
+    rows = table.values.tolist() if hasattr(table, "values") else list(table or [])
+    objects = []
+    for row in rows:
+        category, description, relation, key_state = [*row, "", "", "", ""][:4]
+        if not str(category or "").strip() and not str(description or "").strip():
+            continue  # an empty row left by the table editor
+        objects.append({"category": str(category or "").strip(), "description": str(description or ""),
+                        "relation": [r.strip() for r in str(relation or "").split(";") if r.strip()],
+                        "key_state": str(key_state or "").strip() or None})
+    return objects
+
+
+def _scene_correction_tab(app: App, wire: Any) -> None:
+    with gr.Tab("Scene correction"):
+        item = gr.State(None)
+        progress = gr.Markdown(elem_id="sc-progress")
+        text = gr.HTML(elem_id="sc-text")
+        image = gr.Image(label="final scene", type="pil", interactive=False)
+        table = gr.Dataframe(headers=SCENE_COLUMNS, datatype=["str"] * 4, interactive=True,
+                             label="objects (add, delete or edit rows)", elem_id="sc-table")
+        problems = gr.Markdown(elem_id="sc-problems")
+        with gr.Row():
+            accept = gr.Button("Accept as is (y)", elem_id="sc-accept", variant="primary")
+            save = gr.Button("Save correction", elem_id="sc-save")
+            reject = gr.Button("Reject (n)", elem_id="sc-reject")
+            skip = gr.Button("Skip (s)", elem_id="sc-skip")
+            undo = gr.Button("Undo (u)", elem_id="sc-undo")
+
+    def show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
+        view = app.take("scene_correction", request, skipped)
+        line = app.progress_line("scene_correction", request)
+        if view is None:
+            return None, line, "<p>Nothing to correct in this queue.</p>", None, [], ""
+        actions = view.get("actions", [])
+        html_text = (f"<p><b>{len(actions)} atomic actions</b>, the last: "
+                     f"{_escaped(' | '.join(actions[-5:]))}</p><p>{_escaped(view['question'])}</p>")
+        rows = [[o["category"], o["description"], "; ".join(o.get("relation", [])), o.get("key_state") or ""]
+                for o in view["target"]["objects"]]
+        boxes = {o["id"]: o.get("box") for o in view["target"]["objects"]}
+        return (view["item_id"], line, html_text, _draw_boxes(app.image(view["images"].get("final")), boxes), rows,
+                "")
+
+    def answer(verdict: str) -> Any:
+        def handler(item_id: str | None, rows: Any, request: gr.Request) -> tuple[Any, ...]:
+            if item_id:
+                correction = {"objects": _scene_rows_to_objects(rows)} if verdict == "correct" else None
+                try:
+                    app.answer(item_id, verdict, request, correction=correction, shown={"queue": "scene_correction"})
+                except WorkError as error:
+                    if verdict != "correct":
+                        raise
+                    return item_id, gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"**Not saved.** {_escaped(error)}"
+            return show(request)
+        return _guarded(handler)
+
+    wire(show, answer, {"accept": accept, "correct": save, "reject": reject}, [item, table],
+         [item, progress, text, image, table, problems], skip, undo)
+
+
+def _recheck_tab(app: App, wire: Any) -> None:
+    with gr.Tab("Recheck"):
+        item = gr.State(None)
+        progress = gr.Markdown(elem_id="rc-progress")
+        text = gr.HTML(elem_id="rc-text")
+        record = gr.JSON(label="record")
+        image = gr.Image(label="image", type="pil", interactive=False)
+        comment = gr.Textbox(label="comment", elem_id="rc-comment",
+                             max_length=app.settings.annotation.max_note_chars or None)
+        with gr.Row():
+            accept = gr.Button("Accept (y)", elem_id="rc-accept", variant="primary")
+            reject = gr.Button("Reject (n)", elem_id="rc-reject")
+            skip = gr.Button("Skip (s)", elem_id="rc-skip")
+            undo = gr.Button("Undo (u)", elem_id="rc-undo")
+
+    def show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
+        view = app.take("recheck", request, skipped)
+        line = app.progress_line("recheck", request)
+        if view is None:
+            return None, line, "<p>Nothing to recheck.</p>", None, None, ""
+        first = next(iter(view["images"].values()), None)
+        return view["item_id"], line, f"<p>{_escaped(view['question'])}</p>", view["target"], app.image(first), ""
+
+    def answer(verdict: str) -> Any:
+        def handler(item_id: str | None, note: str, request: gr.Request) -> tuple[Any, ...]:
+            if item_id:
+                app.answer(item_id, verdict, request, note=note or "", shown={"queue": "recheck"})
+            return show(request)
+        return _guarded(handler)
+
+    wire(show, answer, {"accept": accept, "reject": reject}, [item, comment],
+         [item, progress, text, record, image, comment], skip, undo)
+
+
+def _admin_tab(app: App) -> None:
+    with gr.Tab("Admin"):
+        refresh = gr.Button("Refresh", elem_id="ad-refresh")
+        queues = gr.Dataframe(headers=["queue", "done", "remaining"], label="queues", elem_id="ad-queues")
+        people = gr.Dataframe(headers=["annotator", "answers", "answers per hour"], label="throughput",
+                              elem_id="ad-people")
+        agreement = gr.Dataframe(headers=["queue", "percent agreement", "Fleiss kappa", "items",
+                                          "Cohen kappa per pair (shared items)"], label="agreement",
+                                 elem_id="ad-agreement")
+        conflicts = gr.Textbox(label="items waiting for adjudication", elem_id="ad-conflicts")
+        with gr.Row():
+            item = gr.Textbox(label="item id to adjudicate")
+            verdict = gr.Radio(["accept", "reject"], label="verdict", value="accept")
+            go = gr.Button("Adjudicate")
+        result = gr.Markdown()
+        export = gr.Button("Export decisions (JSONL)")
+        file = gr.File(label="decisions")
+        locked = gr.Textbox(label="locked logins (account or address: until)", elem_id="ad-locked")
+        with gr.Row():
+            unlock_name = gr.Textbox(label="account or address to unlock", elem_id="ad-unlock-name")
+            unlock_go = gr.Button("Unlock", elem_id="ad-unlock")
+
+    def tables(request: gr.Request) -> tuple[Any, ...]:
+        report = app.admin_report(request)
+
+        def number(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.2f}"
+
+        rows = [[q, row["done"], row["remaining"]] for q, row in report["progress"].items()]
+        rates = [[name, count, "n/a" if rate is None else rate] for name, count, rate in report["throughput"]]
+        kappas = [[q, number(a["percent"]), number(a["fleiss"]), a["fleiss_items"],
+                   "; ".join(f"{pair}: {number(kappa)} ({n})" for pair, (n, kappa) in a["cohen"].items())]
+                  for q, a in report["agreement"].items()]
+        return rows, rates, kappas, "\n".join(report["conflicts"]), _lockout_lines(app.lockouts(request))
+
+    def adjudicate(item_id: str, verdict: str, request: gr.Request) -> str:
+        return _escaped(app.adjudicate(item_id, verdict, request))
+
+    def unlock(name: str, request: gr.Request) -> tuple[str, str]:
+        return app.unlock(name, request), _lockout_lines(app.lockouts(request))
+
+    refresh.click(_guarded(tables), None, [queues, people, agreement, conflicts, locked], api_visibility="private")
+    gr.api(_guarded(app.admin_report_api), api_name="admin_report")
+    go.click(_guarded(adjudicate), [item, verdict], result, api_name="adjudicate")
+    export.click(_guarded(app.export_api), None, file, api_name="export_decisions")
+    unlock_go.click(_guarded(unlock), unlock_name, [result, locked], api_name="unlock")
+
+
+def _lockout_lines(lockouts: list[dict[str, Any]]) -> str:
+    return "\n".join(f"{x['key']}: until {x['until']} ({x['failures']} failures)" for x in lockouts) or "none"
+
+
+def _api(app: App) -> None:
+    """The HTTP API for scripted clients (the same rules as the page)."""
+    def take(queue: str, request: gr.Request) -> str:
+        view = app.take(queue, request)
+        return json.dumps({k: v for k, v in (view or {}).items() if k in ("item_id", "queue", "target_id")})
+
+    def answer(item_id: str, verdict: str, note: str, request: gr.Request) -> str:
+        return app.answer(item_id, verdict, request, note=note, shown={"via": "api"})
+
+    def undo(request: gr.Request) -> str:
+        return app.undo(request) or ""
+
+    gr.api(_guarded(take), api_name="take")
+    gr.api(_guarded(answer), api_name="answer")
+    gr.api(_guarded(undo), api_name="undo")
+
+
+def build(settings: Settings, app: App | None = None) -> Any:
+    """The Gradio Blocks of the app (not launched)."""
+    app = app or App(settings)
     with gr.Blocks(title="benchwright annotation") as blocks:
         gr.Markdown("## benchwright annotation\nKeys: **y** yes/accept · **n** no/reject · **s** skip · **u** undo")
-        with gr.Tab("Visual negatives"):
-            vn_item = gr.State(None)
-            vn_progress = gr.Markdown(elem_id="vn-progress")
-            vn_text = gr.HTML(elem_id="vn-text")
-            with gr.Row():
-                vn_original = gr.Image(label="original", type="pil", interactive=False)
-                vn_edited = gr.Image(label="edited", type="pil", interactive=False)
-            with gr.Row():
-                vn_yes = gr.Button("Yes (y): a valid unanswerable edit", elem_id="vn-accept", variant="primary")
-                vn_no = gr.Button("No (n)", elem_id="vn-reject")
-                vn_skip = gr.Button("Skip (s)", elem_id="vn-skip")
-                vn_undo = gr.Button("Undo (u)", elem_id="vn-undo")
-        with gr.Tab("Scene correction"):
-            sc_item = gr.State(None)
-            sc_progress = gr.Markdown(elem_id="sc-progress")
-            sc_text = gr.HTML(elem_id="sc-text")
-            sc_image = gr.Image(label="final scene", type="pil", interactive=False)
-            sc_table = gr.Dataframe(headers=SCENE_COLUMNS, datatype=["str"] * 4, interactive=True,
-                                    label="objects (add, delete or edit rows)", elem_id="sc-table")
-            sc_problems = gr.Markdown(elem_id="sc-problems")
-            with gr.Row():
-                sc_accept = gr.Button("Accept as is (y)", elem_id="sc-accept", variant="primary")
-                sc_save = gr.Button("Save correction", elem_id="sc-save")
-                sc_reject = gr.Button("Reject (n)", elem_id="sc-reject")
-                sc_skip = gr.Button("Skip (s)", elem_id="sc-skip")
-                sc_undo = gr.Button("Undo (u)", elem_id="sc-undo")
-        with gr.Tab("Recheck"):
-            rc_item = gr.State(None)
-            rc_progress = gr.Markdown(elem_id="rc-progress")
-            rc_text = gr.HTML(elem_id="rc-text")
-            rc_record = gr.JSON(label="record")
-            rc_image = gr.Image(label="image", type="pil", interactive=False)
-            rc_comment = gr.Textbox(label="comment", elem_id="rc-comment")
-            with gr.Row():
-                rc_accept = gr.Button("Accept (y)", elem_id="rc-accept", variant="primary")
-                rc_reject = gr.Button("Reject (n)", elem_id="rc-reject")
-                rc_skip = gr.Button("Skip (s)", elem_id="rc-skip")
-                rc_undo = gr.Button("Undo (u)", elem_id="rc-undo")
-        with gr.Tab("Admin"):
-            ad_refresh = gr.Button("Refresh", elem_id="ad-refresh")
-            ad_queues = gr.Dataframe(headers=["queue", "done", "remaining"], label="queues", elem_id="ad-queues")
-            ad_people = gr.Dataframe(headers=["annotator", "answers", "answers per hour"], label="throughput",
-                                     elem_id="ad-people")
-            ad_agreement = gr.Dataframe(headers=["queue", "percent agreement", "Fleiss kappa", "items",
-                                                 "Cohen kappa per pair (shared items)"], label="agreement",
-                                        elem_id="ad-agreement")
-            ad_conflicts = gr.Textbox(label="items waiting for adjudication", elem_id="ad-conflicts")
-            with gr.Row():
-                ad_item = gr.Textbox(label="item id to adjudicate")
-                ad_verdict = gr.Radio(["accept", "reject"], label="verdict", value="accept")
-                ad_go = gr.Button("Adjudicate")
-            ad_result = gr.Markdown()
-            ad_export = gr.Button("Export decisions (JSONL)")
-            ad_file = gr.File(label="decisions")
-
-        # -- visual negatives ------------------------------------------------------------------------------------
-        def vn_show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
-            view = app.take("visual_negative", request, skipped)
-            line = app.progress_line("visual_negative", request)
-            if view is None:
-                return None, line, "<p>Nothing to review in this queue.</p>", None, None
-            s = view["suggestion"]
-            text = (f"<p><b>Task goal:</b> {_escaped(s.get('task_goal', ''))}</p>"
-                    f"<p><b>Step in progress:</b> {_escaped(s.get('step', ''))}</p>"
-                    f"<p><b>Strategy:</b> {_escaped(s.get('strategy', ''))} · <b>Edit prompt:</b> "
-                    f"{_escaped(s.get('prompt', ''))}</p><p>{_escaped(view['question'])}</p>")
-            return (view["item_id"], line, text, app.image(view["images"].get("original")),
-                    app.image(view["images"].get("observation") or next(iter(view["images"].values()), None)))
-
-        def vn_answer(verdict: str) -> Any:
-            def handler(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-                if item_id:
-                    app.answer(item_id, verdict, request, shown={"queue": "visual_negative"})
-                return vn_show(request)
-            return guarded(handler)
-
-        wire_queue(vn_show, vn_answer, {"accept": vn_yes, "reject": vn_no}, [vn_item],
-                   [vn_item, vn_progress, vn_text, vn_original, vn_edited], vn_skip, vn_undo)
-
-        # -- scene correction ------------------------------------------------------------------------------------
-        def sc_show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
-            view = app.take("scene_correction", request, skipped)
-            line = app.progress_line("scene_correction", request)
-            if view is None:
-                return None, line, "<p>Nothing to correct in this queue.</p>", None, [], ""
-            actions = view.get("actions", [])
-            text = (f"<p><b>{len(actions)} atomic actions</b>, the last: "
-                    f"{_escaped(' | '.join(actions[-5:]))}</p><p>{_escaped(view['question'])}</p>")
-            rows = [[o["category"], o["description"], "; ".join(o.get("relation", [])), o.get("key_state") or ""]
-                    for o in view["target"]["objects"]]
-            boxes = {o["id"]: o.get("box") for o in view["target"]["objects"]}
-            return (view["item_id"], line, text, _draw_boxes(app.image(view["images"].get("final")), boxes), rows,
-                    "")
-
-        def sc_rows_to_objects(table: Any) -> list[dict[str, Any]]:
-            rows = table.values.tolist() if hasattr(table, "values") else list(table or [])
-            objects = []
-            for row in rows:
-                category, description, relation, key_state = [*row, "", "", "", ""][:4]
-                if not str(category or "").strip() and not str(description or "").strip():
-                    continue  # an empty row left by the table editor
-                objects.append({"category": str(category or "").strip(), "description": str(description or ""),
-                                "relation": [r.strip() for r in str(relation or "").split(";") if r.strip()],
-                                "key_state": str(key_state or "").strip() or None})
-            return objects
-
-        def sc_answer(verdict: str) -> Any:
-            def handler(item_id: str | None, table: Any, request: gr.Request) -> tuple[Any, ...]:
-                if item_id:
-                    correction = {"objects": sc_rows_to_objects(table)} if verdict == "correct" else None
-                    try:
-                        app.answer(item_id, verdict, request, correction=correction,
-                                   shown={"queue": "scene_correction"})
-                    except WorkError as error:
-                        if verdict != "correct":
-                            raise
-                        return (item_id, gr.skip(), gr.skip(), gr.skip(), gr.skip(),
-                                f"**Not saved.** {_escaped(error)}")
-                return sc_show(request)
-            return guarded(handler)
-
-        wire_queue(sc_show, sc_answer, {"accept": sc_accept, "correct": sc_save, "reject": sc_reject},
-                   [sc_item, sc_table], [sc_item, sc_progress, sc_text, sc_image, sc_table, sc_problems], sc_skip,
-                   sc_undo)
-
-        # -- recheck -----------------------------------------------------------------------------------------------
-        def rc_show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
-            view = app.take("recheck", request, skipped)
-            line = app.progress_line("recheck", request)
-            if view is None:
-                return None, line, "<p>Nothing to recheck.</p>", None, None, ""
-            first = next(iter(view["images"].values()), None)
-            return (view["item_id"], line, f"<p>{_escaped(view['question'])}</p>", view["target"],
-                    app.image(first), "")
-
-        def rc_answer(verdict: str) -> Any:
-            def handler(item_id: str | None, comment: str, request: gr.Request) -> tuple[Any, ...]:
-                if item_id:
-                    app.answer(item_id, verdict, request, note=comment or "", shown={"queue": "recheck"})
-                return rc_show(request)
-            return guarded(handler)
-
-        wire_queue(rc_show, rc_answer, {"accept": rc_accept, "reject": rc_reject}, [rc_item, rc_comment],
-                   [rc_item, rc_progress, rc_text, rc_record, rc_image, rc_comment], rc_skip, rc_undo)
-
-        # -- admin -------------------------------------------------------------------------------------------------
-        def admin_report(request: gr.Request) -> dict[str, Any]:
-            return app.admin_report(request)
-
-        def admin_tables(request: gr.Request) -> tuple[Any, ...]:
-            report = app.admin_report(request)
-
-            def number(value: float | None) -> str:
-                return "n/a" if value is None else f"{value:.2f}"
-
-            queues = [[q, row["done"], row["remaining"]] for q, row in report["progress"].items()]
-            people = [[name, count, "n/a" if rate is None else rate] for name, count, rate in report["throughput"]]
-            agreement = [[q, number(a["percent"]), number(a["fleiss"]), a["fleiss_items"],
-                          "; ".join(f"{pair}: {number(kappa)} ({n})" for pair, (n, kappa) in a["cohen"].items())]
-                         for q, a in report["agreement"].items()]
-            return queues, people, agreement, "\n".join(report["conflicts"])
-
-        def adjudicate(item_id: str, verdict: str, request: gr.Request) -> str:
-            return _escaped(app.adjudicate(item_id, verdict, request))
-
-        def export_decisions(request: gr.Request) -> str:
-            return app.export(request)
-
-        ad_refresh.click(guarded(admin_tables), None, [ad_queues, ad_people, ad_agreement, ad_conflicts],
-                         api_visibility="private")
-        gr.api(guarded(admin_report), api_name="admin_report")
-        ad_go.click(guarded(adjudicate), [ad_item, ad_verdict], ad_result, api_name="adjudicate")
-        ad_export.click(guarded(export_decisions), None, ad_file, api_name="export_decisions")
-
-        # -- the HTTP API for scripted clients (the same rules as the page) ---------------------------------------
-        def take(queue: str, request: gr.Request) -> str:
-            view = app.take(queue, request)
-            return json.dumps({k: v for k, v in (view or {}).items() if k in ("item_id", "queue", "target_id")})
-
-        def answer(item_id: str, verdict: str, note: str, request: gr.Request) -> str:
-            return app.answer(item_id, verdict, request, note=note, shown={"via": "api"})
-
-        def undo(request: gr.Request) -> str:
-            return app.undo(request) or ""
-
-        gr.api(guarded(take), api_name="take")
-        gr.api(guarded(answer), api_name="answer")
-        gr.api(guarded(undo), api_name="undo")
-
+        wire = functools.partial(_wire_queue, app, blocks)
+        _visual_negative_tab(app, wire)
+        _scene_correction_tab(app, wire)
+        _recheck_tab(app, wire)
+        _admin_tab(app)
+        _api(app)
     return blocks
 
 
 def serve(settings: Settings, *, host: str | None = None, port: int | None = None, block: bool = True) -> Any:
-    """Launch the app behind the login; returns the Blocks (with ``block=False``, for tests and benchmarks)."""
+    """Launch the app behind the login and its guard (see ``guard``); returns the Blocks (with ``block=False``,
+    for tests and benchmarks)."""
     import os
+
+    from starlette.middleware import Middleware
+
+    from annotation_ui.guard import Guard, Sessions
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     if not settings.annotation.users:
         raise ValueError("no accounts: add [[annotation.users]] to the configuration (benchwright annotate "
                          "hash-password makes the password hash)")
-    accounts = Accounts(settings)
-    blocks = build(settings)
+    app = App(settings)
+    blocks = build(settings, app)
     blocks.queue(default_concurrency_limit=16)
+    guard = Middleware(Guard, accounts=app.accounts, limiter=app.limiter,
+                       sessions=Sessions(settings.annotation.session_s))
+    # auth here only makes Gradio draw its login page and check sessions on its routes; POST /login is the guard's
     blocks.launch(server_name=host or settings.annotation.host, server_port=port or settings.annotation.port,
-                  auth=accounts.authenticate, auth_message="benchwright annotation: log in with your account",
-                  prevent_thread_lock=not block, quiet=True, head=KEYS, show_error=True)
+                  auth=app.accounts.authenticate, auth_message="benchwright annotation: log in with your account",
+                  prevent_thread_lock=not block, quiet=True, head=KEYS, show_error=True,
+                  max_file_size=settings.annotation.max_upload_bytes, app_kwargs={"middleware": [guard]})
     return blocks

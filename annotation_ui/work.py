@@ -24,6 +24,10 @@ from tasks.review import decide, resolve_item
 
 QUEUES = ("visual_negative", "scene_correction", "recheck")
 Verdict = Literal["accept", "reject", "correct"]
+# what each queue's question lets an annotator answer: YES/NO for edits and rechecks; a scene can also be corrected
+VERDICTS: dict[str, tuple[str, ...]] = {"visual_negative": ("accept", "reject"),
+                                        "scene_correction": ("accept", "reject", "correct"),
+                                        "recheck": ("accept", "reject")}
 
 
 class WorkError(ValueError):
@@ -87,6 +91,7 @@ class Work:
             item = self.catalog.get_record(item_id)
             if item.kind != "review_item":
                 raise WorkError(f"{item_id} is not a review item")
+            _check_answer(item.payload["queue"], verdict, correction, note, self.settings.max_note_chars)
             overlap = self.settings.overlap_of(item.payload["queue"])
             answered = dict(self.catalog.query(
                 "SELECT annotator, verdict FROM review_decisions WHERE item_id = ? ORDER BY created_at", [item_id]))
@@ -207,6 +212,18 @@ class Work:
                                      "status_reason": record.status_reason,
                                      "created_at": record.created_at.isoformat()}, ensure_ascii=False))
         return "\n".join(lines) + ("\n" if lines else "")
+
+
+def _check_answer(queue: str, verdict: str, correction: dict | None, note: str, max_note_chars: int) -> None:
+    allowed = VERDICTS.get(queue, ("accept", "reject"))
+    if verdict not in allowed:
+        raise WorkError(f"verdict {verdict!r} is not an answer on the {queue} queue (allowed: {', '.join(allowed)})")
+    if verdict == "correct" and not correction:
+        raise WorkError("a correct verdict needs the corrected content (the page's table)")
+    if verdict != "correct" and correction:
+        raise WorkError(f"a correction goes with the verdict 'correct', not {verdict!r}")
+    if len(note) > max_note_chars:
+        raise WorkError(f"the note has {len(note)} characters; at most {max_note_chars}")
 
 
 _LOCKS: dict[str, threading.Lock] = {}

@@ -57,6 +57,31 @@ class AnnotationSettings(BaseModel):
     overlap: dict[str, int] = Field(default_factory=dict)  # annotators per item, by queue (default 1)
     conflicts: Literal["majority", "admin"] = "majority"  # how disagreeing answers are resolved
     users: list[Account] = Field(default_factory=list)
+    # sessions: a login lasts session_s; the cookie is HttpOnly, SameSite as set, and Secure when cookie_secure
+    # says so ("auto": when the login came over HTTPS, directly or per X-Forwarded-Proto from a proxy)
+    session_s: float = Field(default=12 * 3600.0, gt=0)
+    cookie_secure: Literal["auto"] | bool = "auto"
+    cookie_samesite: Literal["lax", "strict", "none"] = "lax"
+    # logins, counted per account and per client address: after login_free_failures failures in a row each further
+    # attempt waits login_delay_s, doubled per failure up to login_max_delay_s; lockout_failures (account) or
+    # lockout_address_failures (address) lock it for lockout_s, or until an admin lifts it. Failures are
+    # forgotten after login_window_s without one.
+    login_free_failures: int = Field(default=3, ge=0)
+    login_delay_s: float = Field(default=1.0, gt=0)
+    login_max_delay_s: float = Field(default=60.0, gt=0)
+    login_window_s: float = Field(default=900.0, gt=0)
+    lockout_failures: int = Field(default=10, ge=1)
+    lockout_address_failures: int = Field(default=30, ge=1)
+    lockout_s: float = Field(default=3600.0, gt=0)
+    lockouts_path: Path | None = None  # shared with `benchwright annotate unlock`; default beside the catalog
+    # sizes refused with 413 (request bodies, uploads) or a message (notes)
+    max_note_chars: int = Field(default=2000, ge=0)
+    max_upload_bytes: int = Field(default=5 * 2 ** 20, ge=1)
+    max_request_bytes: int = Field(default=2 ** 20, ge=4096)
+
+    def model_post_init(self, context: Any, /) -> None:
+        if self.cookie_samesite == "none" and self.cookie_secure is not True:
+            raise ValueError('cookie_samesite = "none" needs cookie_secure = true (browsers drop it otherwise)')
 
     def overlap_of(self, queue: str) -> int:
         return max(1, int(self.overlap.get(queue, 1)))

@@ -1,0 +1,165 @@
+"""Login limits: failures counted per account and per client address, a growing wait, and lockouts an admin lifts.
+
+The counters live in the app's memory; lockouts live in a small SQLite file beside the catalog, so they survive a
+restart and ``benchwright annotate unlock`` (another process) can lift them. An attempt that must wait, or that
+names a locked account or comes from a locked address, is refused before its password is looked at: the right
+password does not open a locked account, and a refusal costs the server no password check. The app checks one
+attempt per account and per address at a time (see ``guard``), so parallel guesses cannot slip past the counters.
+
+Only the standard library here: the CLI imports this module for ``unlock`` without starting the app.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+from schemas.config import Settings
+
+# counters kept for this many keys at most: a spray of made-up names or addresses cannot grow memory without end
+MAX_KEYS = 100_000
+
+
+def lockouts_path(settings: Settings) -> Path:
+    named = settings.annotation.lockouts_path
+    return Path(named) if named else Path(settings.catalog.path).with_name("annotation-lockouts.sqlite")
+
+
+@dataclass(frozen=True)
+class Lockout:
+    key: str  # "account:NAME" or "address:IP"
+    until: float  # unix time
+    failures: int
+    since: float
+
+
+class LockoutStore:
+    """Lockouts in SQLite (one connection per call: the app's threads and the CLI share the file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as con:
+            con.execute("CREATE TABLE IF NOT EXISTS lockouts (key TEXT PRIMARY KEY, until REAL NOT NULL, "
+                        "failures INTEGER NOT NULL, since REAL NOT NULL)")
+
+    def _connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path, timeout=10, isolation_level=None)
+
+    def lock(self, key: str, until: float, failures: int) -> None:
+        with closing(self._connect()) as con:
+            con.execute("INSERT OR REPLACE INTO lockouts VALUES (?, ?, ?, ?)", [key, until, failures, time.time()])
+
+    def until(self, key: str) -> float | None:
+        """When the lockout of ``key`` ends, or None when it is not locked (never, lifted or over)."""
+        with closing(self._connect()) as con:
+            row = con.execute("SELECT until FROM lockouts WHERE key = ?", [key]).fetchone()
+        return row[0] if row and row[0] > time.time() else None
+
+    def lift(self, key: str) -> bool:
+        with closing(self._connect()) as con:
+            return con.execute("DELETE FROM lockouts WHERE key = ? AND until > ?", [key, time.time()]).rowcount > 0
+
+    def current(self) -> list[Lockout]:
+        with closing(self._connect()) as con:
+            rows = con.execute("SELECT key, until, failures, since FROM lockouts WHERE until > ? ORDER BY since",
+                               [time.time()]).fetchall()
+        return [Lockout(*row) for row in rows]
+
+    def lift_name(self, name: str) -> list[str]:
+        """Lift the lockout of an account or an address called ``name``; returns the keys lifted."""
+        return [key for key in (f"account:{name}", f"address:{name}") if self.lift(key)]
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why an attempt is refused before its check, and when to come back (whole seconds, for Retry-After)."""
+
+    message: str
+    retry_after_s: int
+
+
+@dataclass
+class _Strikes:
+    failures: int = 0
+    last: float = 0.0
+    wait_until: float = 0.0
+
+
+class LoginLimiter:
+    """Decides whether a login attempt may be checked, and counts what the check found."""
+
+    def __init__(self, settings: Settings, store: LockoutStore, clock: Callable[[], float] = time.monotonic
+                 ) -> None:
+        self.settings = settings.annotation
+        self.store = store
+        self.clock = clock
+        self._strikes: OrderedDict[str, _Strikes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def refusal(self, name: str, address: str) -> Refusal | None:
+        """Why an attempt for account ``name`` from ``address`` may not be checked now, or None when it may."""
+        for key in _keys(name, address):
+            until = self.store.until(key)
+            if until is not None:
+                what = f"account {name}" if key.startswith("account:") else f"address {address}"
+                return Refusal(f"{what} is locked after repeated failed logins; an admin can lift it "
+                               f"(benchwright annotate unlock {key.split(':', 1)[1]})", math.ceil(until - time.time()))
+        now = self.clock()
+        with self._lock:
+            for key in _keys(name, address):
+                strike = self._get(key, now)
+                if strike.wait_until > now:
+                    return Refusal(f"too many failed logins for this {key.split(':')[0]}; wait before trying again",
+                                   math.ceil(strike.wait_until - now))
+        return None
+
+    def record(self, name: str, address: str, succeeded: bool) -> None:
+        """Count a checked attempt: a failure adds to the account's and the address's strikes, and may lock them; a
+        success clears the account's."""
+        now = self.clock()
+        lock = []
+        with self._lock:
+            for key in _keys(name, address):
+                strike = self._get(key, now)
+                if succeeded:
+                    if key.startswith("account:"):  # an address keeps its count: one good account opens no others
+                        strike.failures, strike.wait_until = 0, 0.0
+                    continue
+                strike.failures += 1
+                strike.last = now
+                beyond = strike.failures - self.settings.login_free_failures
+                if beyond > 0:
+                    delay = min(self.settings.login_max_delay_s, self.settings.login_delay_s * 2 ** (beyond - 1))
+                    strike.wait_until = now + delay
+                limit = (self.settings.lockout_failures if key.startswith("account:")
+                         else self.settings.lockout_address_failures)
+                if strike.failures >= limit:
+                    lock.append((key, strike.failures))
+                    strike.failures, strike.wait_until = 0, 0.0  # counted afresh once the lockout is lifted
+        for key, failures in lock:
+            self.store.lock(key, time.time() + self.settings.lockout_s, failures)
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._strikes.pop(key, None)
+
+    def _get(self, key: str, now: float) -> _Strikes:  # under self._lock
+        strike = self._strikes.get(key)
+        if strike is None or now - strike.last > self.settings.login_window_s:
+            strike = self._strikes[key] = _Strikes()
+        self._strikes.move_to_end(key)
+        while len(self._strikes) > MAX_KEYS:
+            self._strikes.popitem(last=False)
+        return strike
+
+
+def _keys(name: str, address: str) -> tuple[str, str]:
+    return f"account:{name}", f"address:{address}"
