@@ -257,7 +257,8 @@ def test_the_noiseless_oracle_scores_perfectly(settings, strategy):
     assert constant.metrics["PRC"] == 0.0 and constant.metrics["UDA"] == 0.0
 
 
-def explore_release(settings: Settings) -> str:
+def explore_release(settings: Settings, lacking: bool = False) -> str:
+    """Two annotated instances; ``lacking`` adds a third whose initial frame the source did not provide."""
     storage = open_storage(settings)
     producer = Producer(task="test")
     records = []
@@ -279,6 +280,11 @@ def explore_release(settings: Settings) -> str:
                             benchmark=Benchmark.EXPLORE, producer=producer, parents=[instance.id],
                             status=Status.ACCEPTED)
         records += [instance, scene]
+    if lacking:
+        records.append(make_record(ExploreInstance(
+            clip_id="clip9", source="test", start_frame=40, end_frame=100, start_s=4, end_s=10,
+            atomic_actions=["C opens the door"], subset="Short"),
+            benchmark=Benchmark.EXPLORE, producer=producer, status=Status.ACCEPTED))
     storage.catalog.put_records(records)
     return create_release(storage.catalog, storage.blobs, "tiny-explore",
                           selection=ReleaseSelection(benchmarks=("explore",))).tag
@@ -297,6 +303,16 @@ def test_explore_oracle_covers_the_scene_and_official_mode_shifts_the_relations(
     assert correct.metrics["S_key"] is not None and "S_abn" in correct.metrics
     _, _, random_guess = evaluate(settings, release=tag, model="baseline:random")
     assert random_guess.metrics["S_uni"] <= correct.metrics["S_uni"]
+
+
+def test_an_explore_instance_without_its_initial_frame_is_quarantined(settings):
+    tag = explore_release(settings, lacking=True)
+    _, collected, result = evaluate(settings, release=tag, model="baseline:oracle?drop=0")
+    assert result.counts["quarantined"] == result.counts["frames missing"] == 1 and result.counts["scored"] == 2
+    [record] = open_storage(settings).catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED)
+    assert record.payload["locator"] not in collected.answers
+    assert record.payload["reason"].endswith("(clip clip9): the initial frame (frame 40 of clip clip9) was not "
+                                             "provided; not sent to the model")
 
 
 def test_explore_multi_turn_feeds_each_round_the_previous_description(settings):
