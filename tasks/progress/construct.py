@@ -189,9 +189,11 @@ def _store_episode(storage: Storage, built: EpisodeBuild, source: EpisodeSource 
     if built.records and source is not None:
         counts["superseded"] += _supersede_earlier_builds(storage.catalog, built.records, task, run_id)
         resolve_quarantined(storage.catalog, source=folder, locator=locator, run_id=run_id)
-        for camera in source.cameras:  # a camera quarantined before and usable now
-            resolve_quarantined(storage.catalog, source=source.data_source, locator=f"{source.id}/{camera}",
-                                run_id=run_id)
+        failed_now = {q.payload["locator"] for q in built.quarantined}
+        for camera in source.cameras:  # a camera quarantined before and usable now (not one that failed just now)
+            if f"{source.id}/{camera}" not in failed_now:
+                resolve_quarantined(storage.catalog, source=source.data_source, locator=f"{source.id}/{camera}",
+                                    run_id=run_id)
 
 
 def _supersede_earlier_builds(catalog: Any, records: list[Record], task: str, run_id: str | None) -> int:
