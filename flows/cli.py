@@ -674,6 +674,30 @@ def hash_password_command() -> None:
     typer.echo(hash_password(password))  # one unwrapped line, to paste
 
 
+@annotate_app.command("unlock")
+def annotate_unlock(names: Annotated[list[str] | None, typer.Argument(
+        help="Accounts or client addresses to unlock; none: list the lockouts.")] = None) -> None:
+    """Lift login lockouts (a running app sees it at the next attempt), or list them. An account or address is
+    locked after \\[annotation] lockout_failures / lockout_address_failures failed logins, for lockout_s seconds."""
+    from datetime import UTC, datetime
+
+    from annotation_ui.limits import LockoutStore, lockouts_path
+
+    store = LockoutStore(lockouts_path(_settings()))
+    if not names:
+        for lockout in store.current():
+            until = datetime.fromtimestamp(lockout.until, UTC).isoformat(timespec="seconds")
+            typer.echo(f"{lockout.key}\tuntil {until}\t{lockout.failures} failures")
+        return
+    missing = []
+    for name in names:
+        lifted = store.lift_name(name)
+        typer.echo(f"{name}: unlocked ({', '.join(lifted)})" if lifted else f"{name}: no lockout")
+        missing += [] if lifted else [name]
+    if missing:
+        raise typer.Exit(1)
+
+
 
 # -- evaluation -------------------------------------------------------------------------------------------
 

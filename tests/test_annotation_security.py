@@ -1,0 +1,249 @@
+"""The annotation app under attack, over real HTTP against the real app: guessing passwords, anonymous calls, answers
+a queue does not allow, oversized notes, uploads and bodies, and the session cookie."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import Counter
+
+import httpx
+import pytest
+
+from schemas import Status
+from storage import open_storage
+from tests.test_annotation_app import app_settings, publish
+from tests.test_annotation_browser import publish_visual_negatives
+
+
+@pytest.fixture
+def start(tmp_path):
+    """Serves the app with the given [annotation] settings; yields a starter returning (settings, url)."""
+    servers = []
+
+    def run(**annotation):
+        from annotation_ui.app import serve
+
+        settings = app_settings(tmp_path / f"app{len(servers)}", **annotation)
+        servers.append(serve(settings, block=False))
+        return settings, f"http://127.0.0.1:{settings.annotation.port}/"
+
+    yield run
+    for blocks in servers:
+        blocks.close()
+
+
+def login(url: str, name: str, password: str = "pw", address: str | None = None) -> httpx.Response:
+    # the app trusts X-Forwarded-For from 127.0.0.1 (a local proxy), so tests can speak for other addresses
+    headers = {"x-forwarded-for": address} if address else {}
+    return httpx.post(url + "login", data={"username": name, "password": password}, headers=headers)
+
+
+def session(url: str, name: str) -> httpx.Client:
+    http = httpx.Client(base_url=url, timeout=60)
+    response = http.post("login", data={"username": name, "password": "pw"})
+    assert response.status_code == 200, response.text
+    return http
+
+
+def call(http: httpx.Client, endpoint: str, *args: object) -> tuple[str, object]:
+    """One API call the way scripts make it (POST, then read the result stream): (event kind, data)."""
+    posted = http.post(f"gradio_api/call/{endpoint}", json={"data": list(args)})
+    assert posted.status_code == 200, posted.text
+    stream = http.get(f"gradio_api/call/{endpoint}/{posted.json()['event_id']}").text
+    kind = next(line[6:].strip() for line in stream.splitlines() if line.startswith("event:"))
+    data = next(line[5:].strip() for line in stream.splitlines() if line.startswith("data:"))
+    return kind, json.loads(data)
+
+
+# -- logins ------------------------------------------------------------------------------------------------------
+
+
+def test_guesses_are_slowed_then_locked_and_the_right_password_refused_until_an_admin_unlocks(start):
+    settings, url = start(login_free_failures=2, login_delay_s=2, login_max_delay_s=2, lockout_failures=5)
+    statuses: list[int] = []
+    for i in range(40):
+        last = login(url, "ann1", f"guess{i}", address="10.6.6.6")
+        statuses.append(last.status_code)
+        if last.status_code == 429:
+            if "locked" in last.json()["detail"]:
+                break
+            assert int(last.headers["retry-after"]) >= 1
+            time.sleep(2.1)  # honour the wait configured here; the counts, not the times, are asserted
+    assert Counter(statuses)[400] == 5  # five passwords checked, then the lock
+    assert statuses[:2] == [400, 400]  # the free failures
+    assert 429 in statuses[2:-1]  # a guess right after a counted failure waits
+    locked = login(url, "ann1")  # the right password, from another address
+    assert locked.status_code == 429 and "account ann1 is locked" in locked.json()["detail"]
+    assert int(locked.headers["retry-after"]) > settings.annotation.lockout_s - 60
+    assert login(url, "ann2").status_code == 200  # other accounts log in
+
+    boss = session(url, "boss")
+    annotator = session(url, "ann2")
+    kind, data = call(annotator, "unlock", "ann1")
+    assert kind == "error" and "not an admin" in str(data)
+    assert login(url, "ann1").status_code == 429  # still locked
+    kind, data = call(boss, "unlock", "ann1")
+    assert kind == "complete" and "account:ann1 unlocked by boss" in data[0], data
+    assert login(url, "ann1").status_code == 200
+
+
+def test_a_burst_of_parallel_guesses_gets_no_more_checks_than_the_rules_allow(start):
+    settings, url = start(login_free_failures=3, login_delay_s=60)
+    statuses: list[int] = []
+
+    def guess(i: int) -> None:
+        statuses.append(login(url, "ann3", f"wrong{i}").status_code)
+
+    threads = [threading.Thread(target=guess, args=(i,)) for i in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    counts = Counter(statuses)
+    assert counts[400] == settings.annotation.login_free_failures + 1  # then the 60 s wait refuses the rest
+    assert counts[429] == 40 - counts[400]
+    assert login(url, "ann3").status_code == 429  # the right password waits too
+    assert login(url, "ann4").status_code == 429  # nor does anyone from the guessing address
+    assert login(url, "ann4", address="10.0.0.4").status_code == 200  # anyone else logs in
+
+
+def test_an_address_spraying_accounts_is_locked_and_the_cli_lifts_it(start, monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    from flows.cli import app as cli
+
+    settings, url = start(login_free_failures=100, lockout_failures=100, lockout_address_failures=6)
+    names = ["ann1", "ann2", "ann3", "ann4", "nobody", "ann5", "ann6"]
+    statuses = [login(url, name, "wrong", address="10.9.9.9").status_code for name in names]
+    assert statuses == [400] * 6 + [429]
+    refused = login(url, "ann7", address="10.9.9.9")  # the right password, from the locked address
+    assert refused.status_code == 429 and "address 10.9.9.9 is locked" in refused.json()["detail"]
+    assert login(url, "ann7", address="10.9.9.10").status_code == 200  # the account itself is fine
+
+    import tomli_w
+
+    config = tmp_path / "benchwright.toml"
+    config.write_text(tomli_w.dumps(settings.model_dump(mode="json", include={"catalog", "blobs", "annotation"},
+                                                        exclude_none=True)))
+    monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(config))  # restored after the test; --config sets it too
+    listed = CliRunner().invoke(cli, ["--config", str(config), "annotate", "unlock"])
+    assert listed.exit_code == 0 and "address:10.9.9.9" in listed.output
+    lifted = CliRunner().invoke(cli, ["--config", str(config), "annotate", "unlock", "10.9.9.9"])
+    assert lifted.exit_code == 0 and "unlocked (address:10.9.9.9)" in lifted.output
+    again = CliRunner().invoke(cli, ["--config", str(config), "annotate", "unlock", "10.9.9.9"])
+    assert again.exit_code == 1 and "no lockout" in again.output
+    assert login(url, "ann7", address="10.9.9.9").status_code == 200
+
+
+# -- the login wall ------------------------------------------------------------------------------------------------
+
+
+ANONYMOUS_REFUSED = [("GET", "config"), ("GET", "openapi.json"), ("GET", "docs"), ("GET", "gradio_api/openapi.json"),
+                     ("GET", "gradio_api/info"), ("GET", "gradio_api/info?all_endpoints=true"),
+                     ("GET", "gradio_api/heartbeat/abc123"), ("GET", "gradio_api/queue/data?session_hash=abc123"),
+                     ("POST", "gradio_api/queue/join"), ("POST", "gradio_api/call/take"),
+                     ("POST", "gradio_api/upload"), ("GET", "gradio_api/token"), ("GET", "gradio_api/user"),
+                     ("GET", "gradio_api/app_id"), ("GET", "gradio_api/file=/etc/hostname"),
+                     ("GET", "gradio_api/mcp/schema"), ("GET", "monitoring")]
+
+
+def test_every_route_but_the_login_page_refuses_anonymous_and_expired_sessions(start):
+    settings, url = start(session_s=2)
+    for method, path in ANONYMOUS_REFUSED:
+        response = httpx.request(method, url + path, json={}, timeout=10)
+        assert response.status_code == 401, (method, path, response.status_code)
+    page = httpx.get(url)
+    assert page.status_code == 200 and "auth_required" in page.text
+    assert "admin_report" not in page.text and "/take" not in page.text  # the login page describes no API
+    assert httpx.get(url + "theme.css").status_code == 200
+
+    made_up = httpx.Client(base_url=url, cookies={"access-token-x": "guessed"})
+    assert made_up.get("config").status_code == 401
+    http = session(url, "ann1")
+    assert http.get("config").status_code == 200
+    assert http.get("openapi.json").status_code == 200
+    assert "admin_report" in http.get("").text  # the same page, logged in, has it
+    time.sleep(settings.annotation.session_s + 0.5)  # let the session run out; nothing timed is asserted
+    assert http.get("config").status_code == 401
+    assert http.get("gradio_api/info").status_code == 401
+
+
+def test_the_session_cookie_is_httponly_samesite_expiring_and_secure_behind_https(start):
+    _, url = start(session_s=3600, cookie_samesite="strict")
+    plain = login(url, "ann1").headers["set-cookie"].lower()
+    assert "httponly" in plain and "samesite=strict" in plain and "max-age=3600" in plain
+    assert "secure" not in plain.replace("httponly", "")  # plain HTTP: a Secure cookie would never come back
+    proxied = httpx.post(url + "login", data={"username": "ann1", "password": "pw"},
+                         headers={"x-forwarded-proto": "https"}).headers["set-cookie"].lower()
+    assert "; secure" in proxied and "httponly" in proxied
+    assert len(httpx.post(url + "login", data={"username": "ann1", "password": "pw"}).headers
+               .get_list("set-cookie")) == 1  # one cookie, none without the flags
+
+    _, forced = start(cookie_secure=True)
+    assert "; secure" in login(forced, "ann1").headers["set-cookie"].lower()
+
+
+# -- answers and sizes -----------------------------------------------------------------------------------------
+
+
+def test_a_verdict_the_queue_does_not_allow_is_refused(start):
+    settings, url = start()
+    (item,) = publish_visual_negatives(settings, 1)
+    http = session(url, "ann1")
+    assert json.loads(call(http, "take", "visual_negative")[1][0])["item_id"] == item.id
+    kind, data = call(http, "answer", item.id, "correct", "")
+    assert kind == "error" and "'correct' is not an answer on the visual_negative queue" in str(data), data
+    catalog = open_storage(settings).catalog
+    assert catalog.query("SELECT count(*) FROM review_decisions") == [(0,)]
+    assert catalog.get_record(item.id).status == Status.CANDIDATE
+    assert call(http, "answer", item.id, "nonsense", "")[0] == "error"
+    assert call(http, "answer", item.id, "accept", "")[0] == "complete"
+    assert catalog.get_record(item.payload["target_id"]).status == Status.ACCEPTED
+
+
+def test_an_oversized_note_is_refused_with_a_message_and_a_huge_one_at_the_door(start):
+    settings, url = start(max_note_chars=500)
+    (item,) = publish(settings, 1)
+    http = session(url, "ann1")
+    call(http, "take", "recheck")
+    kind, data = call(http, "answer", item.id, "reject", "x" * 501)
+    assert kind == "error" and "the note has 501 characters; at most 500" in str(data), data
+    huge = http.post("gradio_api/call/answer", json={"data": [item.id, "reject", "x" * (2 * 2 ** 20)]})
+    assert huge.status_code == 413 and "at most 1048576 bytes" in huge.json()["detail"]
+    catalog = open_storage(settings).catalog
+    assert catalog.query("SELECT count(*) FROM review_decisions") == [(0,)]
+    assert call(http, "answer", item.id, "reject", "x" * 500)[0] == "complete"
+    assert catalog.query("SELECT count(*) FROM review_decisions") == [(1,)]
+
+
+def test_oversized_uploads_and_bodies_are_refused(start):
+    _, url = start(max_upload_bytes=4096, max_request_bytes=65536)
+    http = session(url, "ann1")
+    small = http.post("gradio_api/upload", files={"files": ("ok.txt", b"a" * 1000)})
+    assert small.status_code == 200 and len(small.json()) == 1
+    over_gradio = http.post("gradio_api/upload", files={"files": ("big.txt", b"a" * 20_000)})
+    assert over_gradio.status_code == 413 and "4096 bytes" in over_gradio.text  # Gradio's per-file limit
+    over_body = http.post("gradio_api/upload", files={"files": ("huge.bin", b"a" * 300_000)})
+    assert over_body.status_code == 413  # refused on its declared length, unread
+
+    def chunks(total: int):
+        for _ in range(total // 8192):
+            yield b"a" * 8192
+
+    chunked = http.post("gradio_api/queue/join", content=chunks(200_000), headers={"content-type": "application/json"})
+    assert chunked.status_code == 413 and "65536" in chunked.text  # no length declared: counted as it comes
+    assert http.get("config").status_code == 200  # the server is fine
+
+
+def test_unlock_is_an_admin_function_in_the_api_and_the_admin_view(start):
+    _, url = start(lockout_failures=1, login_free_failures=5)
+    assert login(url, "ann2", "wrong").status_code == 400
+    kind, data = call(session(url, "boss"), "unlock", "ann9")
+    assert kind == "error" and "no lockout for 'ann9'" in str(data)
+    kind, data = call(session(url, "boss"), "unlock", "ann2")
+    assert kind == "complete"
+    assert "ann2" not in data[1]  # the view's list of lockouts, after the unlock
+    assert login(url, "ann2").status_code == 200
+
