@@ -1,6 +1,6 @@
 # The two commands: `make demo` runs the main job on the embedded default, `make test` runs the test suite.
 # Both set up (or reuse) ./.venv first.
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test lint bench lock
 
 setup:
 	@bash scripts/setup.sh
@@ -10,6 +10,9 @@ demo: setup
 
 test: setup
 	.venv/bin/python -m pytest -q
+
+lock:  # re-resolve pyproject.toml's dependencies into requirements.lock (then make test)
+	@bash scripts/lock.sh
 
 lint: setup
 	.venv/bin/ruff check .

@@ -7,7 +7,8 @@ from typing import Any
 
 from prefect import flow
 
-from flows.runtime import check_stages, current_flow_run_id, sample_source_folder
+from flows.runtime import check_stages, current_flow_run_id, recorded_run, sample_source_folder
+from schemas import Benchmark
 from schemas.config import Settings, load_settings
 from tasks.explore.tasks import annotate_explore, apply_scene_corrections, extract_explore_instances
 from tasks.models.registry import with_role_tags
@@ -21,6 +22,7 @@ STAGES = ("extract", "annotate", "review", "corrections")
 
 
 @flow(name="build-explore")
+@recorded_run
 def build_explore(settings: Settings | None = None, clips_dir: str | None = None, clip_format: str = "sample",
                   narrations_file: str | None = None, sample_clips: int = 5, sample_seed: int = 100,
                   unattended_review: str = "wait", review_wait_s: float = 0.0, stages: tuple[str, ...] = STAGES,
@@ -48,7 +50,7 @@ def build_explore(settings: Settings | None = None, clips_dir: str | None = None
         result["scene annotation"] = with_role_tags(annotate_explore, settings, "chat", "detector", "tagger")(
             settings, run_id, clips, annotate_again)
     if "review" in stages:
-        result["review"] = apply_review(settings, unattended_review, review_wait_s)
+        result["review"] = apply_review(settings, unattended_review, review_wait_s, Benchmark.EXPLORE.value)
     if "corrections" in stages:
         result["corrections"] = apply_scene_corrections(settings, run_id)
     return result

@@ -8,7 +8,8 @@ from typing import Any
 
 from prefect import flow
 
-from flows.runtime import check_stages, current_flow_run_id, sample_source_folder
+from flows.runtime import check_stages, current_flow_run_id, recorded_run, sample_source_folder
+from schemas import Benchmark
 from schemas.config import Settings, load_settings
 from tasks.models.registry import with_role_tags
 from tasks.progress.sampling import SamplingPlan
@@ -31,6 +32,7 @@ STAGES = ("construct", "text-negatives", "visual-negatives", "review", "chain-of
 
 
 @flow(name="build-progress")
+@recorded_run
 def build_progress(settings: Settings | None = None, published_dir: str | None = None,
                    published_frames_dir: str | None = None,
                    episodes_dir: str | None = None, episodes_format: str = "sample", key_steps_file: str | None = None,
@@ -84,7 +86,7 @@ def build_progress(settings: Settings | None = None, published_dir: str | None =
             settings, run_id, settings.progress.visual_negatives_per_demo if visual_negatives_per_demo is None
             else visual_negatives_per_demo, trajectories)
     if "review" in stages:
-        result["review"] = apply_review(settings, unattended_review, review_wait_s)
+        result["review"] = apply_review(settings, unattended_review, review_wait_s, Benchmark.PROGRESS.value)
     if "chain-of-thought" in stages:
         result["chain of thought"] = with_role_tags(make_chain_of_thought, settings, "chat")(settings, run_id,
                                                                                             trajectories)

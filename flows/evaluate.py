@@ -6,12 +6,13 @@ from typing import Any
 
 from prefect import flow
 
-from flows.runtime import current_flow_run_id
+from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings, load_settings
 from tasks.evaluate.tasks import gather_answers, prepare_evaluation, report_evaluation, report_folder, score_and_store
 
 
 @flow(name="benchwright-evaluate")
+@recorded_run
 def evaluate_release(settings: Settings | None = None, release: str = "benchwright-progress",
                      model: str | None = None, strategy: str | None = None, segment_num: int | None = None,
                      window_size: int | None = None, predictions: str | None = None, scoring: str = "correct",

@@ -74,6 +74,11 @@ MIGRATIONS: list[list[str]] = [
                    payload->'correction' AS correction, created_at
             FROM records WHERE kind = 'decision' AND status <> 'rejected'""",
     ],
+    [
+        # Every flow records itself: a subflow names the run that started it, a scheduled run its deployment.
+        "ALTER TABLE runs ADD COLUMN parent_run_id VARCHAR",
+        "ALTER TABLE runs ADD COLUMN deployment VARCHAR",
+    ],
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -423,19 +428,32 @@ class Catalog:
 
     # -- runs ----------------------------------------------------------------------------------------------
 
-    def start_run(self, run_id: str, flow: str, params: dict[str, Any], code_version: str) -> None:
+    def start_run(self, run_id: str, flow: str, params: dict[str, Any], code_version: str, *,
+                  parent_run_id: str | None = None, deployment: str | None = None) -> None:
         self.run(lambda con: con.execute(
-            "INSERT INTO runs VALUES (?, ?, ?, 'running', ?, ?, NULL, NULL) ON CONFLICT DO NOTHING",
-            [run_id, flow, json.dumps(params, default=str), code_version, datetime.now(UTC)]))
+            "INSERT INTO runs (run_id, flow, params, state, code_version, started_at, parent_run_id, deployment) "
+            "VALUES (?, ?, ?, 'running', ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            [run_id, flow, json.dumps(params, default=str), code_version, datetime.now(UTC), parent_run_id,
+             deployment]))
 
     def finish_run(self, run_id: str, state: str, summary: dict[str, Any]) -> None:
         self.run(lambda con: con.execute(
             "UPDATE runs SET state = ?, finished_at = ?, summary = ? WHERE run_id = ?",
             [state, datetime.now(UTC), json.dumps(summary, default=str), run_id]))
 
-    def runs(self, limit: int = 20) -> list[tuple[Any, ...]]:
-        return self.query("SELECT run_id, flow, state, started_at, finished_at, summary FROM runs "
-                          "ORDER BY started_at DESC LIMIT ?", [limit])
+    def runs(self, limit: int = 20, *, flow: str | None = None) -> list[dict[str, Any]]:
+        """The newest runs first, each with its parameters and summary decoded."""
+        where, params = ("WHERE flow = ?", [flow]) if flow else ("", [])
+        rows = self.query(
+            "SELECT run_id, flow, state, started_at, finished_at, params, summary, parent_run_id, deployment, "
+            f"code_version FROM runs {where} ORDER BY started_at DESC LIMIT ?", [*params, limit])
+        names = ("run_id", "flow", "state", "started_at", "finished_at", "params", "summary", "parent_run_id",
+                 "deployment", "code_version")
+        runs = [dict(zip(names, row, strict=True)) for row in rows]
+        for run in runs:
+            run["params"] = json.loads(run["params"]) if run["params"] else {}
+            run["summary"] = json.loads(run["summary"]) if run["summary"] else {}
+        return runs
 
     # -- model response cache ------------------------------------------------------------------------------
 

@@ -20,10 +20,15 @@ UNATTENDED = "policy:unattended-demo"
 UNATTENDED_REASON = "auto-accepted by the unattended demo review policy; NOT human-reviewed"
 
 
-def open_items(catalog: Catalog, queue: str | None = None) -> list[Record]:
-    """Review items still waiting for decisions, oldest first."""
-    items = catalog.find_records(kind="review_item", status=Status.CANDIDATE)
+def open_items(catalog: Catalog, queue: str | None = None, benchmark: str | None = None) -> list[Record]:
+    """Review items still waiting for decisions, oldest first; of one queue and one benchmark when named."""
+    items = catalog.find_records(kind="review_item", status=Status.CANDIDATE, benchmark=benchmark)
     return [i for i in items if queue is None or i.payload["queue"] == queue]
+
+
+def open_counts(catalog: Catalog, benchmark: str | None = None) -> dict[str, int]:
+    """How many items wait for people, per queue."""
+    return dict(Counter(i.payload["queue"] for i in open_items(catalog, benchmark=benchmark)))
 
 
 def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["accept", "reject", "correct"],
@@ -66,22 +71,24 @@ def resolve_item(catalog: Catalog, item: Record, *, accepted: bool, who: list[st
     return reason
 
 
-def apply_unattended_policy(catalog: Catalog, queue: str | None = None) -> int:
-    """Accept every open item of ``queue`` as the unattended demo policy; returns how many were decided."""
-    items = open_items(catalog, queue)
+def apply_unattended_policy(catalog: Catalog, queue: str | None = None, benchmark: str | None = None) -> int:
+    """Accept every open item of ``queue`` (of ``benchmark``) as the unattended demo policy; returns how many were
+    decided."""
+    items = open_items(catalog, queue, benchmark)
     for item in items:
         decide(catalog, item, annotator=UNATTENDED, verdict="accept", note=UNATTENDED_REASON)
     return len(items)
 
 
-def wait_for_decisions(catalog: Catalog, timeout_s: float, *, queue: str | None = None, poll_s: float = 5.0) -> int:
-    """Wait until no item of ``queue`` is open or ``timeout_s`` passes (decisions arrive from the annotation UI in
-    other processes); returns how many are still open."""
+def wait_for_decisions(catalog: Catalog, timeout_s: float, *, queue: str | None = None,
+                       benchmark: str | None = None, poll_s: float = 5.0) -> int:
+    """Wait until no item of ``queue`` (of ``benchmark``) is open or ``timeout_s`` passes (decisions arrive from
+    the annotation UI in other processes); returns how many are still open."""
     import time
 
     deadline = time.monotonic() + timeout_s
     while True:
-        remaining = len(open_items(catalog, queue))
+        remaining = len(open_items(catalog, queue, benchmark))
         if remaining == 0 or time.monotonic() >= deadline:
             return remaining
         time.sleep(min(poll_s, max(0.0, deadline - time.monotonic())))

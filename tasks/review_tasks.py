@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from prefect import task
 from prefect.cache_policies import NONE
 
@@ -10,16 +12,18 @@ from storage import open_storage
 
 
 @task(name="apply-review", cache_policy=NONE)
-def apply_review(settings: Settings, policy: str, wait_s: float = 0.0) -> dict[str, int]:
-    """With policy ``accept``, the unattended demo policy decides every open item; with ``wait`` people do, and the
-    task waits up to ``wait_s`` seconds for their decisions before the flow goes on to release what is decided.
-    Returns what was decided by the policy and what still awaits people."""
-    from tasks.review import apply_unattended_policy, open_items, wait_for_decisions
+def apply_review(settings: Settings, policy: str, wait_s: float = 0.0, benchmark: str | None = None
+                 ) -> dict[str, Any]:
+    """With policy ``accept``, the unattended demo policy decides every open item of ``benchmark``; with ``wait``
+    people do, and the task waits up to ``wait_s`` seconds for their decisions before the flow goes on to release
+    what is decided. Returns what was decided by the policy and what still awaits people, per queue."""
+    from tasks.review import apply_unattended_policy, open_counts, wait_for_decisions
 
     catalog = open_storage(settings).catalog
     if policy not in ("wait", "accept"):
         raise ValueError(f"unknown unattended review policy {policy!r}: use wait or accept")
-    decided = apply_unattended_policy(catalog) if policy == "accept" else 0
+    decided = apply_unattended_policy(catalog, benchmark=benchmark) if policy == "accept" else 0
     if wait_s > 0:
-        wait_for_decisions(catalog, wait_s)
-    return {"decided by policy": decided, "awaiting review": len(open_items(catalog))}
+        wait_for_decisions(catalog, wait_s, benchmark=benchmark)
+    waiting = open_counts(catalog, benchmark)
+    return {"decided by policy": decided, "awaiting review": sum(waiting.values()), "queues": waiting}

@@ -74,7 +74,9 @@ def test_response_cache_and_runs(catalog):
     assert catalog.cached_responses(["k1", "k2", "k3"]) == {"k1": {"text": "hi"}, "k2": "plain"}
     catalog.start_run("run-1", "demo", {"n": 1}, "0.1")
     catalog.finish_run("run-1", "completed", {"records": 3})
-    assert catalog.runs()[0][:3] == ("run-1", "demo", "completed")
+    run = catalog.runs()[0]
+    assert (run["run_id"], run["flow"], run["state"], run["params"], run["summary"]) == (
+        "run-1", "demo", "completed", {"n": 1}, {"records": 3})
 
 
 def test_a_held_lock_is_waited_for_then_reported(tmp_path):

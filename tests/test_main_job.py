@@ -51,9 +51,12 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     assert quarantined[0].status_reason.endswith("visual_same_view.jsonl:line 31: not valid JSON "
                                                  "(Expecting ',' delimiter at column 34)")
     stored = catalog.query("SELECT count(*) FROM records")[0][0]
-    runs = catalog.runs()
-    assert runs[0][2] == "completed"
-    assert "benchwright-progress-published@1" in json.loads(runs[0][5])["releases"]
+    main = catalog.runs(flow="benchwright-main")[0]
+    assert main["state"] == "completed"
+    assert "benchwright-progress-published@1" in main["summary"]["releases"]
+    subflows = [r for r in catalog.runs(100) if r["parent_run_id"] == main["run_id"]]
+    assert {r["flow"] for r in subflows} == {"build-progress", "build-explore", "benchwright-evaluate"}
+    assert all(r["state"] == "completed" and r["summary"] for r in subflows)
 
     second = _run(args, tmp_path)
     assert second.returncode == 0, second.stderr
