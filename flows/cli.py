@@ -170,19 +170,32 @@ def run(
             console.print(f"  {release['stats']['samples']} samples from {release['stats']['trajectories']} "
                           f"trajectories; chart {release['stats']['chart']} (benchwright stats {release['tag']})")
     for benchmark, sources in summary["built"].items():
-        review = sources.get("review", {})
-        if review.get("decided by policy"):
-            console.print(f"{benchmark}: {review['decided by policy']} review items accepted by the unattended demo "
-                          "policy (marked as not human-reviewed)")
-        if review.get("awaiting review"):
-            console.print(f"{benchmark}: {review['awaiting review']} review items await people; a later run "
-                          "applies their decisions")
+        decided = sources.get("review", {}).get("decided by policy")
+        if decided:
+            console.print(f"{benchmark}: {decided} review items accepted by the unattended demo policy (marked as "
+                          "not human-reviewed)")
+    for benchmark, outcome in summary.get("benchmarks", {}).items():
+        _print_outcome(benchmark, outcome)
     for evaluation in summary.get("evaluations", []):
         shown = ", ".join(f"{name} {_metric(name, value)}" for name, value in evaluation["metrics"].items())
         console.print(f"evaluated {evaluation['model']} on {evaluation['release']}: {shown}; report "
                       f"{evaluation['report']['html']}")
     if quarantined:
         console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
+
+
+def _print_outcome(benchmark: str, outcome: dict[str, Any]) -> None:
+    """One line per benchmark: what this run released, what is current, what waits for people and where."""
+    made = outcome["new releases"]
+    line = f"{benchmark}: " + (f"released {', '.join(made)}" if made else
+                               "no new release" + (f" (current: {', '.join(outcome['current'].values())})"
+                                                   if outcome["current"] else " yet"))
+    waiting = outcome["awaiting review"]
+    if waiting:
+        queues = ", ".join(f"{queue} {count}" for queue, count in sorted(waiting.items()))
+        line += (f"; {sum(waiting.values())} review items await people ({queues}): review them with "
+                 "`benchwright annotate`, a later run releases what they decided")
+    console.print(line, soft_wrap=True)
 
 
 def _metric(name: str, value: float | None) -> str:
@@ -399,13 +412,52 @@ def stats(
 
 
 @app.command()
-def runs(limit: Annotated[int, typer.Option(help="How many of the newest runs to list.")] = 20) -> None:
-    """List recent flow runs recorded in the catalog."""
-    table = _table(("run id", "flow", "state", "started", "finished"))
-    for run_id, flow, state, started, finished, _ in _storage().catalog.runs(limit):
-        table.add_row(run_id, flow, state, f"{started:%Y-%m-%d %H:%M:%S}",
-                      f"{finished:%H:%M:%S}" if finished else "")
+def runs(limit: Annotated[int, typer.Option(help="How many of the newest runs to list.")] = 20,
+         flow: Annotated[str | None, typer.Option(
+             help="Only this flow: benchwright-main, build-progress, build-explore, benchwright-evaluate.")] = None,
+         show: Annotated[str | None, typer.Option(
+             help="Print one run (id or a unique prefix) with its full parameters and summary as JSON.")] = None,
+         ) -> None:
+    """List the flow runs recorded in the catalog, newest first: every build, backfill, evaluation and main job,
+    whether started by a command, a schedule (its deployment is named) or another flow (its parent run is named),
+    with its state, duration and a one-line summary."""
+    catalog = _storage().catalog
+    if show:
+        chosen = [r for r in catalog.runs(100_000) if r["run_id"].startswith(show)]
+        if len(chosen) != 1:
+            err.print(f"[red]error:[/red] {len(chosen)} runs match {show!r}: give more of the id")
+            raise typer.Exit(1)
+        console.print_json(json.dumps(chosen[0], default=str))
+        return
+    table = _table(("run id", "flow", "started by", "state", "started", "took", "summary"))
+    for run in catalog.runs(limit, flow=flow):
+        started, finished = run["started_at"], run["finished_at"]
+        origin = (f"deployment {run['deployment']}" if run["deployment"] else
+                  f"run {run['parent_run_id'][:8]}" if run["parent_run_id"] else "command")
+        table.add_row(run["run_id"][:8], run["flow"], origin, run["state"], f"{started:%Y-%m-%d %H:%M:%S}",
+                      f"{(finished - started).total_seconds():.0f} s" if finished else "",
+                      run_headline(run["summary"]))
     console.print(table)
+
+
+def run_headline(summary: dict[str, Any], width: int = 160) -> str:
+    """A run's summary in one line: the error of a failed run, the per-benchmark outcome of a main job, else the
+    numbers of each part (records built, metrics...)."""
+    if "error" in summary:
+        return f"error: {summary['error']}"[:width]
+    if "benchmarks" in summary:
+        parts = [f"{name}: {', '.join(o['new releases']) or 'no new release'}"
+                 + (f", {sum(o['awaiting review'].values())} await review" if o["awaiting review"] else "")
+                 for name, o in summary["benchmarks"].items()]
+    else:
+        parts = [f"{key} " + ", ".join(f"{k} {_short(v)}" for k, v in value.items() if isinstance(v, int | float))
+                 for key, value in summary.items() if isinstance(value, dict)]
+    line = "; ".join(p for p in parts if p.strip())
+    return line if len(line) <= width else line[:width - 1] + "…"
+
+
+def _short(value: float) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
 # -- releases ---------------------------------------------------------------------------------------------
