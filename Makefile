@@ -22,4 +22,5 @@ bench: setup
 	.venv/bin/python bench/progress_build.py
 	.venv/bin/python bench/explore_quality.py
 	.venv/bin/python bench/annotation_latency.py
+	.venv/bin/python bench/login_attack.py
 	.venv/bin/python bench/eval_throughput.py

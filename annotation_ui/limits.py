@@ -1,6 +1,6 @@
 """Login limits: failures counted per account and per client address, a growing wait, and lockouts an admin lifts.
 
-The counters live in the app's memory; lockouts live in a small SQLite file beside the catalog, so they survive a
+The counters live in the app's memory; lockouts in a small SQLite file beside the catalog, so they survive a
 restart and ``benchwright annotate unlock`` (another process) can lift them. An attempt that must wait, or that
 names a locked account or comes from a locked address, is refused before its password is looked at: the right
 password does not open a locked account, and a refusal costs the server no password check. The app checks one
@@ -17,7 +17,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,37 +40,49 @@ class Lockout:
 
 
 class LockoutStore:
-    """Lockouts in SQLite (one connection per call: the app's threads and the CLI share the file)."""
+    """Lockouts in SQLite. Reads come from a copy in memory, read again only when the file changed (SQLite's
+    ``data_version``), so refusing a burst of guesses costs no file access per guess."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        with self._connect() as con:
-            con.execute("CREATE TABLE IF NOT EXISTS lockouts (key TEXT PRIMARY KEY, until REAL NOT NULL, "
-                        "failures INTEGER NOT NULL, since REAL NOT NULL)")
+        self._con = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
+        self._guard = threading.Lock()
+        self._version: int | None = None
+        self._cached: dict[str, Lockout] = {}
+        with self._guard:
+            self._con.execute("CREATE TABLE IF NOT EXISTS lockouts (key TEXT PRIMARY KEY, until REAL NOT NULL, "
+                              "failures INTEGER NOT NULL, since REAL NOT NULL)")
 
-    def _connect(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.path, timeout=10, isolation_level=None)
+    def _all(self) -> dict[str, Lockout]:  # under self._guard
+        version = self._con.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._version:  # another process wrote (our own writes reset _version)
+            rows = self._con.execute("SELECT key, until, failures, since FROM lockouts").fetchall()
+            self._cached, self._version = {row[0]: Lockout(*row) for row in rows}, version
+        return self._cached
 
     def lock(self, key: str, until: float, failures: int) -> None:
-        with closing(self._connect()) as con:
-            con.execute("INSERT OR REPLACE INTO lockouts VALUES (?, ?, ?, ?)", [key, until, failures, time.time()])
+        with self._guard:
+            self._con.execute("INSERT OR REPLACE INTO lockouts VALUES (?, ?, ?, ?)",
+                              [key, until, failures, time.time()])
+            self._version = None
 
     def until(self, key: str) -> float | None:
         """When the lockout of ``key`` ends, or None when it is not locked (never, lifted or over)."""
-        with closing(self._connect()) as con:
-            row = con.execute("SELECT until FROM lockouts WHERE key = ?", [key]).fetchone()
-        return row[0] if row and row[0] > time.time() else None
+        with self._guard:
+            lockout = self._all().get(key)
+        return lockout.until if lockout and lockout.until > time.time() else None
 
     def lift(self, key: str) -> bool:
-        with closing(self._connect()) as con:
-            return con.execute("DELETE FROM lockouts WHERE key = ? AND until > ?", [key, time.time()]).rowcount > 0
+        with self._guard:
+            self._version = None
+            return self._con.execute("DELETE FROM lockouts WHERE key = ? AND until > ?",
+                                     [key, time.time()]).rowcount > 0
 
     def current(self) -> list[Lockout]:
-        with closing(self._connect()) as con:
-            rows = con.execute("SELECT key, until, failures, since FROM lockouts WHERE until > ? ORDER BY since",
-                               [time.time()]).fetchall()
-        return [Lockout(*row) for row in rows]
+        now = time.time()
+        with self._guard:
+            return sorted((x for x in self._all().values() if x.until > now), key=lambda x: x.since)
 
     def lift_name(self, name: str) -> list[str]:
         """Lift the lockout of an account or an address called ``name``; returns the keys lifted."""
