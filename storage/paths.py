@@ -35,6 +35,11 @@ class SourceRoot:
     path: Path
     allow_symlinks_outside: bool = False
 
+    def __post_init__(self) -> None:
+        # Absolute from the start: a relative root (the default data/sources/...) would otherwise make every path
+        # listed under it relative to the working directory, and ``inside`` would read it relative to the root.
+        object.__setattr__(self, "path", Path(os.path.abspath(self.path)))
+
     def inside(self, candidate: Path | str) -> Path:
         """``candidate`` (relative to the root, or an absolute path) as a normalised path inside the root, or
         OutsideRoot when ``..``, an absolute path or a symlink leads out of it. The normalised path is returned so

@@ -66,6 +66,17 @@ def test_listing_reports_entries_leading_out(layout):
     assert "symlink leading outside" in refused["dir-out"]
 
 
+def test_a_relative_root_lists_and_reads_what_is_inside(layout, monkeypatch):
+    """The default source folders are relative (data/sources/...): what a listing yields must be readable as is."""
+    root, _ = layout
+    monkeypatch.chdir(root.parent)
+    relative = SourceRoot(Path("root"))
+    kept = {path.name: path for path, problem in relative.entries() if not problem}
+    assert kept["sub"].is_dir() and kept["link-in.txt"].read_text() == "in"
+    assert relative.inside(kept["sub"] / "in.txt").read_text() == "in"
+    assert relative.inside("sub/in.txt") == root / "sub" / "in.txt"
+
+
 @pytest.mark.parametrize("parts", [("..", "x.jpg"), ("a", "../../x.jpg"), ("/etc", "passwd"), ("a/..", "..", "x")])
 def test_export_names_never_leave_the_folder(tmp_path, parts):
     with pytest.raises(OutsideRoot):
