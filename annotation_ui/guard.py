@@ -281,9 +281,9 @@ def _without_api_info(send: Any) -> Any:
         held["body"] += message.get("body", b"")
         if message.get("more_body"):
             return
-        body = API_INFO.sub(lambda _: NO_API_INFO, held["body"], count=1)
+        body, replaced = API_INFO.subn(lambda _: NO_API_INFO, held["body"], count=1)
         start = held["start"]
-        if b"named_endpoints\": {}" not in body and b"named_endpoints" in body:
+        if body.count(b"\"named_endpoints\"") > replaced:
             await _json(send, 500, {"detail": "the login page would describe the API; refused"})
             return
         headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
