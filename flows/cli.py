@@ -46,6 +46,15 @@ def _global(config: Annotated[Path | None, typer.Option(
         exists=True, dir_okay=False)] = None) -> None:
     if config is not None:
         os.environ["BENCHWRIGHT_CONFIG"] = str(config)
+    # Prefect reads its settings once, when first imported, and several commands import it before they run
+    # anything: the server start-up timeout and the configured server must be in the environment before that.
+    from flows.runtime import prepare_prefect
+
+    try:
+        settings = load_settings()
+    except Exception:  # the command that needs the configuration reports the problem
+        settings = None
+    prepare_prefect(settings)
 
 
 def _settings() -> Settings:

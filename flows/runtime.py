@@ -26,11 +26,11 @@ _QUIET_DEFAULTS = {
 }
 
 
-def prepare_prefect(settings: Settings) -> None:
+def prepare_prefect(settings: Settings | None) -> None:
     """Quiet, offline defaults (the environment still wins) and the configured Prefect server, if any."""
     for name, value in _QUIET_DEFAULTS.items():
         os.environ.setdefault(name, value)
-    if settings.prefect.api_url and "PREFECT_API_URL" not in os.environ:
+    if settings and settings.prefect.api_url and "PREFECT_API_URL" not in os.environ:
         os.environ["PREFECT_API_URL"] = settings.prefect.api_url
 
 
