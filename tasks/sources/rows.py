@@ -80,7 +80,9 @@ def loads(text: str, *, keyed: bool = False) -> Any:
     try:
         data = json.loads(text, parse_constant=NotFinite, object_pairs_hook=collect)
     except json.JSONDecodeError as error:
-        raise RowError(f"not valid JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
+        # a row of a JSONL file is one line: its file line is already in the locator, the column is what helps
+        where = f"column {error.colno}" if "\n" not in text.strip() else f"line {error.lineno} column {error.colno}"
+        raise RowError(f"not valid JSON ({error.msg} at {where})") from None
     for obj in repeated:
         if not (keyed and obj is data):
             raise RowError(f"key {sorted(obj.duplicated)[0]!r} appears twice in one object")
