@@ -32,8 +32,10 @@ def sample(trajectory: str, setting: str, truth: float | None, predicted: float 
 
 SAMPLES = [
     sample("A", "same", 0.25, 0.50, ref=2, closest=2),
-    sample("A", "same", 0.75, 0.50, ref=2, closest=3),
+    sample("A", "same", 0.75, 0.50, ref=2, closest=3),  # constant same-view answers: skipped in PRC
     sample("A", "cross", 0.50, None, closest=2),  # answered n/a: a false rejection
+    sample("A", "cross", 0.25, 0.20, closest=1),
+    sample("A", "cross", 0.75, 0.90, closest=2),
     sample("A", "text", 0.50, 0.25, ref=1, closest=1),
     sample("A", "text", 1.00, 1.00, ref=2, closest=2),
     sample("B", "text", None, None),  # unanswerable, detected
@@ -44,31 +46,49 @@ SAMPLES = [
 
 def test_progress_breakdown_matches_the_hand_computed_tables():
     report = progress_report(SAMPLES)
-    vision, text, micro = report.groups["vision"], report.groups["text"], report.groups["micro"]
-    # vision NSE: |.5-.25|/.75 and |.5-.75|/.75 -> 1/3; the n/a and the unparseable answer have none
-    assert vision.nse == pytest.approx(1 / 3)
-    # A's visual answers are constant (.5, .5) over a varying truth: rho 0, counted as constant
-    assert vision.prc == 0.0 and vision.constant_predictions == 1 and vision.prc_trajectories == 1
-    assert vision.afrr == pytest.approx(1 / 4)  # 1 n/a of 4 answerable (the unparseable one is no rejection)
-    assert vision.uda == 0.0  # the one visual unanswerable sample was answered 30%
-    assert text.nse == pytest.approx(0.25)  # .25/.5 and 0
-    assert text.prc == pytest.approx(1.0) and text.afrr == 0.0 and text.uda == 1.0
-    assert micro.nse == pytest.approx(7 / 24)  # mean of 1/3, 1/3, 1/2, 0
-    assert micro.prc == pytest.approx(0.5)  # A|vision 0 and A|text 1: two sequences
-    assert micro.afrr == pytest.approx(1 / 6) and micro.uda == pytest.approx(1 / 2)
-    assert report.macro == pytest.approx({"nse": 7 / 24, "prc": 0.5, "afrr": 0.125, "uda": 0.5})
-    same, cross = report.groups["same"], report.groups["cross"]
-    assert (same.nse, same.prc, same.afrr, same.uda) == (pytest.approx(1 / 3), 0.0, 0.0, 0.0)
-    assert cross.nse is None and cross.prc is None and cross.afrr == 0.5 and cross.uda is None
+    same, cross, text = report.groups["same"], report.groups["cross"], report.groups["text"]
+    # same view: NSE |.5-.25|/.75 and |.5-.75|/.75; A's answers are constant, so no PRC (skipped, counted)
+    assert (same.nse, same.prc, same.afrr, same.uda) == (pytest.approx(1 / 3), None, 0.0, 0.0)
+    assert same.prc_skipped == {"constant predictions": 1} and same.constant_predictions == 1
+    # cross view on its own: A's two numbers rank right (rho 1); B's one answer is unparseable
+    assert cross.nse == pytest.approx((0.05 / 0.75 + 0.15 / 0.75) / 2) and cross.prc == pytest.approx(1.0)
+    assert cross.afrr == pytest.approx(1 / 4) and cross.uda is None
+    assert cross.prc_skipped == {"no numeric answer": 1}
+    assert (text.nse, text.prc, text.afrr, text.uda) == (pytest.approx(0.25), pytest.approx(1.0), 0.0, 1.0)
+    vision, micro = report.groups["vision"], report.groups["micro"]
+    # Vision: weighted by answerable samples, same 2 and cross 4; its PRC has a part without value: None
+    assert vision.nse == pytest.approx((2 * (1 / 3) + 4 * (2 / 15)) / 6) and vision.prc is None
+    assert vision.afrr == pytest.approx((2 * 0 + 4 * 0.25) / 6) and vision.uda == 0.0
+    # Micro: Vision (6 answerable, 1 unanswerable) and Text (2, 1)
+    assert micro.nse == pytest.approx((6 * 0.2 + 2 * 0.25) / 8) and micro.prc is None
+    assert micro.afrr == pytest.approx(1 / 8) and micro.uda == pytest.approx(1 / 2)
+    assert report.macro["nse"] == pytest.approx(0.225) and report.macro["prc"] is None
+    assert report.macro["afrr"] == pytest.approx(1 / 12) and report.macro["uda"] == pytest.approx(0.5)
     assert report.unparsed == {"same": 0, "cross": 1, "text": 0}
+
+
+def test_views_are_never_one_sequence_and_the_averages_weigh_samples():
+    rows = [*[sample("S", "same", t, t) for t in (0.2, 0.5, 0.8)],  # rho 1, NSE 0
+            sample("S", "cross", 0.2, 0.8), sample("S", "cross", 0.8, 0.2),  # rho -1, NSE .75 each
+            *[sample("S", "text", t, p) for t, p in ((0.25, 0.5), (0.5, 0.25), (0.75, 0.75))]]  # rho .5
+    report = progress_report(rows)
+    vision, micro = report.groups["vision"], report.groups["micro"]
+    assert vision.prc_trajectories == 2  # S same-view and S cross-view: two sequences
+    assert vision.prc == pytest.approx((3 * 1 - 2 * 1) / 5) and vision.nse == pytest.approx(2 * 0.75 / 5)
+    text_nse = (0.25 / 0.75 + 0.25 / 0.5 + 0) / 3
+    assert report.groups["text"].prc == pytest.approx(0.5)
+    assert micro.prc == pytest.approx((5 * 0.2 + 3 * 0.5) / 8)
+    assert micro.nse == pytest.approx((5 * 0.3 + 3 * text_nse) / 8)
+    assert report.macro["prc"] == pytest.approx((0.2 + 0.5) / 2)
+    assert report.macro["nse"] == pytest.approx((0.3 + text_nse) / 2)
 
 
 def test_anchor_step_accuracy_and_the_score_aligned_step():
     report = progress_report(SAMPLES)
     # cross-view answers name no anchor at all (an n/a and an unparseable one): no accuracy rather than 0; over all
     # samples, those two count as wrong
-    assert report.ref_accuracy == {"same": 0.5, "cross": None, "text": 1.0, "all": 0.5}
-    assert report.ref_counted == {"same": 2, "cross": 0, "text": 2, "all": 6}
+    assert report.ref_accuracy == {"same": 0.5, "cross": None, "text": 1.0, "all": 3 / 8}
+    assert report.ref_counted == {"same": 2, "cross": 0, "text": 2, "all": 8}
     assert report.anchor_pairs == {"same": [(2, 2), (2, 2)], "cross": [], "text": [(1, 1), (2, 2)]}
     assert score_aligned_step(0.25, VISUAL) == 1  # a tie between 0% and 50% goes to the earlier step
     assert score_aligned_step(0.26, VISUAL) == 2

@@ -19,7 +19,13 @@ from tasks.evaluate.progress_prompts import parse_progress_answer, progress_prom
     ("It went from 30% to 42%.", 0.42, False, None),
     ("<think>maybe 20%</think><score>n/a</score>", None, True, None),
     ("<think>surely 20%</think>It is unanswerable.", None, True, None),
-    ("<score>1</score>", 0.01, False, None),  # a lone 0 or 1 is a percentage
+    # the official rule (ProgressLM parse_score): a bare number up to 1 is a fraction, above 1 a percentage
+    ("<score>1</score>", 1.0, False, None),
+    ("<score>0</score>", 0.0, False, None),
+    ("<score>0.5</score>", 0.5, False, None),
+    ("<score>1.5</score>", 0.015, False, None),
+    ("<score>1%</score>", 0.01, False, None),
+    ("<score>150%</score>", 1.0, False, None),  # clamped into 0-100%, as the official parser does
 ])
 def test_progress_answers_read_by_the_rules(answer, score, abstained, ref):
     parsed = parse_progress_answer(answer)
@@ -27,7 +33,12 @@ def test_progress_answers_read_by_the_rules(answer, score, abstained, ref):
     assert parsed.score == (pytest.approx(score) if score is not None else None)
 
 
-@pytest.mark.parametrize("answer", ["<score>150%</score>", "I cannot tell", "between 3 and 4 steps", ""])
+def test_out_of_range_values_are_clamped_and_say_so():
+    assert parse_progress_answer("<score>150%</score>").as_dict()["clamped"] is True
+    assert "clamped" not in parse_progress_answer("<score>100%</score>").as_dict()
+
+
+@pytest.mark.parametrize("answer", ["I cannot tell", "between 3 and 4 steps", ""])
 def test_unreadable_progress_answers_are_failures_with_a_reason(answer):
     parsed = parse_progress_answer(answer)
     assert not parsed.ok and parsed.score is None and not parsed.abstained and parsed.problem

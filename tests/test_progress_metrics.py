@@ -30,7 +30,7 @@ def test_scores_by_hand():
         Scored("a", True, 0.1, 0.2), Scored("a", True, 0.7, 0.8),
         # trajectory b: reversed order (rho -1), one "n/a" that counts in AFRR only
         Scored("b", True, 0.2, 0.6), Scored("b", True, 0.6, 0.2), Scored("b", True, 0.9, None),
-        # trajectory c: constant predictions -> rho 0, counted
+        # trajectory c: constant predictions -> skipped and counted, as the official code does
         Scored("c", True, 0.3, 0.5), Scored("c", True, 0.8, 0.5),
         # trajectory d: one valid point -> skipped; trajectory e: all "n/a" -> skipped
         Scored("d", True, 0.4, 0.4), Scored("e", True, 0.5, None),
@@ -42,15 +42,22 @@ def test_scores_by_hand():
     scores = progress_scores(samples)
     expected_nse = [0.1 / 0.9, 0.1 / 0.7, 0.4 / 0.8, 0.4 / 0.6, 0.2 / 0.7, 0.3 / 0.8, 0.0, 0.4 / 0.5, 0.4 / 0.5]
     assert scores.nse == pytest.approx(sum(expected_nse) / len(expected_nse))
-    assert scores.prc == pytest.approx((1.0 - 1.0 + 0.0) / 3)
-    assert scores.prc_trajectories == 3 and scores.constant_predictions == 1
-    assert scores.prc_skipped == {"fewer than two valid points": 2, "constant true progress": 1}
+    assert scores.prc == pytest.approx((1.0 - 1.0) / 2)
+    assert scores.prc_trajectories == 2 and scores.constant_predictions == 1
+    assert scores.prc_skipped == {"one numeric answer": 1, "no numeric answer": 1, "constant predictions": 1,
+                                  "constant true progress": 1}
     assert scores.afrr == pytest.approx(2 / 11) and scores.uda == pytest.approx(1 / 2)
     assert (scores.answerable, scores.unanswerable) == (11, 2)
+
+
+def test_a_model_that_always_answers_the_same_has_no_prc():
+    # every trajectory constant: nothing left to average, as the paper's NaN for collapsed models
+    scores = progress_scores([Scored(t, True, truth, 0.5) for t in "ab" for truth in (0.2, 0.6, 0.9)])
+    assert scores.prc is None and scores.constant_predictions == 2 and scores.prc_trajectories == 0
 
 
 def test_empty_inputs_give_no_score():
     scores = progress_scores([])
     assert (scores.nse, scores.prc, scores.afrr, scores.uda) == (None, None, None, None)
     only_na = progress_scores([Scored("a", True, 0.5, None), Scored("a", True, 0.6, None)])
-    assert only_na.nse is None and only_na.afrr == 1.0 and only_na.prc_skipped == {"fewer than two valid points": 1}
+    assert only_na.nse is None and only_na.afrr == 1.0 and only_na.prc_skipped == {"no numeric answer": 1}

@@ -1,25 +1,32 @@
-"""PROGRESS-BENCH metrics (ProgressLM Sec. 4), with the edge cases decided here and counted, never hidden.
+"""PROGRESS-BENCH metrics (ProgressLM Sec. 4 and its ``eval/metric.py``), with the edge cases decided here and
+counted, never hidden.
 
 Progress values are fractions in [0, 1]; ``predicted`` None means the model answered "n/a".
 
 - NSE, normalised score error, on answerable samples with a numeric answer: |p - p*| / max(p*, 1 - p*). The
-  denominator is the largest error possible for that p*, so NSE lies in [0, 1]; it is never 0 (p* in [0, 1] gives
-  at least 0.5). An "n/a" answer has no NSE (it counts in AFRR instead).
+  denominator is the largest error possible for that p*, so NSE lies in [0, 1]. An "n/a" answer has no NSE (it
+  counts in AFRR instead).
 - PRC, progress rank correlation: Spearman's rho between predicted and true progress over the answerable samples of
-  one trajectory that have a numeric answer, averaged over trajectories. Ties get average ranks (rho is then the
-  Pearson correlation of the ranks). A trajectory is skipped, and counted by reason, when it has fewer than two such
-  samples or when its true progress is constant (rho undefined). Constant predictions over a non-constant truth give
-  rho = 0 and are counted: they order nothing, and skipping them would reward a collapsed model.
+  one trajectory *within one setting* (same-view, cross-view and text are separate files in the benchmark and are
+  scored separately by the official code, so a trajectory's same-view and cross-view rows are two sequences, never
+  one), averaged over trajectories. Ties get average ranks. As in the official code, a trajectory is skipped, and
+  counted by reason, when it has no numeric answer, only one, when all its numeric predictions are equal (the
+  official code skips these; the paper then prints NaN when nothing is left), or when its true progress is constant.
 - AFRR, answerable false rejection rate: the share of answerable samples answered "n/a".
 - UDA, unanswerable detection accuracy: the share of unanswerable samples answered "n/a".
 - An unparseable answer is neither a number nor an "n/a": NSE and PRC never see it; in AFRR and UDA it counts in
   the denominator as no rejection and no detection.
 A metric with no sample to average over is None.
+
+Averages (ProgressLM Table 1, checked against its printed rows): Vision is the sample-weighted mean of the
+same-view and cross-view values, Micro the sample-weighted mean of the Vision and Text values, Macro the plain mean
+of Vision and Text. The weights are answerable samples (NSE, PRC, AFRR) or unanswerable samples (UDA). A part that
+has samples but no value (every trajectory skipped) makes the average None, as the paper's NaN does; a part with no
+samples at all is left out.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 
@@ -75,34 +82,48 @@ class ProgressScores:
     unanswerable: int
     prc_trajectories: int
     prc_skipped: dict[str, int] = field(default_factory=dict)  # reason -> trajectories
-    constant_predictions: int = 0
+    constant_predictions: int = 0  # trajectories skipped because every numeric prediction was equal
+
+
+# The official code's reasons for leaving a trajectory out of PRC, in the order it checks them.
+NO_ANSWER = "no numeric answer"
+ONE_ANSWER = "one numeric answer"
+CONSTANT_PREDICTION = "constant predictions"
+CONSTANT_TRUTH = "constant true progress"
+
+
+def _skip_reason(group: list[Scored]) -> str | None:
+    if not group:
+        return NO_ANSWER
+    if len(group) == 1:
+        return ONE_ANSWER
+    if len({s.predicted for s in group}) == 1:
+        return CONSTANT_PREDICTION
+    if len({s.truth for s in group}) == 1:
+        return CONSTANT_TRUTH
+    return None
 
 
 def progress_scores(samples: list[Scored]) -> ProgressScores:
+    """The four metrics over the samples of one setting; PRC groups them by ``trajectory``."""
     answerable = [s for s in samples if s.answerable]
     unanswerable = [s for s in samples if not s.answerable]
     numeric = [s for s in answerable if s.parsed and s.predicted is not None and s.truth is not None]
     errors = [nse(s.truth, s.predicted) for s in numeric]  # type: ignore[arg-type]
-    by_trajectory: dict[str, list[Scored]] = defaultdict(list)
+    # every trajectory with an answerable sample is a sequence, even one whose answers were all "n/a"
+    by_trajectory: dict[str, list[Scored]] = {s.trajectory: [] for s in answerable if s.truth is not None}
     for sample in numeric:
         by_trajectory[sample.trajectory].append(sample)
     rhos: list[float] = []
     skipped: dict[str, int] = {}
-    constant = 0
-    # trajectories whose answers were all "n/a" have no valid point at all
-    too_few = len({s.trajectory for s in answerable if s.parsed} - set(by_trajectory))
     for group in by_trajectory.values():
-        if len(group) < 2:
-            too_few += 1
-            continue
-        rho = spearman([s.truth for s in group], [s.predicted for s in group])  # type: ignore[misc]
+        reason = _skip_reason(group)
+        rho = None if reason else spearman([s.truth for s in group], [s.predicted for s in group])  # type: ignore
         if rho is None:
-            skipped["constant true progress"] = skipped.get("constant true progress", 0) + 1
+            reason = reason or CONSTANT_TRUTH
+            skipped[reason] = skipped.get(reason, 0) + 1
             continue
-        constant += len({s.predicted for s in group}) == 1
         rhos.append(rho)
-    if too_few:
-        skipped["fewer than two valid points"] = too_few
     return ProgressScores(
         nse=sum(errors) / len(errors) if errors else None,
         prc=sum(rhos) / len(rhos) if rhos else None,
@@ -110,7 +131,35 @@ def progress_scores(samples: list[Scored]) -> ProgressScores:
         uda=(sum(s.parsed and s.predicted is None for s in unanswerable) / len(unanswerable)
              if unanswerable else None),
         answerable=len(answerable), unanswerable=len(unanswerable), prc_trajectories=len(rhos),
-        prc_skipped=skipped, constant_predictions=constant)
+        prc_skipped=skipped, constant_predictions=skipped.get(CONSTANT_PREDICTION, 0))
+
+
+def _weighted(parts: list[tuple[float | None, int]]) -> float | None:
+    """The mean of values weighted by their sample counts; parts without samples are left out, and a part with
+    samples but no value makes the whole None (the paper prints NaN there)."""
+    present = [(value, weight) for value, weight in parts if weight > 0]
+    if not present or any(value is None for value, _ in present):
+        return None
+    return sum(value * weight for value, weight in present) / sum(w for _, w in present)  # type: ignore[operator]
+
+
+def combine(parts: list[ProgressScores]) -> ProgressScores:
+    """The sample-weighted average of settings scored on their own (Vision from same and cross view, Micro from
+    Vision and Text): NSE, PRC and AFRR weighted by answerable samples, UDA by unanswerable ones."""
+    skipped: dict[str, int] = {}
+    for part in parts:
+        for reason, count in part.prc_skipped.items():
+            skipped[reason] = skipped.get(reason, 0) + count
+
+    def by_answerable(metric: str) -> float | None:
+        return _weighted([(getattr(p, metric), p.answerable) for p in parts])
+
+    return ProgressScores(
+        nse=by_answerable("nse"), prc=by_answerable("prc"), afrr=by_answerable("afrr"),
+        uda=_weighted([(p.uda, p.unanswerable) for p in parts]),
+        answerable=sum(p.answerable for p in parts), unanswerable=sum(p.unanswerable for p in parts),
+        prc_trajectories=sum(p.prc_trajectories for p in parts), prc_skipped=skipped,
+        constant_predictions=sum(p.constant_predictions for p in parts))
 
 
 # -- the tables of the paper: breakdowns, averages, the anchor step --------------------------------------------
@@ -138,8 +187,8 @@ class ProgressSample:
         return "text" if self.setting == "text" else "vision"
 
     def scored(self) -> Scored:
-        # Rankings run along one demo sequence: a trajectory's text samples and its visual samples are two.
-        return Scored(f"{self.trajectory}|{self.modality}", self.answerable, self.truth, self.predicted, self.parsed)
+        # A sequence is one trajectory within one setting: its same-view, cross-view and text samples are three.
+        return Scored(f"{self.trajectory}|{self.setting}", self.answerable, self.truth, self.predicted, self.parsed)
 
 
 def _scores_of(samples: list[ProgressSample]) -> ProgressScores:
@@ -157,8 +206,8 @@ class ProgressReport:
     """Table 1 (vision, text, micro and macro averages), Table 2 (same vs cross view), UDA per modality, the
     anchor-step accuracy, unparseable counts, and the anchor vs score-aligned step pairs for the heatmaps."""
 
-    groups: dict[str, ProgressScores]  # vision, text, same, cross, micro
-    macro: dict[str, float | None]  # nse, prc, afrr, uda: the mean of the vision and text values
+    groups: dict[str, ProgressScores]  # same, cross, text (each on its own), vision and micro (weighted averages)
+    macro: dict[str, float | None]  # nse, prc, afrr, uda: the plain mean of the vision and text values
     ref_accuracy: dict[str, float | None]  # per setting and "all": share of answerable samples whose ref is right
     ref_counted: dict[str, int]
     unparsed: dict[str, int]  # per setting
@@ -167,19 +216,16 @@ class ProgressReport:
 
 def progress_report(samples: list[ProgressSample]) -> ProgressReport:
     by_setting = {s: [x for x in samples if x.setting == s] for s in SETTINGS}
-    groups = {
-        "vision": _scores_of(by_setting["same"] + by_setting["cross"]),
-        "text": _scores_of(by_setting["text"]),
-        "same": _scores_of(by_setting["same"]),
-        "cross": _scores_of(by_setting["cross"]),
-        "micro": _scores_of(samples),
-    }
+    groups = {setting: _scores_of(by_setting[setting]) for setting in SETTINGS}
+    groups["vision"] = combine([groups["same"], groups["cross"]])
+    groups["micro"] = combine([groups["vision"], groups["text"]])
     macro: dict[str, float | None] = {}
     for metric in ("nse", "prc", "afrr", "uda"):
-        values = [getattr(groups[g], metric) for g in ("vision", "text")]
-        present = [v for v in values if v is not None]
-        # The mean of the two modalities; with one modality missing it is that one's value, never a guess.
-        macro[metric] = sum(present) / len(present) if present else None
+        # The plain mean of the two modalities; a modality without samples is left out (its value is then the
+        # other's), one with samples but no value makes it None.
+        weight = "unanswerable" if metric == "uda" else "answerable"
+        macro[metric] = _weighted([(getattr(groups[g], metric), 1 if getattr(groups[g], weight) else 0)
+                                   for g in ("vision", "text")])
     ref_accuracy: dict[str, float | None] = {}
     ref_counted: dict[str, int] = {}
     for name, group in [*by_setting.items(), ("all", samples)]:

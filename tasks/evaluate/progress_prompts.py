@@ -8,14 +8,19 @@ Two strategies, as in ProgressLM Sec. 3.1 and App. D (our wording, their structu
 Each comes in a vision-based form (key frames, each with its progress) and a text-based form (numbered steps, each
 with the progress at its completion). The current image always comes last.
 
-Reading an answer (rules, in order):
+Reading an answer (rules, in order; numbers are read as ProgressLM's own parser reads them, ``eval/metric.py``
+``parse_score`` and the runners' ``parse_response``):
 1. The text inside the last ``<score>...</score>`` is the answer region; without the tag, the whole answer is.
 2. A percentage there (``42%``, ``42.5 %``) is the progress; the last one wins, so "from 30% to 42%" gives 42%.
-3. Without a percentage, a lone number is read as a percentage when it is above 1 (``42``) and as a fraction when
-   it has a decimal point and lies in [0, 1] (``0.42``); a lone ``0`` or ``1`` is read as a percentage.
-4. "n/a" (also "N/A", "n.a.", "not applicable", "unanswerable") with no number is an abstention.
-5. Anything else, or a value above 100%, is unparseable: kept, counted, and passed to the judge when one is set.
+3. Without a percentage, a lone number is a fraction when it is at most 1 and a percentage above 1, as the official
+   rule has it: ``0.42`` and ``42`` are both 42%, and a bare ``1`` is 100% (``0`` is 0%).
+4. A value outside 0-100% is clamped into it, as the official parser does (``150%`` reads 100%); the answer
+   records that it was clamped.
+5. "n/a" (also "N/A", "n.a.", "not applicable", "unanswerable") with no number is an abstention.
+6. Anything else is unparseable: kept, counted, and passed to the judge when one is set.
 ``<ref>`` is read the same way: a whole number is the anchor step, "n/a" an abstention, anything else missing.
+Where the official parser differs (it takes the first ``<score>`` tag, not the last, and reads text around a
+number as no answer at all), docs/fidelity.md gives the difference.
 """
 
 from __future__ import annotations
@@ -109,10 +114,11 @@ class ProgressAnswer:
     ref: int | None  # the anchor step of a two-stage answer
     ok: bool  # the score (or the abstention) could be read
     problem: str = ""
+    clamped: bool = False  # the value given lay outside 0-100% and was clamped into it
 
     def as_dict(self) -> dict[str, Any]:
         return {"score": self.score, "abstained": self.abstained, "ref": self.ref, "ok": self.ok,
-                **({"problem": self.problem} if self.problem else {})}
+                **({"problem": self.problem} if self.problem else {}), **({"clamped": True} if self.clamped else {})}
 
 
 def _last_tag(text: str, name: str) -> str | None:
@@ -120,38 +126,33 @@ def _last_tag(text: str, name: str) -> str | None:
     return found[-1].strip() if found else None
 
 
-def _read_value(region: str) -> tuple[float | None, bool, str]:
-    """(progress, abstained, problem) from an answer region, by the rules in the module doc."""
+def _read_value(region: str) -> tuple[float | None, bool, str, bool]:
+    """(progress, abstained, problem, clamped) from an answer region, by the rules in the module doc."""
     percents = _PERCENT.findall(region)
-    if percents:
-        value = float(percents[-1])
-        if not 0 <= value <= 100:
-            return None, False, f"{percents[-1]}% is outside 0-100%"
-        return value / 100, False, ""
     numbers = _NUMBER.findall(region)
-    if len(numbers) == 1:
-        text = numbers[0]
-        value = float(text)
-        if "." in text and 0 <= value <= 1:
-            return value, False, ""
-        if 0 <= value <= 100:
-            return value / 100, False, ""
-        return None, False, f"{text} is outside 0-100"
-    if _NA.search(region):
-        return None, True, ""
-    if numbers:
-        return None, False, f"{len(numbers)} numbers and no percentage"
-    return None, False, "no percentage and no n/a"
+    if percents:
+        value = float(percents[-1]) / 100
+    elif len(numbers) == 1:
+        value = float(numbers[0])
+        value = value if value <= 1 else value / 100
+    elif _NA.search(region):
+        return None, True, "", False
+    elif numbers:
+        return None, False, f"{len(numbers)} numbers and no percentage", False
+    else:
+        return None, False, "no percentage and no n/a", False
+    clamped = min(1.0, max(0.0, value))
+    return clamped, False, "", clamped != value
 
 
 def parse_progress_answer(text: str) -> ProgressAnswer:
     score_region = _last_tag(text, "score")
     region = score_region if score_region is not None else strip_thinking(text)
-    score, abstained, problem = _read_value(region)
+    score, abstained, problem, clamped = _read_value(region)
     ref_region = _last_tag(text, "ref")
     ref: int | None = None
     if ref_region is not None:
         match = re.fullmatch(r"\D*?(\d+)\D*", ref_region)
         ref = int(match.group(1)) if match else None
     ok = not problem
-    return ProgressAnswer(score=score, abstained=abstained, ref=ref, ok=ok, problem=problem)
+    return ProgressAnswer(score=score, abstained=abstained, ref=ref, ok=ok, problem=problem, clamped=clamped)

@@ -54,11 +54,14 @@ def progress_tables(scoring: Scoring, label: str) -> str:
     ref = _table(["setting", "anchor step accuracy", "answerable samples", "unparseable answers"],
                  [[s, _pct(report.ref_accuracy[s]), str(report.ref_counted[s]), str(unparsed[s])]
                   for s in ("same", "cross", "text", "all")])
-    skipped = {k: v for g in groups.values() for k, v in g.prc_skipped.items()}
-    notes = [f"- PRC over {groups['micro'].prc_trajectories} demo sequences; skipped: "
-             + (", ".join(f"{n} ({reason})" for reason, n in skipped.items()) or "none")
-             + f"; constant predictions (rho = 0): {groups['micro'].constant_predictions}.",
-             f"- Samples: {groups['micro'].answerable} answerable, {groups['micro'].unanswerable} unanswerable."]
+    micro = groups["micro"]
+    skipped = ", ".join(f"{n} ({reason})" for reason, n in micro.prc_skipped.items()) or "none"
+    notes = [f"- PRC over {micro.prc_trajectories} sequences (a trajectory in one setting; same view, cross view "
+             f"and text are never merged); skipped as the official code does: {skipped}; of those, constant "
+             f"predictions: {micro.constant_predictions}.",
+             "- Vision and Micro are sample-weighted means (Vision of same and cross view, Micro of Vision and "
+             "Text), Macro the plain mean of Vision and Text; n/a where a part has samples but no value.",
+             f"- Samples: {micro.answerable} answerable, {micro.unanswerable} unanswerable."]
     return "\n\n".join([
         "### Answerable samples (ProgressLM Table 1; values ×100)", table1,
         "### Same vs cross view (ProgressLM Table 2)", table2,
