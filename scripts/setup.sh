@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create or reuse ./.venv and install what benchwright needs: Debian packages from scripts/apt-packages.txt and
-# the Python package with its test extras. A rerun with an unchanged pyproject.toml and package list takes a second.
+# the Python package with its test extras, every Python package at the version in requirements.lock (the versions
+# the tests passed with; `make lock` refreshes it). A rerun with nothing changed takes a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -11,7 +12,7 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 fi
 
 stamp=.venv/.setup-stamp
-want=$(cat pyproject.toml scripts/apt-packages.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)
+want=$(cat pyproject.toml requirements.lock scripts/apt-packages.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/benchwright ]; then
   exit 0
 fi
@@ -38,7 +39,7 @@ pip_install() {  # quiet on success; the whole log, less the index's location no
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 echo "installing Python packages into .venv (a few minutes on a fresh machine)"
-pip_install -e ".[models,dev]"
+pip_install -c requirements.lock -e ".[models,dev]"
 .venv/bin/benchwright --help >/dev/null
 echo "$want" > "$stamp"
 echo "benchwright is installed in .venv"
