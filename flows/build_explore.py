@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow
+from prefect import flow, task
+from prefect.cache_policies import NONE
 
 from flows.runtime import check_stages, current_flow_run_id, recorded_run, sample_source_folder
 from schemas import Benchmark
@@ -18,15 +19,33 @@ from tasks.sources.tasks import render_sample_world
 # The sample world's longer activities (15-22 narrated actions) make Short instances; a pick-and-place (8) shows
 # the too-few-actions check.
 SAMPLE_TASKS = ("gather", "swap", "gather", "swap", "pick_place")
-STAGES = ("extract", "annotate", "review", "corrections")
+STAGES = ("extract", "annotate", "review", "corrections", "official")
+BUILD_STAGES = STAGES[:4]  # what a build from clips runs; "official" imports the published annotation files
+
+
+@task(name="import-explore-official", cache_policy=NONE)
+def import_explore_official(settings: Settings, folder: str, run_id: str | None, release: str | None
+                            ) -> dict[str, Any]:
+    from pathlib import Path
+
+    from schemas import Producer
+    from storage import open_storage
+    from tasks.explore.instances import SubsetBounds
+    from tasks.explore.official import PRODUCER_TASK, import_official_into_catalog
+
+    bounds = SubsetBounds(settings.explore.short_min, settings.explore.medium_min, settings.explore.long_min)
+    producer = Producer(task=PRODUCER_TASK, flow_run_id=run_id, params={"folder": folder})
+    return import_official_into_catalog(Path(folder), open_storage(settings), producer, bounds, run_id, release,
+                                        allow_symlinks_outside=settings.sources.allow_symlinks_outside)
 
 
 @flow(name="build-explore")
 @recorded_run
 def build_explore(settings: Settings | None = None, clips_dir: str | None = None, clip_format: str = "sample",
                   narrations_file: str | None = None, sample_clips: int = 5, sample_seed: int = 100,
-                  unattended_review: str = "wait", review_wait_s: float = 0.0, stages: tuple[str, ...] = STAGES,
-                  clips: list[str] | None = None, annotate_again: bool = False) -> dict[str, Any]:
+                  unattended_review: str = "wait", review_wait_s: float = 0.0, stages: tuple[str, ...] = BUILD_STAGES,
+                  clips: list[str] | None = None, annotate_again: bool = False, official_dir: str | None = None,
+                  official_release: str | None = "benchwright-explore-official") -> dict[str, Any]:
     """Build EXPLORE-Bench records.
 
     ``clips_dir``: clips to build from (default: the sample world filmed by its head camera, rendered under the
@@ -34,8 +53,14 @@ def build_explore(settings: Settings | None = None, clips_dir: str | None = None
     ``folder`` (videos + ``actions.json``/``.csv``), narrations from ``narrations_file`` when given. A backfill
     names ``stages`` and ``clips``; ``annotate_again`` re-annotates instances that already have an annotation
     (after a model changed), superseding what the new annotation replaces.
+
+    ``official_dir``: a folder of the official EXPLORE-Bench annotation files (``exp_anno_short.json``... with
+    ``images/``), imported by the ``official`` stage (the only one run by default when the folder is given) and
+    frozen as ``official_release`` (None: not frozen).
     """
     check_stages(stages, STAGES)
+    if official_dir is not None and stages == BUILD_STAGES:
+        stages = ("official",)
     settings = settings or load_settings()
     run_id = current_flow_run_id()
     result: dict[str, Any] = {}
@@ -53,4 +78,8 @@ def build_explore(settings: Settings | None = None, clips_dir: str | None = None
         result["review"] = apply_review(settings, unattended_review, review_wait_s, Benchmark.EXPLORE.value)
     if "corrections" in stages:
         result["corrections"] = apply_scene_corrections(settings, run_id)
+    if "official" in stages:
+        if official_dir is None:
+            raise ValueError("the official stage imports the official annotation files: name their folder")
+        result["official annotations"] = import_explore_official(settings, official_dir, run_id, official_release)
     return result

@@ -335,17 +335,27 @@ def build_explore_command(
     annotate_again: Annotated[bool, typer.Option(
         help="Re-annotate instances that already have an annotation (after a model changed); what the new "
              "annotation replaces is superseded.")] = False,
+    official: Annotated[Path | None, typer.Option(
+        help="Import the official EXPLORE-Bench annotation files from this folder (exp_anno_short.json, "
+             "exp_anno_med.json, exp_anno_long.json, exp_anno.json, with images/ beside them) instead of building "
+             "from clips; images the folder lacks are listed on their records.", exists=True, file_okay=False)]
+    = None,
+    official_release: Annotated[str, typer.Option(
+        help="With --official: freeze the imported instances as this release (a new version only when they "
+             "changed); evaluate it with `benchwright evaluate --release NAME`.")]
+    = "benchwright-explore-official",
 ) -> None:
     """Build EXPLORE-Bench records: instances from narrated clips, their final scenes annotated stage by stage
-    (tags, boxes, attributes, relations, integration, correction), published for human correction.
+    (tags, boxes, attributes, relations, integration, correction), published for human correction; or, with
+    --official DIR, import the official annotation files and freeze them as a release to evaluate.
 
     Subsets and quality checks come from the \\[explore] settings. Idempotent; rejected clips are quarantined
     with the reason (`benchwright records list --status quarantined`).
     """
-    from flows.build_explore import STAGES
+    from flows.build_explore import BUILD_STAGES, STAGES
     from flows.runtime import prepare_prefect
 
-    stages = _stages(stage, STAGES)
+    stages = _stages(stage, STAGES) if stage else (("official",) if official else BUILD_STAGES)
     settings = _settings()
     prepare_prefect(settings)
     from flows.build_explore import build_explore
@@ -354,7 +364,8 @@ def build_explore_command(
         result = build_explore(settings, clips_dir=str(clips) if clips else None, clip_format=clip_format,
                                narrations_file=str(narrations) if narrations else None, sample_clips=sample_clips,
                                unattended_review=unattended_review, stages=stages,
-                               clips=list(clip) if clip else None, annotate_again=annotate_again)
+                               clips=list(clip) if clip else None, annotate_again=annotate_again,
+                               official_dir=str(official) if official else None, official_release=official_release)
     _print_counts(result)
 
 
@@ -781,7 +792,9 @@ def evaluate(
     window_size: Annotated[int | None, typer.Option(help="Stepwise strategies: W actions per part.")] = None,
     predictions: Annotated[Path | None, typer.Option(help=(
         "Score answers produced elsewhere instead of asking a model: JSONL lines {\"key\": ..., \"answer\": ...}; "
-        "the key is an item's record id, the published <file>:<line> of an imported row, or an EXPLORE clip id."),
+        "the key is an item's record id, the published <file>:<line> of an imported row, or an EXPLORE clip id; "
+        "or the official EXPLORE-Bench harness's files as they are (<model>.json keyed by start_frame, "
+        "results.json)."),
         exists=True, dir_okay=False)] = None,
     scoring: Annotated[str, typer.Option(help=(
         "EXPLORE relation scoring: correct (every relation phrase against its own sentences) or official (the "
@@ -827,6 +840,9 @@ def evaluate(
                                   out_dir=str(out) if out else None, concurrency=concurrency,
                                   show_progress=True)
     console.print(f"[bold]{result['model']}[/bold] on {result['release']} ({result['strategy']})")
+    if result.get("scoring"):
+        console.print(f"relation scoring: {result['scoring']['relations']}; S_obj spaCy pipeline: "
+                      f"{result['scoring']['s_obj_pipeline']}", soft_wrap=True)
     table = _table(("metric", "value"))
     for name, value in result["metrics"].items():
         table.add_row(name, _metric(name, value))

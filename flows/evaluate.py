@@ -36,4 +36,6 @@ def evaluate_release(settings: Settings | None = None, release: str = "benchwrig
     files = report_evaluation(settings, plan, result, folder)
     return {"release": plan.manifest.tag, "model": plan.label, "strategy": plan.settings.variant, "key": plan.key,
             "evaluation": result.record_id, "metrics": result.metrics, "counts": result.counts,
-            "problems": result.problems, "report": files}
+            "problems": result.problems, "report": files,
+            "scoring": {"relations": plan.settings.scoring, "s_obj_pipeline": plan.settings.s_obj_pipeline}
+            if plan.settings.s_obj_pipeline else {}}

@@ -110,6 +110,13 @@ class ExploreInstance(Payload):
     atomic_actions: list[str]
     subset: Literal["Short", "Medium", "Long"]
     quality: dict[str, float] = Field(default_factory=dict)  # sharpness of both frames, viewpoint agreement
+    # Imported from the official annotation files (tasks/explore/official.py): the initial-scene image name the
+    # official harness keys its answers by, every field of the row as written, where the row was, and the images
+    # it named that the source did not provide.
+    image_name: str | None = None
+    official: dict[str, Any] = Field(default_factory=dict)
+    source_row: str | None = None
+    missing_images: list[str] = Field(default_factory=list)
 
 
 class SceneObject(BaseModel):

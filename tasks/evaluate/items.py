@@ -46,6 +46,7 @@ class ExploreItem:
     initial_image: str | None
     objects: tuple[AnnotatedObject, ...] = field(default_factory=tuple)
     missing: str = ""
+    image_name: str | None = None  # the official start_frame (imported official rows), the harness's answer key
 
 
 Item = ProgressItem | ExploreItem
@@ -99,11 +100,13 @@ def explore_items(catalog: Any, manifest: ReleaseManifest) -> list[ExploreItem]:
                                         relation=tuple(o.relation), key_state=o.key_state)
                         for o in (SceneObject.model_validate(x) for x in (scene.payload["objects"] if scene else [])))
         initial = next((b.sha256 for b in record.blobs if b.role == "initial"), None)
-        missing = "" if initial else (f"the initial frame (frame {record.payload['start_frame']} of clip "
+        image_name = record.payload.get("image_name")
+        missing = "" if initial else (f"the initial image {image_name} was not provided" if image_name else
+                                      f"the initial frame (frame {record.payload['start_frame']} of clip "
                                       f"{record.payload['clip_id']}) was not provided")
         items.append(ExploreItem(key=record.id, clip_id=record.payload["clip_id"], subset=record.payload["subset"],
                                  actions=tuple(record.payload["atomic_actions"]), initial_image=initial,
-                                 objects=objects, missing=missing))
+                                 objects=objects, missing=missing, image_name=image_name))
     return items
 
 
@@ -123,7 +126,8 @@ def item_name(item: Any) -> str:
 
 def item_aliases(item: Any) -> list[str]:
     """Every key an answer file may use for this item: the record id, and the published row (PROGRESS-BENCH) or
-    the clip (EXPLORE-Bench)."""
+    the clip (EXPLORE-Bench): its id, its exported id and image, and for an imported official row the
+    ``start_frame`` the official harness keys its answers by (``<uid>-start.jpg``), also as ``images/<name>``."""
     names = [item.key]
     if isinstance(item, ProgressItem) and item.source_row:
         names.append(item.source_row)
@@ -133,4 +137,6 @@ def item_aliases(item: Any) -> list[str]:
         exported = export_name(item.clip_id)
         # the clip id, the exported id, and the exported initial image, which the official harness keys answers by
         names += [item.clip_id, exported, f"images/{exported}_start.jpg"]
+        if item.image_name:
+            names += [item.image_name, f"images/{item.image_name}"]
     return list(dict.fromkeys(names))

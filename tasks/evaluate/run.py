@@ -46,6 +46,7 @@ class EvalSettings:
     scoring: str = "correct"  # EXPLORE relation alignment: correct or official
     judge_fallback: bool = False
     chunk_size: int = 1024  # items whose requests are built (images loaded) at once
+    s_obj_pipeline: str | None = None  # EXPLORE: the spaCy pipeline S_obj's nouns come from
 
     @property
     def variant(self) -> str:
@@ -58,12 +59,13 @@ class EvalSettings:
     def as_dict(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "strategy": self.strategy, "segment_num": self.segment_num,
                 "window_size": self.window_size, "generation": self.generation.as_dict(), "scoring": self.scoring,
-                "judge_fallback": self.judge_fallback, "prompt_version": PROMPT_VERSIONS[self.benchmark]}
+                "judge_fallback": self.judge_fallback, "prompt_version": PROMPT_VERSIONS[self.benchmark],
+                **({"s_obj_pipeline": self.s_obj_pipeline} if self.s_obj_pipeline else {})}
 
 
 def eval_settings(benchmark: str, strategy: str | None = None, *, segment_num: int | None = None,
                   window_size: int | None = None, scoring: str = "correct", judge_fallback: bool = False,
-                  **generation: Any) -> EvalSettings:
+                  s_obj_pipeline: str | None = None, **generation: Any) -> EvalSettings:
     strategy = strategy or DEFAULT_STRATEGY[benchmark]
     if strategy not in STRATEGIES[benchmark]:
         raise ValueError(f"strategy {strategy!r} does not apply to {benchmark}: choose from "
@@ -79,7 +81,8 @@ def eval_settings(benchmark: str, strategy: str | None = None, *, segment_num: i
     chosen = replace(DEFAULT_GENERATION[benchmark], **{k: v for k, v in generation.items() if v is not None})
     if (generation.get("top_k") or 0) < 0:  # an explicit "no top-k" (OpenAI itself refuses the field)
         chosen = replace(chosen, top_k=None)
-    return EvalSettings(benchmark, strategy, chosen, segment_num, window_size, scoring, judge_fallback)
+    return EvalSettings(benchmark, strategy, chosen, segment_num, window_size, scoring, judge_fallback,
+                        s_obj_pipeline=s_obj_pipeline if benchmark == Benchmark.EXPLORE.value else None)
 
 
 def run_key(release_tag: str, release_sha: str, fingerprint: str, settings: EvalSettings,
@@ -190,18 +193,45 @@ def _chunk_images(image: Callable[[str], bytes]) -> Callable[[str], bytes]:
     return fetch
 
 
+# What the official EXPLORE-Bench harness strips from a raw response before scoring (infer_utils.remove_tags),
+# every closing brace included, as it does.
+_OFFICIAL_TAGS = ("<|begin_of_box|>", "<|end_of_box|>", "<answer>", "</answer>", "\\boxed{", "}")
+
+
+def official_clean(response: Any) -> Any:
+    """A raw response of the official harness as its convert_list_to_dict leaves it: the text after the first
+    ``</think>``, the tags above removed; a list of responses (stepwise strategies) element by element."""
+    if isinstance(response, list):
+        return [official_clean(r) for r in response]
+    if not isinstance(response, str):
+        return response
+    _, found, after = response.partition("</think>")
+    text = after.lstrip() if found else response
+    for tag in _OFFICIAL_TAGS:
+        text = text.replace(tag, "")
+    return text
+
+
+def _last(answer: Any) -> Any:
+    """The final scene: the last description of a list (single- or multi-turn), else the answer itself."""
+    return answer[-1] if isinstance(answer, list) and answer else answer
+
+
 def _answer_rows(path: Path) -> list[tuple[int, str, Any]]:
-    """(line number, line, parsed row or None) of a JSONL file; a file that is one JSON object mapping keys to
-    answers (the official EXPLORE-Bench harness writes ``{start_frame: description or [descriptions]}``) gives one
-    row per entry, numbered from 1, the last description of a list being the answer."""
+    """(line number, line, parsed row or None) of a JSONL file. The official EXPLORE-Bench harness's files are read
+    as they are: its scored file, one JSON object ``{start_frame: description or [descriptions]}``, gives one row
+    per entry; its ``results.json``, a JSON list of ``{start_frame, response, success}``, one row per element (the
+    response cleaned as the harness cleans it); both numbered from 1, the last description of a list being the
+    answer. Its per-chunk ``results_<k>.json`` are JSONL with the same keys."""
     text = path.read_text(encoding="utf-8")
     try:
         whole = json.loads(text)
     except json.JSONDecodeError:
         whole = None
     if isinstance(whole, dict) and not {"key", "id"} & whole.keys():
-        return [(n, json.dumps({k: v}), {"key": k, "answer": v[-1] if isinstance(v, list) and v else v})
-                for n, (k, v) in enumerate(whole.items(), 1)]
+        return [(n, json.dumps({k: v}), {"key": k, "answer": _last(v)}) for n, (k, v) in enumerate(whole.items(), 1)]
+    if isinstance(whole, list):
+        return [(n, json.dumps(row, ensure_ascii=False), row) for n, row in enumerate(whole, 1)]
     rows: list[tuple[int, str, Any]] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -211,6 +241,13 @@ def _answer_rows(path: Path) -> list[tuple[int, str, Any]]:
         except json.JSONDecodeError:
             rows.append((number, line, None))
     return rows
+
+
+def _key_and_answer(row: dict[str, Any]) -> tuple[str | None, Any]:
+    if "start_frame" in row and "response" in row and not {"key", "id"} & row.keys():
+        return str(row["start_frame"]), _last(official_clean(row["response"]))
+    key = next((str(row[k]) for k in ("key", "id") if k in row), None)
+    return key, next((row[k] for k in ("answer", "prediction", "response") if k in row), None)
 
 
 def read_predictions(path: Path, items: list[Any]) -> tuple[Collected, list[tuple[int, str, str]]]:
@@ -228,10 +265,10 @@ def read_predictions(path: Path, items: list[Any]) -> tuple[Collected, list[tupl
         if not isinstance(row, dict):
             problems.append((number, line, "not a JSON object"))
             continue
-        key = next((str(row[k]) for k in ("key", "id") if k in row), None)
-        answer = next((row[k] for k in ("answer", "prediction", "response") if k in row), None)
+        key, answer = _key_and_answer(row)
         if key is None or not isinstance(answer, str):
-            problems.append((number, line, "needs a \"key\" and an \"answer\" string"))
+            problems.append((number, line, "needs a \"key\" and an \"answer\" string (or the official "
+                                           "\"start_frame\" and \"response\")"))
             continue
         item = by_alias.get(key)
         if item is None:

@@ -56,6 +56,10 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
     benchmark, items = load_items(storage.catalog, manifest)
     if limit:
         items = items[:limit]
+    if benchmark == Benchmark.EXPLORE.value:
+        from tasks.evaluate.explore_metrics import s_obj_pipeline
+
+        options["s_obj_pipeline"] = s_obj_pipeline(settings.nlp.s_obj_model)
     chosen = eval_settings(benchmark, strategy, **options)
     if predictions:
         digest = hashlib.sha256(Path(predictions).read_bytes()).hexdigest()
@@ -138,7 +142,7 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
 
         scorer = load_backend(settings, "scorer", cache=catalog)
         embedder = getattr(scorer, "embedder", None) or load_backend(settings, "embedder")  # one model, not two
-        scoring = score_explore(plan.items, parsed, load_nlp(settings.nlp.spacy_model), embedder, scorer,
+        scoring = score_explore(plan.items, parsed, load_nlp(plan.settings.s_obj_pipeline), embedder, scorer,
                                 plan.settings.scoring)  # type: ignore[arg-type]
     producer = eval_producer("evaluate", run_id, plan.label, plan.settings, plan.key)
     benchmark = Benchmark(plan.benchmark)
@@ -238,7 +242,18 @@ def report_evaluation(settings: Settings, plan: EvaluationPlan, result: Evaluati
                ("generation", ", ".join(f"{k}={v}" for k, v in plan.settings.generation.as_dict().items())),
                ("run key", plan.key), *[(k, str(v)) for k, v in result.counts.items()]]
     if plan.benchmark == Benchmark.EXPLORE.value:
-        summary.append(("relation scoring", plan.settings.scoring))
+        from tasks.evaluate.explore_metrics import OFFICIAL_S_OBJ_PIPELINE
+
+        pipeline = plan.settings.s_obj_pipeline
+        summary += [("relation scoring", f"{plan.settings.scoring} ("
+                     + ("the official code's relation pairing, to reproduce its numbers)"
+                        if plan.settings.scoring == "official" else "each relation phrase with its own sentences)")),
+                    ("S_obj spaCy pipeline", f"{pipeline} (" + ("the official one)" if pipeline ==
+                                                                OFFICIAL_S_OBJ_PIPELINE else
+                                                                f"the official code uses {OFFICIAL_S_OBJ_PIPELINE}; "
+                                                                f"see docs/fidelity.md)"))]
+    else:
+        summary.append(("scoring", "ProgressLM's definitions (docs/fidelity.md)"))
     folder.mkdir(parents=True, exist_ok=True)
     answers = folder / "predictions.jsonl"  # one line per item, for any tool that reads JSONL
     with open(answers, "w", encoding="utf-8") as handle:
