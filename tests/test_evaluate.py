@@ -147,7 +147,8 @@ def test_the_flow_asks_an_openai_compatible_server_with_images_and_reruns_from_t
         assert sampling == {(0.6, 0.9, 50, 4096)}  # ProgressLM's settings
         # every answerable sample answered 50% against truths 25/50/75%: NSE (1/3 + 0 + 1/3) / 3 = 2/9
         assert result["metrics"]["NSE"] == pytest.approx(2 / 9)
-        assert result["metrics"]["PRC"] == 0.0 and result["metrics"]["AFRR"] == 0.0
+        # constant answers rank nothing: every sequence is skipped, as the official code does, so no PRC at all
+        assert result["metrics"]["PRC"] is None and result["metrics"]["AFRR"] == 0.0
         assert result["metrics"]["UDA"] == 0.0  # the edited observations were answered 50% too
         # the fixture's closest steps: visual 2, 2, 3 and text 1, 1, 1; every answer names 2: 4 right of 12
         assert result["metrics"]["ref accuracy"] == pytest.approx(4 / 12)
@@ -254,7 +255,8 @@ def test_the_noiseless_oracle_scores_perfectly(settings, strategy):
     assert result.metrics["NSE"] == 0.0 and result.metrics["PRC"] == pytest.approx(1.0)
     assert result.metrics["AFRR"] == 0.0 and result.metrics["UDA"] == 1.0
     _, _, constant = evaluate(settings, release=tag, model="baseline:constant?value=50", strategy=strategy)
-    assert constant.metrics["PRC"] == 0.0 and constant.metrics["UDA"] == 0.0
+    assert constant.metrics["PRC"] is None and constant.metrics["UDA"] == 0.0
+    assert constant.scoring.progress.groups["micro"].constant_predictions == 2 * 2  # trajectory x setting
 
 
 def explore_release(settings: Settings, lacking: bool = False) -> str:

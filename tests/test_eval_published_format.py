@@ -1,0 +1,105 @@
+"""PROGRESS-BENCH scored as the official code and the paper define it, on files in the published format that the
+test writes: each setting's file its own sequences (views never merged), constant-prediction trajectories skipped
+and counted, Vision and Micro weighted by samples, Macro the plain mean, numbers read as the official parser reads
+them. Every expected value is computed by hand below."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from schemas import Producer
+from schemas.releases import ReleaseSelection
+from storage import open_storage
+from storage.releases import create_release
+from tests.test_evaluate import evaluate, settings  # noqa: F401  (the fixture)
+
+VISUAL_T1 = [f"camera_top_{i:04d}.jpg" for i in (0, 10, 20, 30, 40)]
+STEPS = ["pick up the cup", "move it over the plate", "put it down", "let go"]
+
+
+def visual(trajectory: str, frame: str, progress: int, closest: int, demo: list[str], **extra: str) -> dict:
+    return {"id": trajectory, "task_goal": "put the cup on the plate", "visual_demo": demo, "total_steps": "4",
+            "stage_to_estimate": [frame], "closest_idx": str(closest), "delta": "+0%", "progress_score":
+            f"{progress}%", "data_source": "h5_franka_3rgb", **extra}
+
+
+def text(frame: str, progress: int | str, closest: int | str, steps: list[str] = STEPS) -> dict:
+    return {"id": "robot/t1", "task_goal": "put the cup on the plate", "text_demo": steps, "total_steps": 4,
+            "stage_to_estimate": [frame], "closest_idx": closest, "delta": "n/a" if progress == "n/a" else "+0%",
+            "progress_score": progress if progress == "n/a" else f"{progress}%", "data_source": "h5_franka_3rgb"}
+
+
+# file -> [(row, answer)]
+FILES = {
+    "visual_same_view.jsonl": [
+        (visual("robot/t1", "camera_top_0008.jpg", 20, 1, VISUAL_T1), "<score>20%</score>"),
+        (visual("robot/t1", "camera_top_0020.jpg", 50, 3, VISUAL_T1), "<score>50%</score>"),
+        (visual("robot/t1", "camera_top_0032.jpg", 80, 4, VISUAL_T1), "<score>80%</score>"),
+        # t2 is answered 50% throughout: the official code skips a constant trajectory
+        (visual("robot/t2", "camera_top_0010.jpg", 25, 2, VISUAL_T1), "<score>50%</score>"),
+        (visual("robot/t2", "camera_top_0030.jpg", 75, 4, VISUAL_T1), "<score>50%</score>"),
+    ],
+    "visual_cross_view.jsonl": [  # t1 again, from another camera: a sequence of its own, ranked backwards
+        (visual("robot/t1", "camera_left_0008.jpg", 20, 1, VISUAL_T1, camera_combination="camera_top+camera_left"),
+         "<score>80%</score>"),
+        (visual("robot/t1", "camera_left_0032.jpg", 80, 4, VISUAL_T1, camera_combination="camera_top+camera_left"),
+         "<score>20%</score>"),
+    ],
+    "text-normal.jsonl": [  # numbers as the official parser reads them: 0.5 -> 50%, 25 -> 25%, a bare 1 -> 100%
+        (text("camera_top_0010.jpg", 25, 1), "<score>0.5</score>"),
+        (text("camera_top_0020.jpg", 50, 2), "<score>25</score>"),
+        (text("camera_top_0030.jpg", 75, 3), "<score>1</score>"),
+    ],
+    "visual-unanswerable.jsonl": [
+        ({**visual("robot/t1", "camera_top_0020_edit.jpg", 0, 1, VISUAL_T1), "closest_idx": "n/a", "delta": "n/a",
+          "progress_score": "n/a"}, "<score>n/a</score>"),
+    ],
+    "text-unanswerable.jsonl": [
+        (text("camera_top_0020.jpg", "n/a", "n/a", [s.replace("cup", "kettle") for s in STEPS]),
+         "<score>40%</score>"),
+    ],
+}
+
+
+def test_published_files_are_scored_by_the_official_definitions(settings, tmp_path):  # noqa: F811
+    from tasks.sources.progress_published import import_into_catalog
+
+    folder = tmp_path / "progress-bench"
+    folder.mkdir()
+    answers = []
+    for name, rows in FILES.items():
+        (folder / name).write_text("".join(json.dumps(row) + "\n" for row, _ in rows))
+        answers += [{"key": f"{name}:{line}", "answer": answer} for line, (_, answer) in enumerate(rows, 1)]
+    storage = open_storage(settings)
+    counts = import_into_catalog(folder, storage, Producer(task="import-progress-published"))
+    assert counts["quarantined"] == 0 and counts["rows"] == 12
+    tag = create_release(storage.catalog, storage.blobs, "published", selection=ReleaseSelection(
+        benchmarks=("progress",), kinds=("demo", "observation"))).tag
+    path = Path(tmp_path / "answers.jsonl")
+    path.write_text("".join(json.dumps(a) + "\n" for a in answers))
+    _, collected, result = evaluate(settings, release=tag, model="harness", predictions=str(path))
+    assert len(collected.answers) == 12 and result.counts["unparsed"] == 0
+    report = result.scoring.progress
+    same, cross, text_ = report.groups["same"], report.groups["cross"], report.groups["text"]
+    # same view: t1 exact (rho 1, NSE 0); t2 constant 50% against 25/75%: NSE 1/3 each, no rho (skipped)
+    assert same.nse == pytest.approx(2 / 15) and same.prc == pytest.approx(1.0)
+    assert same.constant_predictions == 1 and same.prc_trajectories == 1
+    assert same.uda == 1.0  # the edited frame was answered n/a
+    # cross view on its own: 80% for 20% and 20% for 80%, NSE .6/.8 each, rho -1 (merged with same view, t1 would
+    # be one sequence of five points instead)
+    assert cross.nse == pytest.approx(0.75) and cross.prc == pytest.approx(-1.0)
+    # text: read 50%, 25%, 100% against 25/50/75%: ranks 2,1,3 -> rho 1 - 6 * 2 / (3 * 8) = .5
+    text_nse = (0.25 / 0.75 + 0.25 / 0.5 + 0.25 / 0.75) / 3
+    assert text_.nse == pytest.approx(text_nse) and text_.prc == pytest.approx(0.5) and text_.uda == 0.0
+    vision, micro = report.groups["vision"], report.groups["micro"]
+    # Vision: 5 same-view and 2 cross-view answerable samples; Micro: 7 vision and 3 text
+    assert vision.nse == pytest.approx((5 * 2 / 15 + 2 * 0.75) / 7) and vision.prc == pytest.approx(3 / 7)
+    assert micro.nse == pytest.approx((7 * (13 / 42) + 3 * text_nse) / 10)
+    assert micro.prc == pytest.approx((7 * 3 / 7 + 3 * 0.5) / 10)
+    assert micro.uda == pytest.approx(0.5) and micro.afrr == 0.0
+    assert report.macro["nse"] == pytest.approx((13 / 42 + text_nse) / 2)
+    assert report.macro["prc"] == pytest.approx((3 / 7 + 0.5) / 2)
+    assert result.metrics["PRC"] == pytest.approx(0.45) and result.metrics["PRC macro"] == report.macro["prc"]
