@@ -3,16 +3,17 @@
 Every page and every API route sits behind Gradio's login, checked against the configured accounts; each handler
 then checks the caller's role, so an annotator cannot reach admin functions from the page or the HTTP API, and
 answers only go to items leased to the caller. Text that comes from data (task goals, steps, model output) is
-escaped before it is shown. Keyboard: y accept / yes, n reject / no, s skip, u undo (not while typing in a field).
+escaped before it is shown. Keyboard: y accept / yes, n reject / no, s skip, u undo (never while a field, an editor or
+a table has focus). Opening a page leases nothing: an item is leased when the person asks for the next one.
 """
 
 from __future__ import annotations
 
 import functools
-import html
-import io
 import json
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -22,28 +23,24 @@ import gradio as gr  # this module is the UI: the CLI imports it only for `bench
 from annotation_ui.accounts import Accounts
 from annotation_ui.agreement import fleiss_kappa, pairwise_cohen, percent_agreement
 from annotation_ui.limits import LockoutStore, LoginLimiter, lockouts_path
+from annotation_ui.views import (
+    HEAD,
+    RECHECK_HELP,
+    SCENE_HELP,
+    VISUAL_NEGATIVE_HELP,
+    default_zoom,
+    escaped,
+    frame,
+    zoomable,
+)
 from annotation_ui.work import QUEUES, Work, WorkError
 from schemas.config import Settings
 from storage import open_storage
 
-KEYS = """
-<script>
-document.addEventListener("keydown", (event) => {
-  const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(event.target.tagName) || event.target.isContentEditable;
-  if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
-  const action = {y: "accept", n: "reject", s: "skip", u: "undo"}[event.key.toLowerCase()];
-  if (!action) return;
-  const buttons = [...document.querySelectorAll(`[id$="-${action}"]`)].filter((b) => b.offsetParent !== null);
-  if (buttons.length) { event.preventDefault(); buttons[0].click(); }
-});
-</script>
-"""
-
-SCENE_COLUMNS = ["category", "description", "relation (; between phrases)", "key_state"]
+SCENE_COLUMNS = ["id", "category", "description", "relation (; between phrases)", "key_state"]
 
 
-def _escaped(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+_escaped = escaped
 
 
 class App:
@@ -74,13 +71,15 @@ class App:
 
     # -- queue views -------------------------------------------------------------------------------------------
 
-    def take(self, queue: str, request: Any, skipped: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    def take(self, queue: str, request: Any, skipped: tuple[str, ...] = (), *, lease: bool = True
+             ) -> dict[str, Any] | None:
         """The caller's current item of ``queue`` with everything a view shows, or None when the queue is empty
-        for them."""
+        for them. With ``lease=False`` (a page being opened) only an item they already hold: nothing is leased."""
         if queue not in QUEUES:
             raise ValueError(f"unknown queue {queue!r}")
         name = self.user(request)
-        item = self.work.next_item(queue, name, skipped=skipped)
+        item = (self.work.next_item(queue, name, skipped=skipped) if lease
+                else self.work.held_item(queue, name))
         if item is None:
             return None
         target = self.storage.catalog.get_record(item.payload["target_id"])
@@ -128,18 +127,25 @@ class App:
         item = self.work.undo_last(self.user(request))
         return item.id if item else None
 
+    def undo_in(self, queue: str, request: Any) -> str:
+        """Take back the caller's newest answer in ``queue``; says what was undone (or that nothing was)."""
+        undone = self.work.undo(self.user(request), queue=queue)
+        if undone is None:
+            return "Nothing to undo: you have no answer in force in this queue."
+        decision, item = undone
+        when = decision.created_at.strftime("%H:%M:%S")
+        return (f"Undone: your **{_escaped(decision.payload['verdict'])}** of item `{item.id[:12]}` (answered "
+                f"{when} UTC); the item is back with you, shown below.")
+
     def progress_line(self, queue: str, request: Any) -> str:
         name = self.user(request)
         row = self.work.progress(name).get(queue, {"done": 0, "remaining": 0, "mine": 0})
         return (f"{_escaped(name)} · {_escaped(queue)}: {row['done']} done, {row['remaining']} remaining, "
                 f"{row['mine']} answered by you")
 
-    def image(self, sha: str | None) -> Any:
-        from PIL import Image
-
-        if not sha:
-            return None
-        return Image.open(io.BytesIO(self.storage.blobs.get(sha))).convert("RGB")
+    def image(self, sha: str | None) -> bytes | None:
+        """The stored bytes of an image, as they are (full resolution, no re-encoding)."""
+        return self.storage.blobs.get(sha) if sha else None
 
     # -- admin -------------------------------------------------------------------------------------------------
 
@@ -191,20 +197,6 @@ class App:
         return self.work.adjudicate(item_id, name, verdict)  # type: ignore[arg-type]
 
 
-def _draw_boxes(image: Any, boxes: dict[str, Any]) -> Any:
-    from PIL import ImageDraw
-
-    if image is None:
-        return None
-    drawn = image.copy()
-    pen = ImageDraw.Draw(drawn)
-    for label, box in boxes.items():
-        if box:
-            pen.rectangle(list(box), outline=(255, 40, 40), width=2)
-            pen.text((box[0] + 2, max(0, box[1] - 12)), label, fill=(255, 40, 40))
-    return drawn
-
-
 def _guarded(fn: Any) -> Any:
     """Refusals reach the page (and API callers) as Gradio errors; the signature stays the handler's, which Gradio
     reads to pass the request."""
@@ -217,161 +209,274 @@ def _guarded(fn: Any) -> Any:
     return call
 
 
-def _wire_queue(app: App, blocks: Any, show: Any, answer: Any, verdicts: dict[str, Any], inputs: list[Any],
-                outputs: list[Any], skip_button: Any, undo_button: Any) -> None:
-    """The buttons of a queue tab whose view ``show`` draws on page load: one per verdict (``answer(verdict)``
-    makes its handler, fed ``inputs``), skip and undo (fed the item id); every one redraws ``outputs``."""
-    def skip(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
+Show = Callable[..., tuple[Any, ...]]
+
+
+@dataclass
+class _Queue:
+    """A queue tab as the shared wiring sees it. ``show(request, skipped, lease=, notice=)`` draws ``outputs``
+    (the last is the notice line); ``inputs`` reach handlers as one dict, the item id first; ``pending(data,
+    action)`` names what ``action`` would lose (unsaved edits), None when nothing."""
+
+    queue: str
+    show: Show
+    inputs: list[Any]
+    outputs: list[Any]
+    pending: Callable[[dict[Any, Any], str], str | None] = lambda data, action: None
+
+
+def _nothing(lease: bool) -> str:
+    if lease:
+        return ("<p>Nothing waits for you in this queue now: items still open are held by other annotators or "
+                "were answered by you.</p>")
+    return "<p>Press <b>Next item</b> to take an item from this queue (opening the page holds none).</p>"
+
+
+def _wire_queue(app: App, blocks: Any, q: _Queue, answer: Callable[[str, dict[Any, Any], Any], str | None],
+                verdicts: dict[str, Any], buttons: dict[str, Any]) -> None:
+    """One button per verdict (``answer(verdict, data, request)`` stores it, or returns why not), skip, undo and
+    next item; every one redraws ``q.outputs``. Opening the page shows only an item the person already holds."""
+    def keep(notice: str) -> tuple[Any, ...]:
+        return (*[gr.skip()] * (len(q.outputs) - 1), notice)
+
+    def answering(verdict: str) -> Any:
+        def handler(data: dict[Any, Any], request: gr.Request) -> tuple[Any, ...]:
+            if not data[q.inputs[0]]:
+                return q.show(request)
+            lost = q.pending(data, verdict)
+            if lost:
+                return keep(f"**Not answered:** {lost}")
+            refusal = answer(verdict, data, request)
+            return keep(refusal) if refusal else q.show(request)
+        return _guarded(handler)
+
+    def skip(data: dict[Any, Any], request: gr.Request) -> tuple[Any, ...]:
+        item_id = data[q.inputs[0]]
+        lost = q.pending(data, "skip")
+        if lost:
+            return keep(f"**Not skipped:** {lost}")
         if item_id:
             app.skip(item_id, request)
-        return show(request, (item_id,) if item_id else ())
+        return q.show(request, (item_id,) if item_id else ())
 
-    def undo(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-        if item_id:
-            app.skip(item_id, request)
-        app.undo(request)
-        return show(request)
+    def undo(data: dict[Any, Any], request: gr.Request) -> tuple[Any, ...]:
+        lost = q.pending(data, "undo")
+        if lost:
+            return keep(f"**Not undone:** {lost}")
+        if data[q.inputs[0]]:
+            app.skip(data[q.inputs[0]], request)
+        return q.show(request, notice=app.undo_in(q.queue, request))
 
+    def opened(request: gr.Request) -> tuple[Any, ...]:
+        return q.show(request, lease=False)
+
+    def next_item(request: gr.Request) -> tuple[Any, ...]:
+        return q.show(request)
+
+    inputs = set(q.inputs)
     for verdict, button in verdicts.items():
-        button.click(answer(verdict), inputs, outputs, api_visibility="private")
-    skip_button.click(_guarded(skip), inputs[:1], outputs, api_visibility="private")
-    undo_button.click(_guarded(undo), inputs[:1], outputs, api_visibility="private")
-    blocks.load(_guarded(show), None, outputs, api_visibility="private")
+        button.click(answering(verdict), inputs, q.outputs, api_visibility="private")
+    buttons["skip"].click(_guarded(skip), inputs, q.outputs, api_visibility="private")
+    buttons["undo"].click(_guarded(undo), inputs, q.outputs, api_visibility="private")
+    buttons["next"].click(_guarded(next_item), None, q.outputs, api_visibility="private")
+    blocks.load(_guarded(opened), None, q.outputs, api_visibility="private")
+
+
+def _queue_buttons(prefix: str, answers: list[tuple[str, str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(verdict buttons, the skip, undo and next buttons) in one row; ``answers``: (verdict, label, id suffix)."""
+    with gr.Row():
+        verdicts = {verdict: gr.Button(label, elem_id=f"{prefix}-{suffix}", variant="primary" if i == 0 else
+                                       "secondary") for i, (verdict, label, suffix) in enumerate(answers)}
+        buttons = {"skip": gr.Button("Skip (s)", elem_id=f"{prefix}-skip"),
+                   "undo": gr.Button("Undo (u)", elem_id=f"{prefix}-undo"),
+                   "next": gr.Button("Next item", elem_id=f"{prefix}-next")}
+    return verdicts, buttons
 
 
 def _visual_negative_tab(app: App, wire: Any) -> None:
     with gr.Tab("Visual negatives"):
         item = gr.State(None)
         progress = gr.Markdown(elem_id="vn-progress")
+        notice = gr.Markdown(elem_id="vn-notice")
         text = gr.HTML(elem_id="vn-text")
-        with gr.Row():
-            original = gr.Image(label="original", type="pil", interactive=False)
-            edited = gr.Image(label="edited", type="pil", interactive=False)
-        with gr.Row():
-            yes = gr.Button("Yes (y): a valid unanswerable edit", elem_id="vn-accept", variant="primary")
-            no = gr.Button("No (n)", elem_id="vn-reject")
-            skip = gr.Button("Skip (s)", elem_id="vn-skip")
-            undo = gr.Button("Undo (u)", elem_id="vn-undo")
+        pictures = gr.HTML(elem_id="vn-images")
+        verdicts, buttons = _queue_buttons("vn", [("accept", "Yes (y): a valid unanswerable edit", "accept"),
+                                                  ("reject", "No (n): the edit failed", "reject")])
+        with gr.Accordion("What the answers mean", open=False):
+            gr.Markdown(VISUAL_NEGATIVE_HELP)
 
-    def show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
-        view = app.take("visual_negative", request, skipped)
+    def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = ""
+             ) -> tuple[Any, ...]:
+        view = app.take("visual_negative", request, skipped, lease=lease)
         line = app.progress_line("visual_negative", request)
         if view is None:
-            return None, line, "<p>Nothing to review in this queue.</p>", None, None
+            return None, line, _nothing(lease), "", notice
         s = view["suggestion"]
         html_text = (f"<p><b>Task goal:</b> {_escaped(s.get('task_goal', ''))}</p>"
                      f"<p><b>Step in progress:</b> {_escaped(s.get('step', ''))}</p>"
                      f"<p><b>Strategy:</b> {_escaped(s.get('strategy', ''))} · <b>Edit prompt:</b> "
                      f"{_escaped(s.get('prompt', ''))}</p><p>{_escaped(view['question'])}</p>")
-        return (view["item_id"], line, html_text, app.image(view["images"].get("original")),
-                app.image(view["images"].get("observation") or next(iter(view["images"].values()), None)))
+        images = view["images"]
+        shown = [(caption, app.image(sha)) for caption, sha in
+                 (("original", images.get("original")),
+                  ("edited", images.get("observation") or next(iter(images.values()), None))) if sha]
+        zoom = default_zoom([data for _, data in shown])
+        return (view["item_id"], line, html_text, zoomable([frame(data, c, zoom) for c, data in shown], zoom),
+                notice)
 
-    def answer(verdict: str) -> Any:
-        def handler(item_id: str | None, request: gr.Request) -> tuple[Any, ...]:
-            if item_id:
-                app.answer(item_id, verdict, request, shown={"queue": "visual_negative"})
-            return show(request)
-        return _guarded(handler)
+    def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> None:
+        app.answer(data[item], verdict, request, shown={"queue": "visual_negative"})
 
-    wire(show, answer, {"accept": yes, "reject": no}, [item], [item, progress, text, original, edited], skip, undo)
+    wire(_Queue("visual_negative", show, [item], [item, progress, text, pictures, notice]), answer, verdicts,
+         buttons)
 
 
 def _scene_rows_to_objects(table: Any) -> list[dict[str, Any]]:
+    """The table's rows as correction objects; a row without an id gets ``category.k`` with k unused so far."""
     rows = table.values.tolist() if hasattr(table, "values") else list(table or [])
     objects = []
     for row in rows:
-        category, description, relation, key_state = [*row, "", "", "", ""][:4]
+        object_id, category, description, relation, key_state = [*row, "", "", "", "", ""][:5]
         if not str(category or "").strip() and not str(description or "").strip():
             continue  # an empty row left by the table editor
-        objects.append({"category": str(category or "").strip(), "description": str(description or ""),
-                        "relation": [r.strip() for r in str(relation or "").split(";") if r.strip()],
-                        "key_state": str(key_state or "").strip() or None})
+        entry = {"category": str(category or "").strip(), "description": str(description or ""),
+                 "relation": [r.strip() for r in str(relation or "").split(";") if r.strip()],
+                 "key_state": str(key_state or "").strip() or None}
+        if str(object_id or "").strip():
+            entry["id"] = str(object_id).strip()
+        objects.append(entry)
+    used = {o["id"] for o in objects if "id" in o}
+    for entry in objects:
+        if "id" not in entry:
+            k = 0
+            while f"{entry['category'].lower()}.{k}" in used:
+                k += 1
+            entry["id"] = f"{entry['category'].lower()}.{k}"
+            used.add(entry["id"])
     return objects
+
+
+def _scene_edits(table: Any, shown: Any) -> str | None:
+    """What differs between the table and the rows shown (None: nothing), as a request to save or revert."""
+    if not shown or _scene_rows_to_objects(table) == _scene_rows_to_objects(shown):
+        return None
+    return ("the table has unsaved edits. Press **Save correction** to keep them, or **Revert edits** to drop "
+            "them and answer again.")
+
+
+def _scene_view(app: App, view: dict[str, Any]) -> tuple[str, str, list[list[str]]]:
+    """(the text above, the final frame with its boxes, the table rows) of a scene item."""
+    actions = view.get("actions", [])
+    html_text = (f"<p><b>{len(actions)} atomic actions</b>, the last: "
+                 f"{_escaped(' | '.join(actions[-5:]))}</p><p>{_escaped(view['question'])}</p>")
+    objects = view["target"]["objects"]
+    rows = [[o["id"], o["category"], o["description"], "; ".join(o.get("relation", [])), o.get("key_state") or ""]
+            for o in objects]
+    final = app.image(view["images"].get("final"))
+    zoom = default_zoom([final])
+    picture = zoomable([frame(final, "final frame", zoom, {o["id"]: o.get("box") for o in objects})], zoom,
+                       box_toggle=True)
+    return html_text, picture, rows
 
 
 def _scene_correction_tab(app: App, wire: Any) -> None:
     with gr.Tab("Scene correction"):
-        item = gr.State(None)
+        item, shown = gr.State(None), gr.State([])
         progress = gr.Markdown(elem_id="sc-progress")
+        notice = gr.Markdown(elem_id="sc-notice")
         text = gr.HTML(elem_id="sc-text")
-        image = gr.Image(label="final scene", type="pil", interactive=False)
-        table = gr.Dataframe(headers=SCENE_COLUMNS, datatype=["str"] * 4, interactive=True,
-                             label="objects (add, delete or edit rows)", elem_id="sc-table")
-        problems = gr.Markdown(elem_id="sc-problems")
+        picture = gr.HTML(elem_id="sc-image")
+        table = gr.Dataframe(headers=SCENE_COLUMNS, datatype=["str"] * 5, interactive=True, type="array",
+                             static_columns=[0], show_row_numbers=True, wrap=True, elem_id="sc-table",
+                             label="objects: double-click a cell to edit, Enter to keep it; + adds a row")
         with gr.Row():
-            accept = gr.Button("Accept as is (y)", elem_id="sc-accept", variant="primary")
-            save = gr.Button("Save correction", elem_id="sc-save")
-            reject = gr.Button("Reject (n)", elem_id="sc-reject")
-            skip = gr.Button("Skip (s)", elem_id="sc-skip")
-            undo = gr.Button("Undo (u)", elem_id="sc-undo")
+            row_number = gr.Number(label="row number to delete", precision=0, minimum=1, elem_id="sc-row")
+            delete = gr.Button("Delete row", elem_id="sc-delete-row")
+            revert = gr.Button("Revert edits", elem_id="sc-revert")
+        verdicts, buttons = _queue_buttons("sc", [("accept", "Accept as is (y)", "accept"),
+                                                  ("correct", "Save correction", "save"),
+                                                  ("reject", "Reject (n)", "reject")])
+        with gr.Accordion("What the columns and answers mean", open=False):
+            gr.Markdown(SCENE_HELP)
 
-    def show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
-        view = app.take("scene_correction", request, skipped)
+    def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = ""
+             ) -> tuple[Any, ...]:
+        view = app.take("scene_correction", request, skipped, lease=lease)
         line = app.progress_line("scene_correction", request)
         if view is None:
-            return None, line, "<p>Nothing to correct in this queue.</p>", None, [], ""
-        actions = view.get("actions", [])
-        html_text = (f"<p><b>{len(actions)} atomic actions</b>, the last: "
-                     f"{_escaped(' | '.join(actions[-5:]))}</p><p>{_escaped(view['question'])}</p>")
-        rows = [[o["category"], o["description"], "; ".join(o.get("relation", [])), o.get("key_state") or ""]
-                for o in view["target"]["objects"]]
-        boxes = {o["id"]: o.get("box") for o in view["target"]["objects"]}
-        return (view["item_id"], line, html_text, _draw_boxes(app.image(view["images"].get("final")), boxes), rows,
-                "")
+            return None, line, _nothing(lease), "", [], [], notice
+        return (view["item_id"], line, *_scene_view(app, view), _scene_view(app, view)[2], notice)
 
-    def answer(verdict: str) -> Any:
-        def handler(item_id: str | None, rows: Any, request: gr.Request) -> tuple[Any, ...]:
-            if item_id:
-                correction = {"objects": _scene_rows_to_objects(rows)} if verdict == "correct" else None
-                try:
-                    app.answer(item_id, verdict, request, correction=correction, shown={"queue": "scene_correction"})
-                except WorkError as error:
-                    if verdict != "correct":
-                        raise
-                    return item_id, gr.skip(), gr.skip(), gr.skip(), gr.skip(), f"**Not saved.** {_escaped(error)}"
-            return show(request)
-        return _guarded(handler)
+    def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> str | None:
+        correction = None
+        if verdict == "correct":
+            if not _scene_edits(data[table], data[shown]):
+                return "**Not saved:** the table is as shown; press **Accept as is (y)** if it is right."
+            correction = {"objects": _scene_rows_to_objects(data[table])}
+        try:
+            app.answer(data[item], verdict, request, correction=correction, shown={"queue": "scene_correction"})
+        except WorkError as error:
+            if verdict != "correct":
+                raise
+            return f"**Not saved.** {_escaped(error)}"
+        return None
 
-    wire(show, answer, {"accept": accept, "correct": save, "reject": reject}, [item, table],
-         [item, progress, text, image, table, problems], skip, undo)
+    def pending(data: dict[Any, Any], action: str) -> str | None:
+        return None if action == "correct" else _scene_edits(data[table], data[shown])
+
+    def delete_row(rows: Any, number: float | None) -> Any:
+        rows = list(rows or [])
+        if number is None or not 1 <= int(number) <= len(rows):
+            raise gr.Error(f"no row {number}: the table has rows 1 to {len(rows)}")
+        return rows[:int(number) - 1] + rows[int(number):]
+
+    delete.click(delete_row, [table, row_number], table, api_visibility="private")
+    revert.click(lambda rows: rows, shown, table, api_visibility="private")
+    wire(_Queue("scene_correction", show, [item, table, shown], [item, progress, text, picture, table, shown, notice],
+                pending), answer, verdicts, buttons)
 
 
 def _recheck_tab(app: App, wire: Any) -> None:
     with gr.Tab("Recheck"):
         item = gr.State(None)
         progress = gr.Markdown(elem_id="rc-progress")
+        notice = gr.Markdown(elem_id="rc-notice")
         text = gr.HTML(elem_id="rc-text")
         record = gr.JSON(label="record")
-        image = gr.Image(label="image", type="pil", interactive=False)
-        comment = gr.Textbox(label="comment", elem_id="rc-comment",
+        picture = gr.HTML(elem_id="rc-image")
+        comment = gr.Textbox(label="comment (stored with the answer)", elem_id="rc-comment",
                              max_length=app.settings.annotation.max_note_chars or None)
-        with gr.Row():
-            accept = gr.Button("Accept (y)", elem_id="rc-accept", variant="primary")
-            reject = gr.Button("Reject (n)", elem_id="rc-reject")
-            skip = gr.Button("Skip (s)", elem_id="rc-skip")
-            undo = gr.Button("Undo (u)", elem_id="rc-undo")
+        verdicts, buttons = _queue_buttons("rc", [("accept", "Accept (y)", "accept"), ("reject", "Reject (n)",
+                                                                                       "reject")])
+        with gr.Accordion("What the answers mean", open=False):
+            gr.Markdown(RECHECK_HELP)
 
-    def show(request: gr.Request, skipped: tuple[str, ...] = ()) -> tuple[Any, ...]:
-        view = app.take("recheck", request, skipped)
+    def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = ""
+             ) -> tuple[Any, ...]:
+        view = app.take("recheck", request, skipped, lease=lease)
         line = app.progress_line("recheck", request)
         if view is None:
-            return None, line, "<p>Nothing to recheck.</p>", None, None, ""
-        first = next(iter(view["images"].values()), None)
-        return view["item_id"], line, f"<p>{_escaped(view['question'])}</p>", view["target"], app.image(first), ""
+            return None, line, _nothing(lease), None, "", "", notice
+        first = app.image(next(iter(view["images"].values()), None))
+        zoom = default_zoom([first] if first else [])
+        picture = zoomable([frame(first, "image", zoom)], zoom) if first else ""
+        return view["item_id"], line, f"<p>{_escaped(view['question'])}</p>", view["target"], picture, "", notice
 
-    def answer(verdict: str) -> Any:
-        def handler(item_id: str | None, note: str, request: gr.Request) -> tuple[Any, ...]:
-            if item_id:
-                app.answer(item_id, verdict, request, note=note or "", shown={"queue": "recheck"})
-            return show(request)
-        return _guarded(handler)
+    def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> None:
+        app.answer(data[item], verdict, request, note=data[comment] or "", shown={"queue": "recheck"})
 
-    wire(show, answer, {"accept": accept, "reject": reject}, [item, comment],
-         [item, progress, text, record, image, comment], skip, undo)
+    def pending(data: dict[Any, Any], action: str) -> str | None:
+        if action in ("skip", "undo") and (data[comment] or "").strip():
+            return "your comment is not saved yet: answer with it, or clear it first."
+        return None
+
+    wire(_Queue("recheck", show, [item, comment], [item, progress, text, record, picture, comment, notice],
+                pending), answer, verdicts, buttons)
 
 
-def _admin_tab(app: App) -> None:
-    with gr.Tab("Admin"):
+def _admin_tab(app: App, blocks: Any) -> None:
+    """Shown to admins only, filled when the page opens; every handler checks the role again."""
+    with gr.Tab("Admin", visible=False) as tab:
         refresh = gr.Button("Refresh", elem_id="ad-refresh")
         queues = gr.Dataframe(headers=["queue", "done", "remaining"], label="queues", elem_id="ad-queues")
         people = gr.Dataframe(headers=["annotator", "answers", "answers per hour"], label="throughput",
@@ -391,6 +496,7 @@ def _admin_tab(app: App) -> None:
         with gr.Row():
             unlock_name = gr.Textbox(label="account or address to unlock", elem_id="ad-unlock-name")
             unlock_go = gr.Button("Unlock", elem_id="ad-unlock")
+    figures = [queues, people, agreement, conflicts, locked]
 
     def tables(request: gr.Request) -> tuple[Any, ...]:
         report = app.admin_report(request)
@@ -405,18 +511,23 @@ def _admin_tab(app: App) -> None:
                   for q, a in report["agreement"].items()]
         return rows, rates, kappas, "\n".join(report["conflicts"]), _lockout_lines(app.lockouts(request))
 
+    def opened(request: gr.Request) -> tuple[Any, ...]:
+        if app.accounts.role(app.user(request)) != "admin":
+            return gr.Tab(visible=False), *[gr.skip()] * len(figures)
+        return gr.Tab(visible=True), *tables(request)
+
     def adjudicate(item_id: str, verdict: str, request: gr.Request) -> str:
         return _escaped(app.adjudicate(item_id, verdict, request))
 
     def unlock(name: str, request: gr.Request) -> tuple[str, str]:
         return app.unlock(name, request), _lockout_lines(app.lockouts(request))
 
-    refresh.click(_guarded(tables), None, [queues, people, agreement, conflicts, locked], api_visibility="private")
+    blocks.load(_guarded(opened), None, [tab, *figures], api_visibility="private")
+    refresh.click(_guarded(tables), None, figures, api_visibility="private")
     gr.api(_guarded(app.admin_report_api), api_name="admin_report")
     go.click(_guarded(adjudicate), [item, verdict], result, api_name="adjudicate")
     export.click(_guarded(app.export_api), None, file, api_name="export_decisions")
     unlock_go.click(_guarded(unlock), unlock_name, [result, locked], api_name="unlock")
-
 
 def _lockout_lines(lockouts: list[dict[str, Any]]) -> str:
     return "\n".join(f"{x['key']}: until {x['until']} ({x['failures']} failures)" for x in lockouts) or "none"
@@ -443,12 +554,13 @@ def build(settings: Settings, app: App | None = None) -> Any:
     """The Gradio Blocks of the app (not launched)."""
     app = app or App(settings)
     with gr.Blocks(title="benchwright annotation") as blocks:
-        gr.Markdown("## benchwright annotation\nKeys: **y** yes/accept · **n** no/reject · **s** skip · **u** undo")
+        gr.Markdown("## benchwright annotation\nKeys: **y** yes/accept · **n** no/reject · **s** skip · **u** undo "
+                    "(not while a field or the table has focus: press Esc or click outside first)")
         wire = functools.partial(_wire_queue, app, blocks)
         _visual_negative_tab(app, wire)
         _scene_correction_tab(app, wire)
         _recheck_tab(app, wire)
-        _admin_tab(app)
+        _admin_tab(app, blocks)
         _api(app)
     return blocks
 
@@ -474,6 +586,6 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     # auth here only makes Gradio draw its login page and check sessions on its routes; POST /login is the guard's
     blocks.launch(server_name=host or settings.annotation.host, server_port=port or settings.annotation.port,
                   auth=app.accounts.authenticate, auth_message="benchwright annotation: log in with your account",
-                  prevent_thread_lock=not block, quiet=True, head=KEYS, show_error=True,
+                  prevent_thread_lock=not block, quiet=True, head=HEAD, show_error=True,
                   max_file_size=settings.annotation.max_upload_bytes, app_kwargs={"middleware": [guard]})
     return blocks

@@ -1,11 +1,13 @@
 """The work of annotators over the catalog: leasing items, taking answers, undo, progress and the admin figures.
 
-An item is leased to an annotator when shown and stays theirs until they answer, skip, or the lease expires. A
-queue's overlap k lets up to k different annotators answer an item, never more: leases and answers are counted
-together under one lock, so simultaneous clients cannot over-assign and a repeated submission is one answer (a
-decision's id is its content). When an item has its k answers it is resolved: unanimous answers decide; otherwise
-by majority, or, with ``conflicts = "admin"``, it waits for an admin's adjudication. Undo marks the annotator's last
-decision ``rejected`` (the record stays, with who undid it) and reopens its item.
+An item is leased to an annotator when they ask for the next one in a queue (opening a page leases nothing) and
+stays theirs until they answer, skip, or the lease expires. A queue's overlap k lets up to k different annotators
+answer an item, never more: leases and answers are counted together under one lock, so simultaneous clients cannot
+over-assign and a repeated submission is one answer (a decision's id is its content, which counts the annotator's
+earlier, undone answers to the item). When an item has its k answers it is resolved: unanimous answers decide;
+otherwise by majority, or, with ``conflicts = "admin"``, it waits for an admin's adjudication. Undo marks the
+annotator's last decision ``rejected`` (the record stays, with who undid it) and reopens its item; only decisions in
+force count (``tasks.review.decisions_in_force``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any, Literal
 from schemas import Record, Status
 from schemas.config import AnnotationSettings
 from storage import Catalog
-from tasks.review import decide, resolve_item
+from tasks.review import IN_FORCE, _corrected, decide, decisions_in_force, resolve_item
 
 QUEUES = ("visual_negative", "scene_correction", "recheck")
 Verdict = Literal["accept", "reject", "correct"]
@@ -59,11 +61,11 @@ class Work:
             if held:
                 return self.catalog.get_record(held[0])
             row = con.execute(
-                """SELECT r.id FROM records r
+                f"""SELECT r.id FROM records r
                    WHERE r.kind = 'review_item' AND r.status = 'candidate' AND r.payload->>'queue' = ?
                      AND NOT list_contains(?, r.id)
-                     AND NOT EXISTS (SELECT 1 FROM review_decisions d WHERE d.item_id = r.id AND d.annotator = ?)
-                     AND (SELECT count(DISTINCT d.annotator) FROM review_decisions d WHERE d.item_id = r.id)
+                     AND NOT EXISTS (SELECT 1 FROM ({IN_FORCE}) d WHERE d.item_id = r.id AND d.annotator = ?)
+                     AND (SELECT count(DISTINCT d.annotator) FROM ({IN_FORCE}) d WHERE d.item_id = r.id)
                        + (SELECT count(*) FROM leases l WHERE l.item_id = r.id AND l.annotator <> ?) < ?
                    ORDER BY r.created_at, r.id LIMIT 1""",
                 [queue, list(skipped), annotator, annotator, overlap]).fetchone()
@@ -93,8 +95,7 @@ class Work:
                 raise WorkError(f"{item_id} is not a review item")
             _check_answer(item.payload["queue"], verdict, correction, note, self.settings.max_note_chars)
             overlap = self.settings.overlap_of(item.payload["queue"])
-            answered = dict(self.catalog.query(
-                "SELECT annotator, verdict FROM review_decisions WHERE item_id = ? ORDER BY created_at", [item_id]))
+            answered = dict(decisions_in_force(self.catalog, "annotator, verdict", item_id=item_id))
             if annotator in answered:
                 raise WorkError(f"{annotator} already answered item {item_id[:12]} ({answered[annotator]}); "
                                 f"undo it first to change the answer")
@@ -123,15 +124,14 @@ class Work:
             return  # waits for an admin; see adjudicate
         accepted = votes["accept"] > len(answers) / 2
         resolve_item(self.catalog, item, accepted=accepted, who=sorted(answers),
-                     how="human review" if len(votes) == 1 else "majority of human review")
+                     how="human review" if len(votes) == 1 else "majority of human review", corrected=_corrected(votes))
 
     def adjudicate(self, item_id: str, admin: str, verdict: Literal["accept", "reject"]) -> str:
         with self._lock:
             item = self.catalog.get_record(item_id)
             if item.status != Status.CANDIDATE:
                 raise WorkError(f"item {item_id[:12]} is already resolved")
-            answers = dict(self.catalog.query("SELECT annotator, verdict FROM review_decisions WHERE item_id = ?",
-                                              [item_id]))
+            answers = dict(decisions_in_force(self.catalog, "annotator, verdict", item_id=item_id))
             return resolve_item(self.catalog, item, accepted=verdict == "accept",
                                 who=sorted({*answers, admin}), how=f"admin adjudication by {admin} of")
 
@@ -139,18 +139,23 @@ class Work:
         """Items with all their answers in disagreement, waiting for an admin (``conflicts = "admin"``)."""
         waiting = []
         for item in self.catalog.find_records(kind="review_item", status=Status.CANDIDATE):
-            answers = dict(self.catalog.query("SELECT annotator, verdict FROM review_decisions WHERE item_id = ?",
-                                              [item.id]))
+            answers = dict(decisions_in_force(self.catalog, "annotator, verdict", item_id=item.id))
             if len(answers) >= self.settings.overlap_of(item.payload["queue"]) and len(set(answers.values())) > 1:
                 waiting.append(item)
         return waiting
 
     def undo_last(self, annotator: str) -> Record | None:
-        """Take back the annotator's newest answer: the decision is marked undone, its item reopened (target back
-        to candidate) and leased to them again. Returns the item, or None when there is nothing to undo."""
+        """Take back the annotator's newest answer (see ``undo``); returns its item, or None."""
+        undone = self.undo(annotator)
+        return undone[1] if undone else None
+
+    def undo(self, annotator: str, queue: str | None = None) -> tuple[Record, Record] | None:
+        """Take back the annotator's newest answer in force (in ``queue`` when named): the decision is marked
+        undone, its item reopened (target back to candidate) and leased to them again. Returns (the undone
+        decision, the item), or None when there is nothing to undo."""
         with self._lock:
-            row = self.catalog.query("SELECT id, item_id FROM review_decisions WHERE annotator = ? "
-                                     "ORDER BY created_at DESC LIMIT 1", [annotator])
+            row = decisions_in_force(self.catalog, "id, item_id", annotator=annotator, queue=queue,
+                                     order="created_at DESC, id DESC", limit=1)
             if not row:
                 return None
             decision_id, item_id = row[0]
@@ -165,7 +170,13 @@ class Work:
             self.catalog.run(lambda con: con.execute(
                 "INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?)",
                 [item_id, annotator, item.payload["queue"], now, now + timedelta(seconds=self.settings.lease_s)]))
-        return self.catalog.get_record(item_id)
+        return self.catalog.get_record(decision_id), self.catalog.get_record(item_id)
+
+    def held_item(self, queue: str, annotator: str) -> Record | None:
+        """The item this annotator holds in ``queue`` under a lease that has not expired; leases nothing."""
+        row = self.catalog.query("SELECT item_id FROM leases WHERE annotator = ? AND queue = ? AND expires_at >= ? "
+                                 "ORDER BY leased_at LIMIT 1", [annotator, queue, datetime.now(UTC)])
+        return self.catalog.get_record(row[0][0]) if row else None
 
     # -- figures -----------------------------------------------------------------------------------------------
 
@@ -179,16 +190,15 @@ class Work:
             entry = table.setdefault(queue, {"done": 0, "remaining": 0, "mine": 0})
             entry["remaining" if status == "candidate" else "done"] += count
         if annotator:
-            for queue, count in self.catalog.query(
-                    """SELECT i.payload->>'queue', count(*) FROM review_decisions d JOIN records i ON i.id = d.item_id
-                       WHERE d.annotator = ? GROUP BY ALL""", [annotator]):
+            for queue, count in decisions_in_force(self.catalog, "queue, count(*)", annotator=annotator,
+                                                   group_by="queue", order="queue"):
                 table.setdefault(queue, {"done": 0, "remaining": 0, "mine": 0})["mine"] = count
         return table
 
     def throughput(self) -> list[tuple[str, int, float | None]]:
         """(annotator, answers, answers per hour between their first and last) for every annotator."""
-        rows = self.catalog.query("SELECT annotator, count(*), min(created_at), max(created_at) "
-                                  "FROM review_decisions GROUP BY annotator ORDER BY annotator")
+        rows = decisions_in_force(self.catalog, "annotator, count(*), min(created_at), max(created_at)",
+                                  group_by="annotator", order="annotator")
         out = []
         for name, count, first, last in rows:
             hours = (last - first).total_seconds() / 3600
@@ -196,9 +206,7 @@ class Work:
         return out
 
     def answers_by_item(self, queue: str) -> dict[str, dict[str, str]]:
-        rows = self.catalog.query(
-            """SELECT d.item_id, d.annotator, d.verdict FROM review_decisions d JOIN records i ON i.id = d.item_id
-               WHERE i.payload->>'queue' = ? ORDER BY d.created_at""", [queue])
+        rows = decisions_in_force(self.catalog, "item_id, annotator, verdict", queue=queue)
         table: dict[str, dict[str, str]] = {}
         for item_id, annotator, verdict in rows:
             table.setdefault(item_id, {})[annotator] = verdict

@@ -174,6 +174,9 @@ class Decision(Payload):
     correction: dict[str, Any] = Field(default_factory=dict)
     note: str = ""
     shown: dict[str, Any] = Field(default_factory=dict)  # what the annotator saw: texts, image hashes
+    # how many answers this annotator gave the item before (all undone since): an answer after an undo is a new
+    # record, not the undone one again (ids are content hashes)
+    sequence: int = 0
 
 
 @register_payload

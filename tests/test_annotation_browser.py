@@ -78,7 +78,9 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
         log_in(page, url, "ann1")
         progress = page.locator("#vn-progress")
         expect(progress).to_contain_text("0 answered by you", timeout=30_000)
-        expect(page.locator("#vn-text")).to_contain_text("<script>window.injected = 1</script>")  # as text
+        page.locator("#vn-next").click()
+        expect(page.locator("#vn-text")).to_contain_text("<script>window.injected = 1</script>",  # as text
+                                                         timeout=30_000)
         assert page.evaluate("window.injected") is None
         page.locator("body").click(position={"x": 5, "y": 5})
         for key, answered in (("y", 1), ("n", 2), ("y", 3)):
@@ -86,13 +88,11 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
             expect(progress).to_contain_text(f"{answered} answered by you", timeout=30_000)
         page.keyboard.press("u")
         expect(progress).to_contain_text("2 answered by you", timeout=30_000)
-        page.get_by_role("tab", name="Admin").click()
-        page.locator("#ad-refresh").click()
-        expect(page.get_by_text("ann1 is not an admin")).to_be_visible(timeout=30_000)
+        expect(page.locator("#vn-notice")).to_contain_text(f"Undone: your accept of item {items[2].id[:12]}")
+        expect(page.get_by_role("tab", name="Admin")).to_have_count(0)  # not shown to annotators
         admin = browser.new_context().new_page()
         log_in(admin, url, "boss")
-        admin.get_by_role("tab", name="Admin").click()
-        admin.locator("#ad-refresh").click()
+        admin.get_by_role("tab", name="Admin").click()  # filled on opening, no Refresh needed
         queues = admin.locator("#ad-queues")
         expect(queues.get_by_role("row", name="visual_negative 2 2")).to_be_visible(timeout=30_000)
         expect(admin.locator("#ad-people").get_by_role("row", name="ann1 2")).to_be_visible()
@@ -127,6 +127,7 @@ def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
         log_in(page, url, "ann2")
         page.get_by_role("tab", name="Scene correction").click()
         expect(page.locator("#sc-progress")).to_contain_text("1 remaining", timeout=30_000)
+        page.locator("#sc-next").click()
         cell = page.locator("#sc-table").get_by_role("gridcell", name="ball", exact=True).first
         expect(cell).to_be_visible(timeout=30_000)
         cell.dblclick()
@@ -134,7 +135,7 @@ def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
         page.keyboard.type("green ball")  # a colour in the category: the guidelines refuse it
         page.keyboard.press("Enter")
         page.locator("#sc-save").click()
-        expect(page.locator("#sc-problems")).to_contain_text("colour word(s) green", timeout=30_000)
+        expect(page.locator("#sc-notice")).to_contain_text("colour word(s) green", timeout=30_000)
         cell = page.locator("#sc-table").get_by_role("gridcell", name="green ball", exact=True).first
         cell.dblclick()
         page.keyboard.press("ControlOrMeta+a")
@@ -146,3 +147,155 @@ def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
     assert decision.payload["verdict"] == "correct" and decision.payload["item_id"] == item.id
     categories = [o["category"] for o in decision.payload["correction"]["objects"]]
     assert "marble" in categories and "green ball" not in categories
+
+
+def scene_settings(tmp_path):
+    """App settings over a catalog holding one sample-world clip's instance, its machine scene and review item."""
+    from tasks.sources.sample_world import generate_episode, write_episode
+    from tests.test_explore_build import _build
+
+    settings = app_settings(tmp_path)
+    clips = tmp_path / "clips"
+    write_episode(generate_episode(300, "gather"), clips, cameras=("ego",), size=(640, 480))
+    _build(clips, open_storage(settings))
+    return settings
+
+
+def edit_cell(page, old: str, new: str) -> None:
+    """Double-click the table cell showing ``old``, type ``new`` over it and press Enter (the cell stays selected)."""
+    from playwright.sync_api import expect
+
+    cell = page.locator("#sc-table").get_by_role("gridcell", name=old, exact=True).first
+    expect(cell).to_be_visible(timeout=30_000)
+    cell.dblclick()
+    page.keyboard.press("ControlOrMeta+a")
+    page.keyboard.type(new)
+    page.keyboard.press("Enter")
+
+
+def take_scene(page, url: str, name: str) -> None:
+    from playwright.sync_api import expect
+
+    log_in(page, url, name)
+    page.get_by_role("tab", name="Scene correction").click()
+    expect(page.locator("#sc-progress")).to_contain_text("remaining", timeout=30_000)
+    page.locator("#sc-next").click()
+
+
+def test_an_undone_correction_then_accept_releases_the_machine_scene_not_the_undone_text(tmp_path):
+    from playwright.sync_api import expect
+
+    from tasks.explore.tasks import apply_scene_corrections, final_scenes, freeze_explore_release
+
+    settings = scene_settings(tmp_path)
+    catalog = open_storage(settings).catalog
+    (item,) = catalog.find_records(kind="review_item")
+    with app_in_browser(settings) as (browser, url):
+        page = browser.new_page()
+        take_scene(page, url, "ann1")
+        edit_cell(page, "ball", "marble")
+        page.locator("#sc-save").click()
+        expect(page.locator("#sc-progress")).to_contain_text("1 answered by you", timeout=30_000)
+        made = apply_scene_corrections.fn(settings, None)  # a run between the correction and its undo
+        assert made["corrections"] == 1
+        page.locator("body").click(position={"x": 5, "y": 5})
+        page.keyboard.press("u")
+        expect(page.locator("#sc-notice")).to_contain_text("Undone: your correct of item", timeout=30_000)
+        expect(page.locator("#sc-progress")).to_contain_text("0 answered by you")
+        expect(page.locator("#sc-table").get_by_role("gridcell", name="marble", exact=True)).to_have_count(0)
+        page.locator("body").click(position={"x": 5, "y": 5})
+        page.keyboard.press("y")
+        expect(page.locator("#sc-progress")).to_contain_text("1 answered by you", timeout=30_000)
+    applied = apply_scene_corrections.fn(settings, None)
+    assert applied["corrections"] == 0 and applied["withdrawn"] == 1
+    machine = catalog.get_record(item.payload["target_id"])
+    assert machine.status == Status.ACCEPTED
+    (human,) = [s for s in catalog.find_records(kind="scene") if s.payload["stage"] == "human"]
+    assert human.status == Status.REJECTED and "undone by ann1" in human.status_reason
+    assert [s.id for s in final_scenes(catalog).values()] == [machine.id]
+    from storage.releases import load_release
+
+    released = load_release(catalog, freeze_explore_release.fn(settings, "t", {}))
+    assert machine.id in {r.id for r in released.records} and human.id not in {r.id for r in released.records}
+
+
+def test_a_typed_edit_followed_by_y_is_never_lost(tmp_path):
+    from playwright.sync_api import expect
+
+    settings = scene_settings(tmp_path)
+    catalog = open_storage(settings).catalog
+    with app_in_browser(settings) as (browser, url):
+        page = browser.new_page()
+        take_scene(page, url, "ann1")
+        edit_cell(page, "ball", "marble")
+        page.keyboard.press("y")  # the edited cell still has focus: the key neither answers nor edits it
+        page.keyboard.press("n")
+        page.locator("body").click(position={"x": 5, "y": 5})
+        expect(page.locator("#sc-table").get_by_role("gridcell", name="marble", exact=True)).to_have_count(1)
+        page.keyboard.press("y")  # now the key acts: it asks instead of dropping the edit
+        expect(page.locator("#sc-notice")).to_contain_text("Not answered: the table has unsaved edits",
+                                                           timeout=30_000)
+        page.keyboard.press("n")
+        expect(page.locator("#sc-notice")).to_contain_text("Not answered: the table has unsaved edits")
+        assert catalog.find_records(kind="decision") == []
+        expect(page.locator("#sc-table").get_by_role("gridcell", name="marble", exact=True)).to_have_count(1)
+        page.locator("#sc-save").click()
+        expect(page.locator("#sc-progress")).to_contain_text("1 answered by you", timeout=30_000)
+    (decision,) = catalog.find_records(kind="decision")
+    assert decision.payload["verdict"] == "correct"
+    assert "marble" in [o["category"] for o in decision.payload["correction"]["objects"]]
+
+
+def test_answer_undo_answer_stores_two_decisions_and_counts_one(tmp_path):
+    from playwright.sync_api import expect
+
+    settings = app_settings(tmp_path)
+    (item,) = publish_visual_negatives(settings, 1)
+    catalog = open_storage(settings).catalog
+    with app_in_browser(settings) as (browser, url):
+        page = browser.new_page()
+        log_in(page, url, "ann1")
+        progress = page.locator("#vn-progress")
+        expect(progress).to_contain_text("0 answered by you", timeout=30_000)
+        page.locator("#vn-next").click()
+        expect(page.locator("#vn-images img")).to_have_count(2, timeout=30_000)
+        page.locator("body").click(position={"x": 5, "y": 5})
+        for key, shown in (("y", "1 answered by you"), ("u", "0 answered by you"), ("y", "1 answered by you")):
+            page.keyboard.press(key)
+            expect(progress).to_contain_text(shown, timeout=30_000)
+        admin = browser.new_context().new_page()
+        log_in(admin, url, "boss")
+        admin.get_by_role("tab", name="Admin").click()
+        expect(admin.locator("#ad-people").get_by_role("row", name="ann1 1")).to_be_visible(timeout=30_000)
+        expect(admin.locator("#ad-queues").get_by_role("row", name="visual_negative 1 0")).to_be_visible()
+    decisions = sorted(catalog.find_records(kind="decision"), key=lambda d: d.payload["sequence"])
+    assert [(d.payload["verdict"], d.status, d.payload["sequence"]) for d in decisions] == [
+        ("accept", Status.REJECTED, 0), ("accept", Status.ACCEPTED, 1)]
+    assert catalog.get_record(item.id).status == Status.ACCEPTED
+    assert catalog.get_record(item.payload["target_id"]).status == Status.ACCEPTED
+
+
+def test_opening_pages_and_the_admin_tab_leases_nothing(tmp_path):
+    from playwright.sync_api import expect
+
+    settings = app_settings(tmp_path)
+    (item,) = publish_visual_negatives(settings, 1)
+    catalog = open_storage(settings).catalog
+    with app_in_browser(settings) as (browser, url):
+        admin = browser.new_page()
+        log_in(admin, url, "boss")
+        for tab, queue in (("Visual negatives", "vn"), ("Scene correction", "sc"), ("Recheck", "rc")):
+            admin.get_by_role("tab", name=tab).click()  # each tab's opening handler has run
+            expect(admin.locator(f"#{queue}-progress")).to_contain_text("boss", timeout=30_000)
+        admin.get_by_role("tab", name="Admin").click()
+        expect(admin.locator("#ad-queues").get_by_role("row", name="visual_negative 0 1")).to_be_visible(
+            timeout=30_000)
+        assert catalog.query("SELECT count(*) FROM leases") == [(0,)]
+        page = browser.new_context().new_page()
+        log_in(page, url, "ann1")
+        expect(page.locator("#vn-progress")).to_contain_text("1 remaining", timeout=30_000)
+        expect(page.locator("#vn-text")).to_contain_text("Press Next item")
+        assert catalog.query("SELECT count(*) FROM leases") == [(0,)]
+        page.locator("#vn-next").click()  # asking for the next item is what leases it
+        expect(page.locator("#vn-images img")).to_have_count(2, timeout=30_000)
+        assert catalog.query("SELECT item_id, annotator FROM leases") == [(item.id, "ann1")]

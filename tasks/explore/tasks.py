@@ -113,16 +113,18 @@ def annotate_explore(settings: Settings, run_id: str | None, instances: list[str
 
 @task(name="apply-scene-corrections", cache_policy=NONE)
 def apply_scene_corrections(settings: Settings, run_id: str | None) -> dict[str, int]:
-    """Each human correction of a scene becomes a ``human`` scene record (parents: the machine annotation and the
-    decision); one that breaks the guidelines is quarantined with the reasons and the decision kept."""
+    """Each human correction of a scene in force becomes a ``human`` scene record (parents: the machine annotation
+    and the decision); one that breaks the guidelines is quarantined with the reasons and the decision kept. A human
+    version whose decision was undone since is withdrawn (rejected, saying so), so no release takes it."""
     from tasks.quarantine import quarantine
+    from tasks.review import decision_records_in_force
 
     catalog = open_storage(settings).catalog
     producer = Producer(task="apply-scene-corrections", flow_run_id=run_id)
-    items = {i.id: i for i in catalog.find_records(kind="review_item") if i.payload["queue"] == SCENE_QUEUE}
-    decisions = [d for d in catalog.find_records(kind="decision")
-                 if d.payload["item_id"] in items and d.payload["verdict"] == "correct"]
-    done = {p for r in catalog.find_records(kind="scene", producer_task="apply-scene-corrections") for p in r.parents}
+    decisions = decision_records_in_force(catalog, queue=SCENE_QUEUE, verdict="correct")
+    made_before = catalog.find_records(kind="scene", producer_task="apply-scene-corrections")
+    done = {p for r in made_before for p in r.parents}
+    withdrawn = _withdraw_undone(catalog, made_before, {d.id for d in decisions})
     made, rejected = [], []
     for decision in decisions:
         if decision.id in done:
@@ -136,7 +138,17 @@ def apply_scene_corrections(settings: Settings, run_id: str | None) -> dict[str,
         else:
             made.append(record)
     new = catalog.put_records(made + rejected, run_id=run_id)
-    return {"corrections": len(made), "quarantined": len(rejected), "new": new}
+    return {"corrections": len(made), "quarantined": len(rejected), "new": new, "withdrawn": withdrawn}
+
+
+def _withdraw_undone(catalog: Any, human_scenes: list[Any], in_force: set[str]) -> int:
+    """Reject the accepted human scenes made from a decision that is no longer in force; returns how many."""
+    undone = [s for s in human_scenes if s.status == Status.ACCEPTED and not in_force & set(s.parents[1:])]
+    for scene in undone:
+        decision = catalog.get_record(scene.parents[1])
+        catalog.set_status([scene.id], Status.REJECTED, actor=decision.payload["annotator"],
+                           reason=f"withdrawn: the correction it came from was {decision.status_reason or 'undone'}")
+    return len(undone)
 
 
 def final_scenes(catalog: Any) -> dict[str, Any]:
