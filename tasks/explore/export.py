@@ -10,6 +10,7 @@ final-scene image), ``subset`` (Short / Medium / Long), and ``middle_frames`` wh
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
     ids = {e.id: e.kind for e in manifest.records}
     records = {r.id: r for r in catalog.get_records(sorted(ids))}
     scenes = {r.payload["instance_id"]: r for r in records.values() if r.kind == "scene"}
+    out_dir = Path(os.path.abspath(out_dir))  # export_path answers absolute paths; names are written relative
     images = out_dir / "images"
     images.mkdir(parents=True, exist_ok=True)
     entries = []
