@@ -450,6 +450,8 @@ def runs(limit: Annotated[int, typer.Option(help="How many of the newest runs to
         console.print_json(json.dumps(chosen[0], default=str))
         return
     table = _table(("run id", "flow", "started by", "state", "started", "took", "summary"))
+    for column in table.columns[:-1]:  # a narrow terminal folds the summary, never an id or a name
+        column.no_wrap = True
     for run in catalog.runs(limit, flow=flow):
         started, finished = run["started_at"], run["finished_at"]
         origin = (f"deployment {run['deployment']}" if run["deployment"] else
