@@ -11,6 +11,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -35,6 +36,8 @@ app.add_typer(models_app, name="models")
 app.add_typer(build_app, name="build")
 annotate_app = typer.Typer(invoke_without_command=True)
 app.add_typer(annotate_app, name="annotate")
+review_app = typer.Typer(help="Send released records back to people (the Recheck queue).", no_args_is_help=True)
+app.add_typer(review_app, name="review")
 
 console = Console()
 err = Console(stderr=True)
@@ -613,18 +616,47 @@ def records_show(record_id: Annotated[str, typer.Argument(help="Record id or an 
 
 @records_app.command("lineage")
 def records_lineage(record_id: Annotated[str, typer.Argument(help="Record id or an unambiguous prefix.")]) -> None:
-    """Print the ancestors and descendants of a record."""
+    """Draw the record's ancestors (what it was made from) and descendants (what was made from it) as trees, each
+    record with its kind, the stage (producer task) that made it, and its status."""
+    from rich.tree import Tree
+
     catalog = _storage().catalog
     with _failures_as_messages():
         rid = catalog.resolve_id(record_id)
-        kinds = {r.id: r for r in catalog.get_records([rid] + [i for i, _ in catalog.ancestors(rid)]
-                                                      + [i for i, _ in catalog.descendants(rid)])}
-    for title, rows in (("ancestors", catalog.ancestors(rid)), ("descendants", catalog.descendants(rid))):
-        console.print(f"[bold]{title}[/bold] ({len(rows)})")
-        for other, depth in rows:
-            record = kinds.get(other)
-            label = f"{record.kind} {record.status.value}" if record else "not stored"
-            console.print(f"  {'  ' * (depth - 1)}{other} [dim]{label}[/dim]")
+    ancestors, descendants = catalog.ancestors(rid), catalog.descendants(rid)
+    records = {r.id: r for r in catalog.get_records([rid, *(i for i, _ in ancestors), *(i for i, _ in descendants)])}
+    children: dict[str, list[str]] = {}
+    for record in records.values():
+        for parent in record.parents:
+            children.setdefault(parent, []).append(record.id)
+    below = {i for i, _ in descendants}
+    up = _lineage_tree(Tree(_lineage_label(records, rid)), rid, records,
+                       lambda r: list(records[r].parents) if r in records else [], {rid})
+    down = _lineage_tree(Tree(_lineage_label(records, rid)), rid, records,
+                         lambda r: sorted(c for c in children.get(r, []) if c in below), {rid})
+    console.print(f"[bold]ancestors[/bold] ({len(ancestors)})")
+    console.print(up)
+    console.print(f"[bold]descendants[/bold] ({len(descendants)})")
+    console.print(down)
+
+
+def _lineage_label(records: dict[str, Any], rid: str) -> str:
+    record = records.get(rid)
+    if record is None:
+        return f"{rid} [dim]not stored[/dim]"
+    stage = record.producer.task + (f" / {record.payload['stage']}" if record.kind == "scene" else "")
+    return f"{rid} [bold]{record.kind}[/bold] [cyan]{escape(stage)}[/cyan] [dim]{record.status.value}[/dim]"
+
+
+def _lineage_tree(tree: Any, rid: str, records: dict[str, Any], next_of: Any, seen: set[str]) -> Any:
+    """``tree`` with a branch per record ``next_of`` gives, recursively; a record reached twice (two paths lead to
+    it) is drawn again but not expanded again."""
+    for other in next_of(rid):
+        branch = tree.add(_lineage_label(records, other) + (" [dim](shown above)[/dim]" if other in seen else ""))
+        if other not in seen:
+            seen.add(other)
+            _lineage_tree(branch, other, records, next_of, seen)
+    return tree
 
 
 @records_app.command("list")
@@ -731,6 +763,11 @@ def annotate(ctx: typer.Context,
     if ctx.invoked_subcommand is not None:
         return
     settings = _settings()
+    if not settings.annotation.users:
+        err.print(escape("error: no accounts to log in with. Add one per person to the configuration:\n"
+                         "[[annotation.users]]\nname = \"ann1\"\nrole = \"annotator\"   # or \"admin\"\n"
+                         "password_hash = \"...\"   # from `benchwright annotate hash-password`"), soft_wrap=True)
+        raise typer.Exit(1)
     with _failures_as_messages():
         from annotation_ui.app import serve
 
@@ -771,6 +808,29 @@ def annotate_unlock(names: Annotated[list[str] | None, typer.Argument(
     if missing:
         raise typer.Exit(1)
 
+
+
+# -- review -------------------------------------------------------------------------------------------------------
+
+
+@review_app.command("recheck")
+def review_recheck(tag: Annotated[str, typer.Argument(help="Release NAME or NAME@VERSION (default: newest).")],
+                   sample: Annotated[int | None, typer.Option(
+                       help="Send a random sample of this many records (default: all of them).")] = None,
+                   seed: Annotated[int, typer.Option(help="Seed of the sample, so it can be drawn again.")] = 0,
+                   kind: Annotated[list[str] | None, typer.Option(
+                       help="Only records of this kind (repeatable), e.g. item, scene.")] = None) -> None:
+    """Send records of a release (or a sample of them) to the annotation app's Recheck queue. A record people
+    reject there is rejected in the catalog, so the next release leaves it out; sending the same release again
+    adds nothing."""
+    from tasks.review import publish_rechecks
+
+    catalog = _storage().catalog
+    with _failures_as_messages():
+        items, new = publish_rechecks(catalog, tag, sample=sample, seed=seed, kinds=tuple(kind or ()))
+    console.print(f"{len(items)} records of {escape(tag)} in the recheck queue ({new} new, "
+                  f"{len(items) - new} sent before); review them with `benchwright annotate`, Recheck tab",
+                  soft_wrap=True)
 
 
 # -- evaluation -------------------------------------------------------------------------------------------
