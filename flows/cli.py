@@ -453,13 +453,14 @@ def runs(limit: Annotated[int, typer.Option(help="How many of the newest runs to
         console.print_json(json.dumps(chosen[0], default=str))
         return
     table = _table(("run id", "flow", "started by", "state", "started", "took", "summary"))
+    # whole ids: the scheduler's are UUIDv7, whose first digits are a timestamp shared by runs it created together
     for column in table.columns[:-1]:  # a narrow terminal folds the summary, never an id or a name
         column.no_wrap = True
     for run in catalog.runs(limit, flow=flow):
         started, finished = run["started_at"], run["finished_at"]
         origin = (f"deployment {run['deployment']}" if run["deployment"] else
-                  f"run {run['parent_run_id'][:8]}" if run["parent_run_id"] else "command")
-        table.add_row(run["run_id"][:8], run["flow"], origin, run["state"], f"{started:%Y-%m-%d %H:%M:%S}",
+                  f"run {run['parent_run_id']}" if run["parent_run_id"] else "command")
+        table.add_row(run["run_id"], run["flow"], origin, run["state"], f"{started:%Y-%m-%d %H:%M:%S}",
                       f"{(finished - started).total_seconds():.0f} s" if finished else "",
                       run_headline(run["summary"]))
     console.print(table)

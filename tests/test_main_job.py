@@ -60,9 +60,10 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     assert all(r["state"] == "completed" and r["summary"] for r in subflows)
     listed = _run(["runs", "--limit", "100"], tmp_path)
     assert listed.returncode == 0, listed.stderr
-    for run in [main, *subflows]:  # each run on its own line: short id, flow, and who started it
-        line = next(line for line in listed.stdout.splitlines() if run["run_id"][:8] in line)
-        assert run["flow"] in line and ("command" if run is main else f"run {main['run_id'][:8]}") in line
+    rows = {cells[1]: cells[2:4] for line in listed.stdout.splitlines()
+            if len(cells := [cell.strip() for cell in line.split("│")]) > 4}
+    for run in [main, *subflows]:  # each run on its own row: short id, flow, and who started it
+        assert rows[run["run_id"]] == [run["flow"], "command" if run is main else f"run {main['run_id']}"]
 
     second = _run(args, tmp_path)
     assert second.returncode == 0, second.stderr
