@@ -27,6 +27,7 @@ from annotation_ui.views import (
     HEAD,
     RECHECK_HELP,
     SCENE_HELP,
+    SINGLE_FIT_PX,
     VISUAL_NEGATIVE_HELP,
     default_zoom,
     escaped,
@@ -373,7 +374,7 @@ def _scene_view(app: App, view: dict[str, Any]) -> tuple[str, str, list[list[str
     rows = [[o["id"], o["category"], o["description"], "; ".join(o.get("relation", [])), o.get("key_state") or ""]
             for o in objects]
     final = app.image(view["images"].get("final"))
-    zoom = default_zoom([final])
+    zoom = default_zoom([final], SINGLE_FIT_PX)
     picture = zoomable([frame(final, "final frame", zoom, {o["id"]: o.get("box") for o in objects})], zoom,
                        box_toggle=True)
     return html_text, picture, rows
@@ -390,7 +391,7 @@ def _scene_correction_tab(app: App, wire: Any) -> None:
                              static_columns=[0], show_row_numbers=True, wrap=True, elem_id="sc-table",
                              label="objects: double-click a cell to edit, Enter to keep it; + adds a row")
         with gr.Row():
-            row_number = gr.Number(label="row number to delete", precision=0, minimum=1, elem_id="sc-row")
+            row_number = gr.Number(None, label="row number to delete", precision=0, elem_id="sc-row")
             delete = gr.Button("Delete row", elem_id="sc-delete-row")
             revert = gr.Button("Revert edits", elem_id="sc-revert")
         verdicts, buttons = _queue_buttons("sc", [("accept", "Accept as is (y)", "accept"),
@@ -458,7 +459,7 @@ def _recheck_tab(app: App, wire: Any) -> None:
         if view is None:
             return None, line, _nothing(lease), None, "", "", notice
         first = app.image(next(iter(view["images"].values()), None))
-        zoom = default_zoom([first] if first else [])
+        zoom = default_zoom([first] if first else [], SINGLE_FIT_PX)
         picture = zoomable([frame(first, "image", zoom)], zoom) if first else ""
         return view["item_id"], line, f"<p>{_escaped(view['question'])}</p>", view["target"], picture, "", notice
 
@@ -553,7 +554,7 @@ def _api(app: App) -> None:
 def build(settings: Settings, app: App | None = None) -> Any:
     """The Gradio Blocks of the app (not launched)."""
     app = app or App(settings)
-    with gr.Blocks(title="benchwright annotation") as blocks:
+    with gr.Blocks(title="benchwright annotation", fill_width=True) as blocks:  # room for two images at 2x
         gr.Markdown("## benchwright annotation\nKeys: **y** yes/accept · **n** no/reject · **s** skip · **u** undo "
                     "(not while a field or the table has focus: press Esc or click outside first)")
         wire = functools.partial(_wire_queue, app, blocks)

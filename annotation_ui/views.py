@@ -13,7 +13,8 @@ import io
 from typing import Any
 
 ZOOMS = (1, 2, 3, 4)
-FIT_PX = 640  # the default zoom shows the widest image of a view at most this wide
+FIT_PX = 640  # the default zoom shows the widest image of a view at most this wide (two side by side fit a screen)
+SINGLE_FIT_PX = 1280  # ... and a view's only image, whose small objects and their labels need the room
 
 # Keys act only when nothing that takes typing has focus: no field, no editor, no table (a selected cell takes
 # letters to start an edit, so a `y` there must neither answer nor overwrite the cell). Zoom and the box toggle are
@@ -21,7 +22,7 @@ FIT_PX = 640  # the default zoom shows the widest image of a view at most this w
 HEAD = """
 <style>
 .bw-zoomable .bw-row { display: flex; gap: 16px; align-items: flex-start; overflow: auto; }
-.bw-zoomable figure { margin: 0; }
+.bw-zoomable figure { margin: 0; flex: none; }  /* never shrunk: every image of a view at one scale */
 .bw-zoomable figcaption { font-weight: 600; margin-bottom: 4px; }
 .bw-frame { position: relative; cursor: zoom-in; }
 .bw-frame img { width: 100%; display: block; image-rendering: pixelated; }
@@ -110,10 +111,10 @@ def _size_and_type(data: bytes) -> tuple[int, int, str]:
         return image.width, image.height, Image.MIME.get(image.format or "", "image/png")
 
 
-def default_zoom(images: list[bytes]) -> int:
-    """The largest zoom at which the widest image still fits ``FIT_PX`` (at least 1)."""
-    widest = max((_size_and_type(data)[0] for data in images), default=FIT_PX)
-    return max(1, min(ZOOMS[-1], FIT_PX // max(1, widest)))
+def default_zoom(images: list[bytes], fit_px: int = FIT_PX) -> int:
+    """The largest zoom at which the widest image still fits ``fit_px`` (at least 1)."""
+    widest = max((_size_and_type(data)[0] for data in images), default=fit_px)
+    return max(1, min(ZOOMS[-1], fit_px // max(1, widest)))
 
 
 def frame(data: bytes, caption: str, zoom: int, boxes: dict[str, Any] | None = None) -> str:

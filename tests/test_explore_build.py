@@ -117,6 +117,9 @@ def test_human_corrections_are_new_versions_and_the_release_exports_officially(c
     assert apply_scene_corrections.fn(settings, None)["corrections"] == 0  # applied once
     human = [s for s in catalog.find_records(kind="scene") if s.payload["stage"] == "human"]
     assert len(human) == 1 and human[0].parents[0] == corrected.id  # a new version of the machine annotation
+    machine = catalog.get_record(corrected.id)
+    assert machine.status == Status.REJECTED and machine.status_reason == (
+        "corrected by human review (ann1); the corrected version replaces it")  # not "rejected by human review"
     assert catalog.get_record(human[0].parents[1]).kind == "decision"
     assert human[0].payload["objects"][0]["description"] == "a hand-written description"
     chosen = final_scenes(catalog)
