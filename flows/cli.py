@@ -34,6 +34,8 @@ app.add_typer(records_app, name="records")
 app.add_typer(config_app, name="config")
 app.add_typer(models_app, name="models")
 app.add_typer(build_app, name="build")
+blobs_app = typer.Typer(help="The blob store: what no record references.", no_args_is_help=True)
+app.add_typer(blobs_app, name="blobs")
 annotate_app = typer.Typer(invoke_without_command=True)
 app.add_typer(annotate_app, name="annotate")
 review_app = typer.Typer(help="Send released records back to people (the Recheck queue).", no_args_is_help=True)
@@ -484,6 +486,30 @@ def run_headline(summary: dict[str, Any], width: int = 160) -> str:
 
 def _short(value: float) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+@blobs_app.command("gc")
+def blobs_gc(
+    older_than: Annotated[float, typer.Option(
+        help="Hours a blob must have gone unwritten before it may go: younger ones may belong to a running import.")]
+    = 24.0,
+    dry_run: Annotated[bool, typer.Option(help="Only list what would be removed.")] = False,
+) -> None:
+    """Remove blobs that no record references (left by an import killed between storing a frame and its record).
+
+    Records are never deleted, so every blob a record or a release names stays. On S3 run it when no import is
+    running (a blob stored again there is not made young again)."""
+    from datetime import timedelta
+
+    from storage.gc import collect_garbage
+
+    storage = _storage()
+    report = collect_garbage(storage.catalog, storage.blobs, grace=timedelta(hours=older_than), dry_run=dry_run)
+    for sha256 in report.removed:
+        console.print(f"{'would remove' if dry_run else 'removed'} {sha256}", soft_wrap=True)
+    console.print(f"{report.stored} blobs: {report.referenced} referenced, {report.young} unreferenced but younger "
+                  f"than {older_than:g} h (kept), {len(report.removed)} "
+                  f"{'to remove (dry run)' if dry_run else 'removed'}", soft_wrap=True)
 
 
 # -- releases ---------------------------------------------------------------------------------------------

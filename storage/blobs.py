@@ -14,6 +14,7 @@ import shutil
 import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import urlparse
@@ -73,6 +74,14 @@ class BlobStore(ABC):
     @abstractmethod
     def iter_addresses(self) -> Iterator[str]: ...
 
+    @abstractmethod
+    def iter_ages(self) -> Iterator[tuple[str, datetime]]:
+        """(address, when it was last written) of every blob, for the garbage collector's grace period."""
+
+    @abstractmethod
+    def delete(self, sha256: str) -> None:
+        """Remove one blob; only the garbage collector calls this, for blobs no record references."""
+
     def get_to_file(self, sha256: str, dest: str | os.PathLike[str]) -> Path:
         dest = Path(dest)
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -100,6 +109,9 @@ class LocalBlobStore(BlobStore):
     def _publish(self, write: Any, sha256: str) -> str:
         final = self.path_for(sha256)
         if final.exists():
+            # a blob stored again is young again, so the garbage collector never removes one that an import
+            # running now is about to reference (its records are written after its blobs)
+            os.utime(final)
             return sha256
         final.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".incoming-", dir=final.parent)
@@ -150,6 +162,19 @@ class LocalBlobStore(BlobStore):
         for path in self.root.glob("??/??/*"):
             if _SHA256.match(path.name):
                 yield path.name
+
+    def iter_ages(self) -> Iterator[tuple[str, datetime]]:
+        for path in self.root.glob("??/??/*"):
+            # half-written files of a killed writer (.incoming-*) are garbage once old enough, like orphans
+            if _SHA256.match(path.name) or path.name.startswith(".incoming-"):
+                yield path.name, datetime.fromtimestamp(path.stat().st_mtime, UTC)
+
+    def delete(self, sha256: str) -> None:
+        if sha256.startswith(".incoming-"):
+            for leftover in self.root.glob(f"??/??/{sha256}"):
+                leftover.unlink(missing_ok=True)
+            return
+        self.path_for(sha256).unlink(missing_ok=True)
 
 
 class S3BlobStore(BlobStore):
@@ -221,6 +246,17 @@ class S3BlobStore(BlobStore):
                 name = item["Key"].rsplit("/", 1)[-1]
                 if _SHA256.match(name):
                     yield name
+
+    def iter_ages(self) -> Iterator[tuple[str, datetime]]:
+        paginator = self.client.get_paginator("list_objects_v2")
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/" if self.prefix else ""):
+            for item in page.get("Contents", []):
+                name = item["Key"].rsplit("/", 1)[-1]
+                if _SHA256.match(name):
+                    yield name, item["LastModified"]
+
+    def delete(self, sha256: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=self.key_for(sha256))
 
 
 def open_blob_store(uri: str, *, endpoint_url: str | None = None, region: str | None = None) -> BlobStore:
