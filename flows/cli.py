@@ -160,6 +160,23 @@ def run(
                            explore_clip_format=explore_clip_format, unattended_review=unattended_review,
                            review_wait_s=wait, release_prefix=release_prefix, export_release=export,
                            evaluate_models=(tuple(evaluate_model) if evaluate_model else CANARY) if evaluate else ())
+    _print_built(summary)
+    _print_releases(summary["releases"])
+    for benchmark, sources in summary["built"].items():
+        decided = sources.get("review", {}).get("decided by policy")
+        if decided:
+            console.print(f"{benchmark}: {decided} review items accepted by the unattended demo policy (marked as "
+                          "not human-reviewed)")
+    for benchmark, outcome in summary.get("benchmarks", {}).items():
+        _print_outcome(benchmark, outcome)
+    for evaluation in summary.get("evaluations", []):
+        shown = ", ".join(f"{name} {_metric(name, value)}" for name, value in evaluation["metrics"].items())
+        console.print(f"evaluated {evaluation['model']} on {evaluation['release']}: {shown}; report "
+                      f"{evaluation['report']['html']}")
+
+
+def _print_built(summary: dict[str, Any]) -> None:
+    """What each build stage read, stored and quarantined, as one table."""
     table = _table(("benchmark", "source", "read", "records", "new", "quarantined"),
                    title=f"main job {summary['run_id']}")
     quarantined = 0
@@ -172,7 +189,12 @@ def run(
             table.add_row(benchmark, source, str(read), str(counts.get("records", "")), str(counts.get("new", "")),
                           str(counts.get("quarantined", "")))
     console.print(table)
-    for release in summary["releases"].values():
+    if quarantined:
+        console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
+
+
+def _print_releases(releases: dict[str, dict[str, Any]]) -> None:
+    for release in releases.values():
         console.print(f"release {release['tag']}" + (f", exported to {release['export']}" if release.get("export")
                                                      else ""))
         quality = (release.get("explore format") or {}).get("quality")
@@ -183,19 +205,6 @@ def run(
         if release.get("stats"):
             console.print(f"  {release['stats']['samples']} samples from {release['stats']['trajectories']} "
                           f"trajectories; chart {release['stats']['chart']} (benchwright stats {release['tag']})")
-    for benchmark, sources in summary["built"].items():
-        decided = sources.get("review", {}).get("decided by policy")
-        if decided:
-            console.print(f"{benchmark}: {decided} review items accepted by the unattended demo policy (marked as "
-                          "not human-reviewed)")
-    for benchmark, outcome in summary.get("benchmarks", {}).items():
-        _print_outcome(benchmark, outcome)
-    for evaluation in summary.get("evaluations", []):
-        shown = ", ".join(f"{name} {_metric(name, value)}" for name, value in evaluation["metrics"].items())
-        console.print(f"evaluated {evaluation['model']} on {evaluation['release']}: {shown}; report "
-                      f"{evaluation['report']['html']}")
-    if quarantined:
-        console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
 
 
 def _print_outcome(benchmark: str, outcome: dict[str, Any]) -> None:
