@@ -9,12 +9,15 @@ are keyed by their content-derived id and inserted with ``ON CONFLICT DO NOTHING
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -96,6 +99,53 @@ _YIELD_S = 0.05
 _OPEN_CLOSE = threading.Lock()
 
 
+# Why a lock of our own beside DuckDB's (issue 13: committed transactions vanished under concurrency, no error).
+# duckdb.connect reads the database headers (bytes 0-12288) *before* it takes its fcntl lock on the file, and once it
+# has the lock it goes on with the headers it read, without reading them again. A process that reads them while
+# another one has the file open, and gets the lock right after that one's closing checkpoint wrote new headers and
+# removed the WAL, opens the database as it was before that checkpoint: the other process's last transactions are
+# gone, and its own checkpoint then writes over them for good, while every writer saw its commit succeed. The gap
+# between the header read and the lock is microseconds, so it takes a process preempted right there (cores kept
+# busy by other processes) to hit it. Every process therefore takes an fcntl lock on a side file, ``<catalog>.lock``,
+# before it opens the database and keeps it until its last connection to the file is closed: DuckDB then reads the
+# headers only while no other process (going through Catalog) has the file open. The side file is never opened by
+# DuckDB, so no descriptor of it is ever closed under our lock (an fcntl lock is per process and dropped when any of
+# its descriptors of that file is closed), and it is not inherited by forked children.
+@dataclass
+class _FileHold:
+    pid: int
+    fd: int
+    users: int = 0
+
+
+_HOLDS: dict[str, _FileHold] = {}
+
+
+def _hold_file(path: Path) -> bool:
+    """Take this process's open lock on the catalog file, or count one more user of it; False if another process
+    has it. Call under _OPEN_CLOSE."""
+    key = str(path.resolve())
+    hold = _HOLDS.get(key)
+    if hold is None or hold.pid != os.getpid():  # a forked child shares the descriptor but holds no lock
+        hold = _HOLDS[key] = _FileHold(os.getpid(), os.open(key + ".lock", os.O_RDWR | os.O_CREAT, 0o644))
+    if not hold.users:
+        try:
+            fcntl.lockf(hold.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False
+    hold.users += 1
+    return True
+
+
+def _release_file(path: Path) -> None:
+    """One user fewer; the last lets the lock go once its connection is closed (checkpoint done). Under
+    _OPEN_CLOSE."""
+    hold = _HOLDS[str(path.resolve())]
+    hold.users -= 1
+    if not hold.users:
+        fcntl.lockf(hold.fd, fcntl.LOCK_UN)
+
+
 class CatalogLockedError(TimeoutError):
     pass
 
@@ -152,8 +202,7 @@ class Catalog:
             if self.keep_open_s > 0:
                 self._release_cursor(con)
             else:
-                with _OPEN_CLOSE:
-                    con.close()
+                self._close(con)
 
     def _shared_cursor(self) -> duckdb.DuckDBPyConnection:
         with self._shared_cv:
@@ -195,24 +244,35 @@ class Catalog:
         self._idle_timer.start()
 
     def _close_shared(self) -> None:
-        with _OPEN_CLOSE:
-            self._shared.close()
+        self._close(self._shared)
         self._shared = None
+
+    def _close(self, con: duckdb.DuckDBPyConnection) -> None:
+        with _OPEN_CLOSE:
+            try:
+                con.close()
+            finally:
+                _release_file(self.path)
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.005
         while True:
-            try:
-                with _OPEN_CLOSE:
-                    return duckdb.connect(str(self.path))
-            except duckdb.IOException as error:
-                if not _is_lock_conflict(error):
-                    raise
-                if time.monotonic() > deadline:
-                    raise CatalogLockedError(
-                        f"catalog {self.path} stayed locked by another process for {self.lock_timeout_s:.0f}s"
-                    ) from error
+            with _OPEN_CLOSE:
+                if _hold_file(self.path):
+                    try:
+                        return duckdb.connect(str(self.path))
+                    except duckdb.IOException as error:
+                        _release_file(self.path)
+                        if not _is_lock_conflict(error):
+                            raise
+                        # held by a process that does not go through Catalog (the duckdb CLI, a script): wait too
+                    except BaseException:
+                        _release_file(self.path)
+                        raise
+            if time.monotonic() > deadline:
+                raise CatalogLockedError(
+                    f"catalog {self.path} stayed locked by another process for {self.lock_timeout_s:.0f}s")
             time.sleep(delay * (0.5 + random.random()))
             delay = min(delay * 2, 0.04)
 
