@@ -526,12 +526,15 @@ def blobs_gc(
 
 @release_app.command("list")
 def release_list() -> None:
-    """List every release with its size and manifest hash."""
-    from storage.releases import list_releases
+    """List every release with its size, content hash (records and blobs alone) and manifest hash."""
+    from storage.releases import content_hashes, list_releases
 
-    table = _table(("release", "created", "records", "manifest sha256"))
-    for name, version, created, count, sha in list_releases(_storage().catalog):
-        table.add_row(f"{name}@{version}", f"{created:%Y-%m-%d %H:%M:%S}", str(count), sha[:16])
+    catalog = _storage().catalog
+    contents = content_hashes(catalog)
+    table = _table(("release", "created", "records", "content sha256", "manifest sha256"))
+    for name, version, created, count, sha in list_releases(catalog):
+        table.add_row(f"{name}@{version}", f"{created:%Y-%m-%d %H:%M:%S}", str(count),
+                      contents[(name, version)][:16], sha[:16])
     console.print(table)
 
 
@@ -552,7 +555,8 @@ def release_create(
     with _failures_as_messages():
         manifest = create_release(storage.catalog, storage.blobs, name, selection=selection)
     console.print(f"created [bold]{manifest.tag}[/bold]: {len(manifest.records)} records, "
-                  f"{len(manifest.blobs)} blobs, manifest {manifest.sha256()[:16]}")
+                  f"{len(manifest.blobs)} blobs, content {manifest.content_hash()[:16]}, "
+                  f"manifest {manifest.sha256()[:16]}")
 
 
 @release_app.command("verify")
@@ -569,7 +573,7 @@ def release_verify(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION
                                     on_progress=lambda n: progress.advance(bar, n))
     if report.ok:
         console.print(f"[green]ok[/green] {report.tag}: {report.records_checked} records and "
-                      f"{report.blobs_checked} blobs match their hashes")
+                      f"{report.blobs_checked} blobs match their hashes; content sha256 {report.content_sha256}")
         return
     for line in report.problems():
         err.print(f"[red]FAIL[/red] {line}", soft_wrap=True)

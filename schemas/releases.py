@@ -53,13 +53,33 @@ class ReleaseManifest(BaseModel):
     params: dict[str, Any] = Field(default_factory=dict)
     records: tuple[ReleaseEntry, ...]
     blobs: dict[str, BlobInfo]
+    # Absent from releases frozen before it existed; leaving it out of their canonical form keeps their stored
+    # manifest sha256 valid, and content_hash() computes it on read for them.
+    content_sha256: str | None = None
 
     @property
     def tag(self) -> str:
         return f"{self.name}@{self.version}"
 
     def canonical(self) -> str:
-        return canonical_json(self.model_dump(mode="json"))
+        data = self.model_dump(mode="json")
+        if data["content_sha256"] is None:
+            del data["content_sha256"]
+        return canonical_json(data)
 
     def sha256(self) -> str:
+        """The whole manifest's hash, name, version, time and selection included: it names one frozen release."""
         return hashlib.sha256(self.canonical().encode()).hexdigest()
+
+    def content_hash(self) -> str:
+        """The stored content hash, or for a release frozen before it existed, the one computed now."""
+        return self.content_sha256 or content_sha256(self.records, self.blobs)
+
+
+def content_sha256(records: tuple[ReleaseEntry, ...], blobs: dict[str, BlobInfo]) -> str:
+    """sha256 over what a release holds (its records' ids, kinds, statuses, blobs and parents, and its blobs'
+    sizes and media types) and nothing about when, where or by which run it was frozen, so two builds of the same
+    inputs with the same seed agree wherever they ran."""
+    content = {"records": sorted((r.model_dump(mode="json") for r in records), key=lambda r: r["id"]),
+               "blobs": {sha: info.model_dump(mode="json") for sha, info in blobs.items()}}
+    return hashlib.sha256(canonical_json(content).encode()).hexdigest()

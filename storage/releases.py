@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from schemas.records import Record, Status, canonical_json, code_version, record_id
-from schemas.releases import BlobInfo, ReleaseEntry, ReleaseManifest, ReleaseSelection
+from schemas.releases import BlobInfo, ReleaseEntry, ReleaseManifest, ReleaseSelection, content_sha256
 from storage.blobs import BlobNotFoundError, BlobStore, sha256_bytes
 from storage.catalog import Catalog
 from storage.paths import export_path
@@ -69,12 +69,12 @@ def create_release(catalog: Catalog, store: BlobStore, name: str, *, selection: 
         version = max(existing, default=0) + 1
     elif version in existing:
         raise ReleaseError(f"release {name}@{version} already exists and releases never change")
+    blobs = {sha: BlobInfo(size=meta[sha][0] if sha in meta else None, media_type=media_by_sha[sha])
+             for sha in shas}
     manifest = ReleaseManifest(
         name=name, version=version, created_at=datetime.now(UTC), code_version=code_version(),
-        selection=selection, params=params or {},
-        records=entries,
-        blobs={sha: BlobInfo(size=meta[sha][0] if sha in meta else None, media_type=media_by_sha[sha])
-               for sha in shas},
+        selection=selection, params=params or {}, records=entries, blobs=blobs,
+        content_sha256=content_sha256(entries, blobs),
     )
     text = manifest.canonical()
     manifest_sha = store.put(text.encode())
@@ -108,6 +108,16 @@ def list_releases(catalog: Catalog) -> list[tuple[str, int, datetime, int, str]]
                          "manifest_sha256 FROM releases ORDER BY name, version")
 
 
+def content_hashes(catalog: Catalog) -> dict[tuple[str, int], str]:
+    """The content hash of every release by (name, version); computed from the manifest where it predates them."""
+    rows = catalog.query("SELECT name, version, manifest->>'content_sha256' FROM releases")
+    hashes = {(name, version): sha for name, version, sha in rows if sha}
+    for name, version, sha in rows:
+        if not sha:
+            hashes[(name, version)] = load_release(catalog, f"{name}@{version}").content_hash()
+    return hashes
+
+
 def load_release(catalog: Catalog, tag: str) -> ReleaseManifest:
     name, version = parse_tag(tag)
     if version is None:
@@ -123,9 +133,11 @@ def load_release(catalog: Catalog, tag: str) -> ReleaseManifest:
 @dataclass
 class VerifyReport:
     tag: str
+    content_sha256: str = ""
     records_checked: int = 0
     blobs_checked: int = 0
     manifest_ok: bool = True
+    content_ok: bool = True
     missing_blobs: list[str] = field(default_factory=list)
     corrupt_blobs: list[str] = field(default_factory=list)
     missing_records: list[str] = field(default_factory=list)
@@ -133,11 +145,13 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        return self.manifest_ok and not (self.missing_blobs or self.corrupt_blobs or self.missing_records
-                                         or self.altered_records)
+        return self.manifest_ok and self.content_ok and not (self.missing_blobs or self.corrupt_blobs
+                                                             or self.missing_records or self.altered_records)
 
     def problems(self) -> list[str]:
         lines = [] if self.manifest_ok else [f"{self.tag}: the manifest no longer matches its recorded sha256"]
+        if not self.content_ok:
+            lines.append(f"{self.tag}: the records and blobs no longer match the manifest's content hash")
         lines += [f"blob {sha}: missing from the blob store" for sha in self.missing_blobs]
         lines += [f"blob {sha}: content does not hash to its address (tampered or corrupt)"
                   for sha in self.corrupt_blobs]
@@ -149,7 +163,9 @@ class VerifyReport:
 def verify_release(catalog: Catalog, store: BlobStore, tag: str, *, on_progress: Progress = None) -> VerifyReport:
     """Re-read every blob and record of a release and check each against its hash."""
     manifest = load_release(catalog, tag)
-    report = VerifyReport(tag=manifest.tag)
+    recomputed = content_sha256(manifest.records, manifest.blobs)
+    report = VerifyReport(tag=manifest.tag, content_sha256=recomputed,
+                          content_ok=manifest.content_sha256 in (None, recomputed))
     stored_sha = catalog.query("SELECT manifest_sha256 FROM releases WHERE name = ? AND version = ?",
                                [manifest.name, manifest.version])[0][0]
     report.manifest_ok = sha256_bytes(manifest.canonical().encode()) == stored_sha and store.verify(stored_sha)

@@ -105,6 +105,18 @@ def test_release_commands_and_a_tampered_blob(project, tmp_path):
     assert empty.exit_code == 1 and "matches no record" in empty.output
 
 
+def test_release_list_and_verify_show_the_content_hash(project):
+    from storage.releases import load_release
+
+    storage, _, _ = project
+    assert invoke("release", "create", "demo", "--benchmark", "progress").exit_code == 0
+    content = load_release(storage.catalog, "demo").content_sha256
+    listed = invoke("release", "list")
+    assert listed.exit_code == 0 and "content sha256" in listed.output and content[:16] in listed.output
+    verified = invoke("release", "verify", "demo")
+    assert verified.exit_code == 0 and f"content sha256 {content}" in " ".join(verified.output.split())
+
+
 def test_broken_config_is_one_clear_line(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "benchwright.toml").write_text("[catalog]\nbatch_size = -3\n")

@@ -10,6 +10,7 @@ from schemas.releases import ReleaseSelection
 from storage import Storage
 from storage.releases import (
     ReleaseError,
+    content_hashes,
     create_release,
     diff_releases,
     export_release,
@@ -158,3 +159,70 @@ def test_release_round_trip_on_s3(s3_endpoint, catalog, tmp_path):
     victim = records[1].blobs[0].sha256
     storage.blobs.client.put_object(Bucket="releases", Key=storage.blobs.key_for(victim), Body=b"swapped")
     assert verify_release(storage.catalog, storage.blobs, "on-s3").corrupt_blobs == [victim]
+
+
+def _build_published_release(folder, run_id: str):
+    """The bundled published PROGRESS-BENCH slice plus framed demos, imported and frozen in a catalog of its own."""
+    from pathlib import Path
+
+    from storage import Catalog, LocalBlobStore
+    from tasks.sources.progress_published import import_into_catalog
+
+    storage = Storage(Catalog(folder / "catalog.duckdb", lock_timeout_s=30), LocalBlobStore(folder / "blobs"))
+    bundled = Path(__file__).resolve().parents[1] / "tasks" / "sources" / "samples" / "progress_bench"
+    import_into_catalog(bundled, storage, Producer(task="import", flow_run_id=run_id), run_id)
+    framed = [demo_with_frame(storage, i) for i in range(3)]
+    storage.catalog.put_records(framed)
+    storage.catalog.set_status([r.id for r in framed], Status.ACCEPTED)
+    manifest = create_release(storage.catalog, storage.blobs, "published",
+                              selection=ReleaseSelection(benchmarks=("progress",)), params={"seed": 0})
+    return storage, manifest
+
+
+def test_two_builds_of_the_same_inputs_in_two_folders_share_the_content_hash(tmp_path):
+    first_storage, first = _build_published_release(tmp_path / "a", "run-a")
+    _, second = _build_published_release(tmp_path / "b", "run-b")
+    assert first.blobs and len(first.records) > 3
+    assert first.sha256() != second.sha256()  # created_at differs: the manifest hash names one freezing
+    assert first.content_sha256 == second.content_sha256 == first.content_hash()
+    report = verify_release(first_storage.catalog, first_storage.blobs, "published")
+    assert report.ok and report.content_sha256 == first.content_sha256
+    assert content_hashes(first_storage.catalog) == {("published", 1): first.content_sha256}
+
+
+def test_content_hash_covers_statuses_not_names(storage, released):
+    records, first = released
+    same = create_release(storage.catalog, storage.blobs, "other-name",
+                          selection=ReleaseSelection(benchmarks=("progress",)))
+    assert same.content_sha256 == first.content_sha256
+    storage.catalog.set_status([records[0].id], Status.REJECTED)
+    changed = create_release(storage.catalog, storage.blobs, "progress-demo",
+                             selection=ReleaseSelection(benchmarks=("progress",)))
+    assert changed.content_sha256 != first.content_sha256
+
+
+def test_a_release_frozen_before_content_hashes_keeps_its_manifest_hash(storage, released):
+    _, manifest = released
+    old = manifest.model_copy(update={"content_sha256": None})
+    con = duckdb.connect(str(storage.catalog.path))
+    con.execute("UPDATE releases SET manifest = ?::JSON, manifest_sha256 = ?", [old.canonical(), old.sha256()])
+    con.close()
+    storage.blobs.put(old.canonical().encode())
+    loaded = load_release(storage.catalog, "progress-demo")
+    assert loaded.content_sha256 is None and "content_sha256" not in loaded.canonical()
+    assert loaded.content_hash() == manifest.content_sha256  # computed on read
+    assert content_hashes(storage.catalog) == {("progress-demo", 1): manifest.content_sha256}
+    report = verify_release(storage.catalog, storage.blobs, "progress-demo")
+    assert report.ok and report.content_sha256 == manifest.content_sha256
+
+
+def test_verify_names_a_content_hash_that_does_not_match(storage, released):
+    _, manifest = released
+    forged = manifest.model_copy(update={"content_sha256": "0" * 64})
+    con = duckdb.connect(str(storage.catalog.path))
+    con.execute("UPDATE releases SET manifest = ?::JSON, manifest_sha256 = ?", [forged.canonical(), forged.sha256()])
+    con.close()
+    storage.blobs.put(forged.canonical().encode())
+    report = verify_release(storage.catalog, storage.blobs, "progress-demo")
+    assert report.manifest_ok and not report.content_ok and not report.ok
+    assert any("content hash" in line for line in report.problems())
