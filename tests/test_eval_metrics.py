@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from tasks.evaluate.explore_metrics import (
+from tasks.explore.metrics import (
     AnnotatedObject,
     InstanceScores,
     explore_table,
@@ -18,7 +18,7 @@ from tasks.evaluate.explore_metrics import (
     soft_coverage,
     split_sentences,
 )
-from tasks.evaluate.progress_metrics import ProgressSample, progress_report, score_aligned_step
+from tasks.progress.metrics import ProgressSample, progress_report, score_aligned_step
 
 VISUAL = (0.0, 0.5, 1.0)  # a visual demo of N = 2 steps: three key frames
 TEXT = (0.5, 1.0)  # a text demo of N = 2 steps

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from tasks.evaluate.answerers import parse_model_spec
-from tasks.evaluate.explore_prompts import parse_scene_answer, segments, single_turn_prompt
-from tasks.evaluate.progress_prompts import parse_progress_answer, progress_prompt
+from tasks.explore.prompts import parse_scene_answer, segments, single_turn_prompt
+from tasks.progress.prompts import parse_progress_answer, progress_prompt
 
 
 @pytest.mark.parametrize(("answer", "score", "abstained", "ref"), [

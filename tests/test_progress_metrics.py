@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.evaluate.progress_metrics import Scored, average_ranks, nse, progress_scores, spearman
+from tasks.progress.metrics import Scored, average_ranks, nse, progress_scores, spearman
 
 
 def test_nse_divides_by_the_largest_possible_error():

@@ -15,9 +15,7 @@ Every option a spec carries goes to the backend's params; ``seed`` seeds the bas
 from __future__ import annotations
 
 import hashlib
-import json
 import random
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -25,8 +23,6 @@ from urllib.parse import parse_qsl
 
 from schemas import canonical_json
 from schemas.config import ModelRole, Settings
-from tasks.evaluate.items import ExploreItem, ProgressItem
-from tasks.evaluate.progress_metrics import score_aligned_step
 from tasks.models.base import ChatBackend, Generation, Message, ResponseCache
 
 BASELINES = ("random", "constant", "oracle")
@@ -79,7 +75,7 @@ def _value(text: str) -> Any:
 
 @dataclass(frozen=True)
 class Request:
-    item: Any  # ProgressItem or ExploreItem
+    item: Any  # an item of the release's benchmark
     messages: list[Message]
     strategy: str
     segments: int = 1  # scenes asked for (single-turn)
@@ -114,13 +110,14 @@ class ChatAnswerer:
 
 @dataclass
 class Baseline:
-    """A model-free answerer. It computes its answer from the item (and, for the oracle, the item's truth), with a
-    random generator seeded by the item, so the same run gives the same answers."""
+    """A model-free answerer. The benchmark computes its answer from the item (and, for the oracle, the item's
+    truth), with a random generator seeded by the item, so the same run gives the same answers."""
 
     name: str
     options: dict[str, Any]
     label: str
-    vocabulary: list[str] = field(default_factory=list)  # EXPLORE categories of the release, most common first
+    evaluation: Any  # the release's tasks.benchmark.Evaluation, which writes the answers
+    vocabulary: list[str] = field(default_factory=list)  # what the benchmark's baselines may name
 
     def fingerprint(self) -> str:
         return hashlib.sha256(canonical_json({"baseline": self.name, "options": self.options}).encode()).hexdigest()
@@ -131,67 +128,21 @@ class Baseline:
         for index, request in enumerate(requests):
             # seeded by the item and the question (the round, in multi-turn), never by its place in a batch
             rng = random.Random(f"{self.options.get('seed', 0)}:{request.item.key}:{request.messages[-1].text()}")
-            text = (self._progress(request, rng) if isinstance(request.item, ProgressItem)
-                    else self._explore(request, rng))
+            text = self.evaluation.baseline_answer(self.name, self.options, request, rng, self.vocabulary)
             answers.append(text)
             if on_answer:
                 on_answer(index, text, False)
         return answers
 
-    def _progress(self, request: Request, rng: random.Random) -> str:
-        item: ProgressItem = request.item
-        value: float | None
-        if self.name == "random":
-            value = rng.uniform(0, 1)
-        elif self.name == "constant":
-            value = float(self.options.get("value", 50)) / 100
-        else:
-            flip = rng.random() < float(self.options.get("na_rate", 0))
-            answerable = item.answerable != flip
-            if not answerable:
-                value = None
-            else:
-                truth = item.truth if item.truth is not None else rng.uniform(0, 1)
-                value = min(1.0, max(0.0, truth + rng.gauss(0, float(self.options.get("noise", 0.1)))))
-        score = "n/a" if value is None else f"{100 * value:.1f}%"
-        if request.strategy == "direct":
-            return f"<score>{score}</score>"
-        ref = "n/a" if value is None else str(score_aligned_step(value, item.step_progress))
-        return (f"<ref_think>{self.name} baseline</ref_think><ref>{ref}</ref>"
-                f"<score_think>{self.name} baseline</score_think><score>{score}</score>")
 
-    def _explore(self, request: Request, rng: random.Random) -> str:
-        item: ExploreItem = request.item
-        if self.name == "oracle":
-            drop = float(self.options.get("drop", 0.2))
-            sentences = []
-            for obj in item.objects:
-                if rng.random() < drop:
-                    continue
-                sentences.append(f"The {obj.category} is {obj.description.rstrip('.')}")
-                sentences += [relation.rstrip(".").capitalize() for relation in obj.relation]
-                if obj.key_state:
-                    sentences.append(f"The {obj.category} is {obj.key_state.rstrip('.')}")
-            text = ". ".join(sentences) + ("." if sentences else "")
-        elif self.name == "random":
-            picks = rng.sample(self.vocabulary, min(len(self.vocabulary), max(1, len(item.objects))))
-            text = " ".join(f"There is a {c}." for c in picks)
-        else:
-            text = str(self.options.get("text") or " ".join(f"There is a {c}." for c in self.vocabulary[:5]))
-        if request.strategy == "single-turn":
-            return json.dumps([text] * request.segments)
-        return text
-
-
-def explore_vocabulary(items: list[Any]) -> list[str]:
-    counts = Counter(o.category for item in items if isinstance(item, ExploreItem) for o in item.objects)
-    return [category for category, _ in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
-
-
-def build_answerer(spec: ModelSpec, settings: Settings, cache: ResponseCache | None, items: list[Any]
-                   ) -> Answerer:
+def build_answerer(spec: ModelSpec, settings: Settings, cache: ResponseCache | None, items: list[Any],
+                   evaluation: Any = None) -> Answerer:
+    """The answerer a spec names; a baseline answers through ``evaluation``, the release's benchmark's."""
     if spec.kind == "baseline":
-        return Baseline(spec.name, dict(spec.options), spec.label, explore_vocabulary(items))
+        if evaluation is None:
+            raise ValueError(f"{spec.label}: a baseline answers only in an evaluation of a release")
+        return Baseline(spec.name, dict(spec.options), spec.label, evaluation,
+                        evaluation.baseline_vocabulary(items))
     from tasks.models.registry import build_backend, load_backend
 
     if spec.kind == "chat":

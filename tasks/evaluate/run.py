@@ -17,23 +17,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from schemas import Benchmark, Producer, canonical_json
-from tasks.evaluate import explore_prompts, progress_prompts
+from schemas import Producer, canonical_json
+from tasks import benchmark as benchmarks
 from tasks.evaluate.answerers import Answerer, Request
-from tasks.evaluate.items import ExploreItem, ProgressItem, item_aliases, item_name
+from tasks.evaluate.items import item_aliases, item_name
 from tasks.models.base import ChatBackend, Generation, Message
-
-# The papers' decoding settings: ProgressLM App. B (temperature 0.6, top-p 0.9, top-k 50, 4,096 new tokens);
-# EXPLORE-Bench App. D (greedy, 8,192 new tokens).
-DEFAULT_GENERATION = {
-    Benchmark.PROGRESS.value: Generation(max_tokens=4096, temperature=0.6, top_p=0.9, top_k=50, seed=0),
-    Benchmark.EXPLORE.value: Generation(max_tokens=8192, temperature=0.0, top_p=1.0, seed=0),
-}
-DEFAULT_STRATEGY = {Benchmark.PROGRESS.value: "direct", Benchmark.EXPLORE.value: "final-scene"}
-STRATEGIES = {Benchmark.PROGRESS.value: progress_prompts.STRATEGIES,
-              Benchmark.EXPLORE.value: explore_prompts.STRATEGIES}
-PROMPT_VERSIONS = {Benchmark.PROGRESS.value: progress_prompts.PROMPT_VERSION,
-                   Benchmark.EXPLORE.value: explore_prompts.PROMPT_VERSION}
 
 
 @dataclass(frozen=True)
@@ -59,17 +47,19 @@ class EvalSettings:
     def as_dict(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "strategy": self.strategy, "segment_num": self.segment_num,
                 "window_size": self.window_size, "generation": self.generation.as_dict(), "scoring": self.scoring,
-                "judge_fallback": self.judge_fallback, "prompt_version": PROMPT_VERSIONS[self.benchmark],
+                "judge_fallback": self.judge_fallback,
+                "prompt_version": benchmarks.get(self.benchmark).evaluation.prompt_version,
                 **({"s_obj_pipeline": self.s_obj_pipeline} if self.s_obj_pipeline else {})}
 
 
 def eval_settings(benchmark: str, strategy: str | None = None, *, segment_num: int | None = None,
                   window_size: int | None = None, scoring: str = "correct", judge_fallback: bool = False,
                   s_obj_pipeline: str | None = None, **generation: Any) -> EvalSettings:
-    strategy = strategy or DEFAULT_STRATEGY[benchmark]
-    if strategy not in STRATEGIES[benchmark]:
+    evaluation = benchmarks.get(benchmark).evaluation
+    strategy = strategy or evaluation.default_strategy
+    if strategy not in evaluation.strategies:
         raise ValueError(f"strategy {strategy!r} does not apply to {benchmark}: choose from "
-                         f"{', '.join(STRATEGIES[benchmark])}")
+                         f"{', '.join(evaluation.strategies)}")
     if (segment_num or window_size) and strategy not in ("single-turn", "multi-turn"):
         raise ValueError("--segment-num and --window-size go with the single-turn and multi-turn strategies")
     if segment_num and window_size:
@@ -78,11 +68,11 @@ def eval_settings(benchmark: str, strategy: str | None = None, *, segment_num: i
         raise ValueError(f"the {strategy} strategy needs --segment-num 2 or more, or --window-size")
     if scoring not in ("correct", "official"):
         raise ValueError("scoring must be correct or official")
-    chosen = replace(DEFAULT_GENERATION[benchmark], **{k: v for k, v in generation.items() if v is not None})
+    chosen = replace(evaluation.generation, **{k: v for k, v in generation.items() if v is not None})
     if (generation.get("top_k") or 0) < 0:  # an explicit "no top-k" (OpenAI itself refuses the field)
         chosen = replace(chosen, top_k=None)
     return EvalSettings(benchmark, strategy, chosen, segment_num, window_size, scoring, judge_fallback,
-                        s_obj_pipeline=s_obj_pipeline if benchmark == Benchmark.EXPLORE.value else None)
+                        s_obj_pipeline=s_obj_pipeline)
 
 
 def run_key(release_tag: str, release_sha: str, fingerprint: str, settings: EvalSettings,
@@ -108,48 +98,25 @@ class Collected:
 
 
 def requests_for(item: Any, settings: EvalSettings) -> int:
-    """How many requests an item takes: one per round in multi-turn, else one."""
+    """How many requests an item takes: one per round (multi-turn strategies), else one."""
     if item.missing:
         return 0
-    return len(_segments(item, settings)) if settings.strategy == "multi-turn" else 1
-
-
-def _segments(item: ExploreItem, settings: EvalSettings) -> list[list[str]]:
-    if settings.strategy == "final-scene":
-        return [list(item.actions)]
-    return explore_prompts.segments(list(item.actions), segment_num=settings.segment_num,
-                                    window_size=settings.window_size)
-
-
-def _messages(item: Any, settings: EvalSettings, image: Callable[[str], bytes], turn: int,
-              previous: str | None, parts_of: list[list[str]]) -> tuple[list[Message], int]:
-    """The request for one item in one round, and how many scenes it asks for."""
-    if isinstance(item, ProgressItem):
-        parts = progress_prompts.progress_prompt(settings.strategy, item.modality, item.goal, list(item.steps),
-                                                 item.total_steps, [image(s) for s in item.demo_images],
-                                                 image(item.observation_image))  # type: ignore[arg-type]
-        return [Message.user(*parts)], 1
-    if settings.strategy == "single-turn":
-        text = explore_prompts.single_turn_prompt(parts_of)
-    elif turn == 0:
-        text = explore_prompts.final_scene_prompt(parts_of[0])
-    else:
-        text = explore_prompts.next_turn_prompt(previous or "", parts_of[turn])
-    return [Message.user(image(item.initial_image), text)], len(parts_of)  # type: ignore[arg-type]
+    return benchmarks.get(settings.benchmark).evaluation.rounds(item, settings)
 
 
 def collect_answers(items: list[Any], answerer: Answerer, settings: EvalSettings, image: Callable[[str], bytes],
                     progress: Callable[[int], None] | None = None) -> Collected:
+    evaluation = benchmarks.get(settings.benchmark).evaluation
     collected = Collected()
     ready = []
     for item in items:
         if item.missing:
-            collected.unshowable[item.key] = f"{item_name(item)}: {item.missing}; not sent to the model"
+            collected.unshowable[item.key] = (f"{item_name(item, settings.benchmark)}: {item.missing}; "
+                                              f"not sent to the model")
         else:
             ready.append(item)
-    segments_of = {i.key: _segments(i, settings) for i in ready if isinstance(i, ExploreItem)}
-    multi_turn = settings.strategy == "multi-turn"
-    last_round = max((len(segments_of[i.key]) for i in ready), default=1) if multi_turn else 1
+    rounds_of = {i.key: evaluation.rounds(i, settings) for i in ready}
+    last_round = max(rounds_of.values(), default=1)
 
     def counted(index: int, answer: Any, cached: bool) -> None:
         collected.from_cache += cached
@@ -158,15 +125,13 @@ def collect_answers(items: list[Any], answerer: Answerer, settings: EvalSettings
             progress(1)
 
     for turn in range(last_round):
-        this_round = [i for i in ready if i.key not in collected.failed and
-                      (turn == 0 or len(segments_of[i.key]) > turn)]
+        this_round = [i for i in ready if i.key not in collected.failed and (turn == 0 or rounds_of[i.key] > turn)]
         for start in range(0, len(this_round), settings.chunk_size):
             chunk = this_round[start:start + settings.chunk_size]
             fetch = _chunk_images(image)
             requests = []
             for item in chunk:
-                messages, count = _messages(item, settings, fetch, turn, collected.answers.get(item.key),
-                                            segments_of.get(item.key, []))
+                messages, count = evaluation.messages(item, settings, fetch, turn, collected.answers.get(item.key))
                 requests.append(Request(item, messages, settings.strategy, count))
             answers = answerer.answer(requests, settings.generation, counted)
             for item, answer in zip(chunk, answers, strict=True):
@@ -250,12 +215,13 @@ def _key_and_answer(row: dict[str, Any]) -> tuple[str | None, Any]:
     return key, next((row[k] for k in ("answer", "prediction", "response") if k in row), None)
 
 
-def read_predictions(path: Path, items: list[Any]) -> tuple[Collected, list[tuple[int, str, str]]]:
+def read_predictions(path: Path, items: list[Any], settings: EvalSettings
+                     ) -> tuple[Collected, list[tuple[int, str, str]]]:
     """Answers from a JSONL file of ``{"key": ..., "answer": ...}`` (``id``/``prediction``/``response`` also
     read), or from the official EXPLORE-Bench harness's JSON. A key is an item's record id, its published
     ``<file>:<line>``, an EXPLORE clip id or its exported initial image. Returns the answers and the lines that
     could not be used: (line number, the line, why)."""
-    by_alias = {alias: item for item in items for alias in item_aliases(item)}
+    by_alias = {alias: item for item in items for alias in item_aliases(item, settings.benchmark)}
     collected = Collected()
     problems: list[tuple[int, str, str]] = []
     for number, line, row in _answer_rows(path):
@@ -294,49 +260,31 @@ class Parsed:
 def parse_answers(items: list[Any], collected: Collected, settings: EvalSettings,
                   judge: ChatBackend | None = None) -> dict[str, Parsed]:
     """Rules first; answers the rules cannot read go to the judge when one is given (one request each, cached)."""
+    evaluation = benchmarks.get(settings.benchmark).evaluation
     parsed: dict[str, Parsed] = {}
     unread: list[Any] = []
     for item in items:
         text = collected.answers.get(item.key)
         if text is None:
             continue
-        value, ok = _rule(item, text, settings)
+        value, ok = evaluation.parse(item, text, settings)
         parsed[item.key] = Parsed(value, "rule" if ok else "failed")
         if not ok:
             unread.append(item)
     if judge is not None and unread:
-        prompts = [[Message.user(progress_prompts.judge_prompt(collected.answers[i.key])
-                                 if isinstance(i, ProgressItem) else
-                                 explore_prompts.JUDGE_PROMPT.format(answer=collected.answers[i.key][-12000:]))]
-                   for i in unread]
+        prompts = [[Message.user(evaluation.judge_prompt(i, collected.answers[i.key]))] for i in unread]
         replies = judge.answer_all(prompts, Generation(max_tokens=512, temperature=0.0))
         for item, reply in zip(unread, replies, strict=True):
             if isinstance(reply, Exception):
                 continue
-            if isinstance(item, ProgressItem):
-                judged = progress_prompts.parse_progress_answer(f"<score>{reply}</score>")
-                ok, value = judged.ok and "none" not in reply.lower(), judged.as_dict()
-            else:
-                scene = explore_prompts.parse_judged_scene(reply)
-                ok, value = scene.ok, {"description": scene.description, "ok": scene.ok}
+            value, ok = evaluation.parse_judged(item, reply)
             if ok:
                 value["judge_answer"] = reply
                 parsed[item.key] = Parsed(value, "judge")
     return parsed
 
 
-def _rule(item: Any, text: str, settings: EvalSettings) -> tuple[dict[str, Any], bool]:
-    if isinstance(item, ProgressItem):
-        answer = progress_prompts.parse_progress_answer(text)
-        return answer.as_dict(), answer.ok
-    scene = explore_prompts.parse_scene_answer(text, settings.strategy)
-    value = {"description": scene.description, "ok": scene.ok}
-    if scene.problem:
-        value["problem"] = scene.problem
-    return value, scene.ok
-
-
 def eval_producer(task: str, run_id: str | None, label: str, settings: EvalSettings, key: str) -> Producer:
     return Producer(task=task, flow_run_id=run_id, backend=label.split(":")[0], model_id=label,
                     params={"run": key, **settings.as_dict()},
-                    prompt_template_version=PROMPT_VERSIONS[settings.benchmark])
+                    prompt_template_version=benchmarks.get(settings.benchmark).evaluation.prompt_version)

@@ -18,6 +18,7 @@ from schemas.config import Settings
 from schemas.releases import ReleaseManifest
 from storage import open_storage
 from storage.releases import load_release
+from tasks import benchmark as benchmarks
 from tasks.evaluate.answerers import Answerer, build_answerer, parse_model_spec
 from tasks.evaluate.items import load_items
 from tasks.evaluate.run import (
@@ -56,11 +57,8 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
     benchmark, items = load_items(storage.catalog, manifest)
     if limit:
         items = items[:limit]
-    if benchmark == Benchmark.EXPLORE.value:
-        from tasks.evaluate.explore_metrics import s_obj_pipeline
-
-        options["s_obj_pipeline"] = s_obj_pipeline(settings.nlp.s_obj_model)
-    chosen = eval_settings(benchmark, strategy, **options)
+    evaluation = benchmarks.get(benchmark).evaluation
+    chosen = eval_settings(benchmark, strategy, **evaluation.options(settings, options))
     if predictions:
         digest = hashlib.sha256(Path(predictions).read_bytes()).hexdigest()
         label = model or f"file:{Path(predictions).stem}"
@@ -71,7 +69,7 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
     spec = parse_model_spec(model)
     if concurrency:
         spec = replace(spec, options={**spec.options, "max_concurrency": concurrency})
-    answerer = build_answerer(spec, settings, storage.catalog, items)
+    answerer = build_answerer(spec, settings, storage.catalog, items, evaluation)
     key = run_key(manifest.tag, manifest.sha256(), answerer.fingerprint(), chosen)
     return EvaluationPlan(manifest, benchmark, items, answerer, answerer.label, chosen, key)
 
@@ -81,7 +79,7 @@ def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool
     """The model's answers (cached ones first; fresh ones cached as they arrive), or the file's."""
     storage = open_storage(settings)
     if plan.predictions:
-        collected, problems = read_predictions(Path(plan.predictions), plan.items)
+        collected, problems = read_predictions(Path(plan.predictions), plan.items, plan.settings)
         collected.problems = [f"{plan.predictions}:{n}: {why}" for n, _, why in problems]
         producer = eval_producer("evaluate-read-predictions", None, plan.label, plan.settings, plan.key)
         storage.catalog.put_records([
@@ -120,7 +118,6 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
                     judge: str | None = None, report_dir: str | None = None) -> EvaluationResult:
     """Parse (rules, then the judge), score with the papers' metrics, and store predictions, metric rows and the
     evaluation record (``store_run``), with every item that has no answer quarantined."""
-    from tasks.evaluate.scoring import score_explore, score_progress
     from tasks.models.registry import load_backend
 
     storage = open_storage(settings)
@@ -135,15 +132,7 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
         else:
             judge_backend = load_backend(settings, "chat", cache=catalog)
     parsed = parse_answers(plan.items, collected, plan.settings, judge_backend)  # type: ignore[arg-type]
-    if plan.benchmark == Benchmark.PROGRESS.value:
-        scoring = score_progress(plan.items, parsed)
-    else:
-        from tasks.nlp import load_nlp
-
-        scorer = load_backend(settings, "scorer", cache=catalog)
-        embedder = getattr(scorer, "embedder", None) or load_backend(settings, "embedder")  # one model, not two
-        scoring = score_explore(plan.items, parsed, load_nlp(plan.settings.s_obj_pipeline), embedder, scorer,
-                                plan.settings.scoring)  # type: ignore[arg-type]
+    scoring = benchmarks.get(plan.benchmark).evaluation.score(settings, plan.settings, plan.items, parsed, catalog)
     producer = eval_producer("evaluate", run_id, plan.label, plan.settings, plan.key)
     benchmark = Benchmark(plan.benchmark)
     tag = plan.manifest.tag
@@ -231,29 +220,14 @@ def report_evaluation(settings: Settings, plan: EvaluationPlan, result: Evaluati
     from tasks.evaluate import report
 
     folder = Path(out_dir) if out_dir else report_folder(settings, plan)
-    if plan.benchmark == Benchmark.PROGRESS.value:
-        tables = report.progress_tables(result.scoring, plan.label)
-        plots = report.plot_progress(result.scoring, folder, plan.label)
-    else:
-        tables = report.explore_tables(result.scoring, plan.label)
-        plots = report.plot_explore(result.scoring, folder, plan.label)
+    evaluation = benchmarks.get(plan.benchmark).evaluation
+    tables = evaluation.report_tables(result.scoring, plan.label)
+    plots = evaluation.report_plots(result.scoring, folder, plan.label)
     summary = [("release", f"{plan.manifest.tag} (manifest {plan.manifest.sha256()[:12]})"),
                ("model", plan.label), ("strategy", plan.settings.variant),
                ("generation", ", ".join(f"{k}={v}" for k, v in plan.settings.generation.as_dict().items())),
                ("run key", plan.key), *[(k, str(v)) for k, v in result.counts.items()]]
-    if plan.benchmark == Benchmark.EXPLORE.value:
-        from tasks.evaluate.explore_metrics import OFFICIAL_S_OBJ_PIPELINE
-
-        pipeline = plan.settings.s_obj_pipeline
-        summary += [("relation scoring", f"{plan.settings.scoring} ("
-                     + ("the official code's relation pairing, to reproduce its numbers)"
-                        if plan.settings.scoring == "official" else "each relation phrase with its own sentences)")),
-                    ("S_obj spaCy pipeline", f"{pipeline} (" + ("the official one)" if pipeline ==
-                                                                OFFICIAL_S_OBJ_PIPELINE else
-                                                                f"the official code uses {OFFICIAL_S_OBJ_PIPELINE}; "
-                                                                f"see docs/fidelity.md)"))]
-    else:
-        summary.append(("scoring", "ProgressLM's definitions (docs/fidelity.md)"))
+    summary += evaluation.report_summary(plan.settings)
     folder.mkdir(parents=True, exist_ok=True)
     answers = folder / "predictions.jsonl"  # one line per item, for any tool that reads JSONL
     with open(answers, "w", encoding="utf-8") as handle:
