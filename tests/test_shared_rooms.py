@@ -1,0 +1,124 @@
+"""The shared rooms name no benchmark (docs/adding-a-benchmark.md): they ask the registry (tasks/benchmark.py).
+
+A file under a shared room breaks the rule when it imports a benchmark's folder (``tasks.<name>``), has an
+identifier made of a benchmark's name (``PROGRESS``, ``explore_items``, ``freeze_progress_releases``), or a string
+that is a benchmark's name, one of its review queues or one of its modules. Prose (comments, docstrings that merely
+mention a paper) is not looked at.
+
+What phase 1 of issue 16 left is listed in ``ALLOWED`` with its count and why; the count may only go down: a new
+violation fails, and so does an entry whose file now has fewer (lower the count, or drop the entry at zero).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from pathlib import Path
+
+from tasks import benchmark
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_ROOMS = ("schemas", "storage", "flows", "annotation_ui", "tasks/evaluate", "tasks/models")
+
+# Identifiers in which a benchmark's name is an ordinary word, not the benchmark ("progress" also means how far
+# along something is).
+GENERIC_IDENTIFIERS = {"progress_line", "show_progress_bar", "set_progress_bar_config"}
+GENERIC_NAMES = {"progress"}  # bare, as a variable or parameter: a progress bar or a share done
+
+# file -> (violations left, why they are still there). Phase 2 of issue 16 empties this.
+ALLOWED: dict[str, tuple[int, str]] = {
+    # the Benchmark enum of record envelopes, the configuration's [explore] section and per-benchmark payloads:
+    # phase 2 makes the benchmark a registered name, mounts each plugin's settings model as its section and moves
+    # the payloads into the benchmarks' folders
+    "schemas/records.py": (4, "Benchmark enum values PROGRESS/EXPLORE"),
+    "schemas/config.py": (1, "Settings.explore (Settings.progress too: the generic word, so not counted)"),
+    "schemas/payloads.py": (1, "Observation.progress_score: PROGRESS-BENCH payloads still live in schemas"),
+    # per-benchmark build flows and the main job: phase 2 builds from each plugin's declared stages and loops the
+    # main job over the registry
+    "flows/build_explore.py": (10, "EXPLORE-Bench build flow; becomes the generic flow over declared stages"),
+    "flows/build_progress.py": (4, "PROGRESS-BENCH build flow; becomes the generic flow over declared stages"),
+    "flows/main_job.py": (28, "calls each benchmark's sources, build, freeze, stats and export by name"),
+    "flows/cli.py": (24, "build progress/explore commands and options, stats, the explore/progresslm export formats"),
+    # the annotation app draws the visual_negative and scene_correction tabs by hand; phase 2 renders each
+    # plugin's review views as data with one tab renderer
+    "annotation_ui/app.py": (12, "the two benchmark queues' tabs, and the admin report's 'progress' key (the word, "
+                                 "tested as report['progress']; rename it to 'done' when the tabs move)"),
+    "annotation_ui/work.py": (4, "the verdicts each benchmark queue allows (ReviewCheck.verdicts holds them now)"),
+    "tasks/evaluate/scoring.py": (1, "Scoring.explore (and .progress) hold each benchmark's tables; tests read them"),
+}
+
+
+def _patterns() -> tuple[re.Pattern[str], set[str]]:
+    names = list(benchmark.names())
+    words = "|".join(re.escape(n) for n in names)
+    identifier = re.compile(rf"(^|_)({words.upper()})(_|$)|^({words})_|_({words})_|^({words})$")
+    strings = set(names) | {r.queue for p in benchmark.plugins() for r in p.reviews}
+    return identifier, strings
+
+
+def violations(path: Path) -> list[str]:
+    """Each place the file names a benchmark: ``line: what``."""
+    identifier, strings = _patterns()
+    module = re.compile(rf"^tasks\.({'|'.join(benchmark.names())})(\.|$)")
+    text = path.read_text(encoding="utf-8")
+    found, import_lines = [], set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            imported = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+        elif isinstance(node, ast.Import):
+            imported = [alias.name for alias in node.names]
+        else:
+            continue
+        import_lines.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
+        found += [f"{node.lineno}: import {name}" for name in imported if module.match(name)][:1]
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.start[0] in import_lines:  # an import is one violation, already counted above
+            continue
+        if token.type == tokenize.NAME and identifier.search(token.string) and \
+                token.string not in GENERIC_IDENTIFIERS | GENERIC_NAMES:
+            found.append(f"{token.start[0]}: identifier {token.string}")
+        elif token.type == tokenize.STRING and token.string[:1] in "'\"":
+            try:
+                value = ast.literal_eval(token.string)
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(value, str) and (value in strings or module.match(value)):
+                found.append(f"{token.start[0]}: string {value!r}")
+    return found
+
+
+def shared_files() -> list[Path]:
+    return sorted(p for room in SHARED_ROOMS for p in (ROOT / room).rglob("*.py"))
+
+
+def test_the_shared_rooms_name_no_benchmark_beyond_the_shrinking_allow_list():
+    problems = []
+    for path in shared_files():
+        name = path.relative_to(ROOT).as_posix()
+        found = violations(path)
+        allowed, why = ALLOWED.get(name, (0, ""))
+        if len(found) > allowed:
+            problems.append(f"{name} names a benchmark {len(found)} times (allowed {allowed}); ask the registry "
+                            f"(tasks/benchmark.py) instead:\n    " + "\n    ".join(found))
+        elif len(found) < allowed:
+            problems.append(f"{name}: {len(found)} left of the {allowed} allowed ({why}); lower its count in "
+                            f"ALLOWED, or remove the entry at 0")
+    missing = [name for name in ALLOWED if not (ROOT / name).exists()]
+    problems += [f"{name} is in ALLOWED but no longer exists; remove the entry" for name in missing]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_guard_sees_each_way_of_naming_a_benchmark(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text('"""About PROGRESS-BENCH in prose only."""\n'
+                      "from tasks.explore.export import export_name\n"
+                      "import tasks.progress\n"
+                      "if kind == 'progress' or queue == \"scene_correction\":\n"
+                      "    Benchmark.EXPLORE, load_explore_items, freeze_progress_releases\n"
+                      "progress = show_progress_bar = 1  # a progress bar\n")
+    assert violations(sample) == [
+        "2: import tasks.explore.export", "3: import tasks.progress", "4: string 'progress'",
+        "4: string 'scene_correction'", "5: identifier EXPLORE", "5: identifier load_explore_items",
+        "5: identifier freeze_progress_releases"]
