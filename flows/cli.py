@@ -604,35 +604,37 @@ def release_diff(old: Annotated[str, typer.Argument(help="NAME@VERSION to compar
         console.print(f"  [yellow]~[/yellow] {before} -> {after} ({what})")
 
 
+def _export_help() -> str:
+    """The formats the registry offers; plugin modules are light, so listing them costs the CLI's start little."""
+    from tasks.benchmark import export_formats
+
+    return "; ".join(["records: records.parquet, records.jsonl, manifest.json and blobs/",
+                      *(f"{f.name}: {f.help}" for f in export_formats().values())]) + "."
+
+
 @release_app.command("export")
 def release_export(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION (default: newest).")],
                    out: Annotated[Path | None, typer.Option(help="Folder; default: the configured export folder.")]
                    = None,
-                   fmt: Annotated[str, typer.Option("--format", help=(
-                       "records: records.parquet, records.jsonl, manifest.json and blobs/; progresslm: the five "
-                       "PROGRESS-BENCH .jsonl files plus frames/<id>/<frame>, as ProgressLM publishes them; explore: "
-                       "explore_bench.json plus images/, EXPLORE-Bench's annotation format."))]
-                   = "records") -> None:
+                   fmt: Annotated[str, typer.Option("--format", help=_export_help())] = "records") -> None:
     """Write a release in a format other tools read."""
     from storage.releases import export_release, load_release
+    from tasks.benchmark import export_formats
 
     storage = _storage()
     with _failures_as_messages():
         manifest = load_release(storage.catalog, tag)
         folder = out or _settings().export.folder
-        if fmt in ("progresslm", "explore"):
-            from tasks.explore.export import export_explore
-            from tasks.sources.progress_published import export_progresslm
-
-            exporter = {"progresslm": export_progresslm, "explore": export_explore}[fmt]
+        formats = export_formats()
+        if fmt in formats:
             target = Path(folder) / f"{manifest.name}-v{manifest.version}-{fmt}"
-            written = exporter(storage.catalog, storage.blobs, tag, target)
+            written = formats[fmt].export(storage.catalog, storage.blobs, tag, target)
             _print_path(f"exported {manifest.tag} ({fmt})", target)
             for name, count in written.items():
                 console.print(f"  {name} {count}", soft_wrap=True, markup=False, highlight=False)
             return
         if fmt != "records":
-            raise ValueError(f"unknown export format {fmt!r}: use records, progresslm or explore")
+            raise ValueError(f"unknown export format {fmt!r}: use records, {', '.join(formats)}")
         with _progress() as progress:
             bar = progress.add_task(f"exporting {manifest.tag}", total=len(manifest.blobs) + len(manifest.records))
             target = export_release(storage.catalog, storage.blobs, tag, folder,

@@ -6,9 +6,10 @@ a record's or a release's benchmark instead of branching on names, so a benchmar
 error, never a fallback to another one. Plugins are named here as ``"module:attr"`` and imported on first use (as
 ``tasks.models.registry`` does for backends), so importing the contract pulls in no benchmark and no heavy library.
 
-Phase 1 of issue 16 declares the evaluation pieces and the review checks; build stages, release freezing, export
-formats, review views rendered from data, CLI options and sample sources still live in ``flows/`` and
-``annotation_ui/`` (see docs/adding-a-benchmark.md).
+A plugin module stays light (it names its heavier pieces as ``"module:attr"`` too), so the CLI can list what the
+registry offers when it starts. Phase 1 of issue 16 declares the evaluation pieces, the review checks and the
+export formats; build stages, release freezing, review views rendered from data, CLI options and sample sources
+still live in ``flows/`` and ``annotation_ui/`` (see docs/adding-a-benchmark.md).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -113,15 +115,41 @@ class ReviewCheck:
     correction_problems: Callable[[dict[str, Any], Settings], list[str]] | None = None
 
 
+def load_target(target: str) -> Any:
+    """The attribute a ``"module:attr"`` string names, imported now."""
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+Exporter = Callable[[Any, Any, str, Path], dict[str, int]]  # (catalog, blob store, release tag, folder) -> counts
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """A release format of a benchmark's own (``benchwright release export --format NAME``)."""
+
+    name: str
+    help: str
+    exporter: str  # "module:attr" of an Exporter
+
+    def export(self, catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
+        return load_target(self.exporter)(catalog, store, tag, out_dir)
+
+
 @dataclass(frozen=True)
 class BenchmarkPlugin:
     name: str  # the records' ``benchmark`` value
     title: str  # as the papers write it
     payload_kinds: tuple[str, ...]
-    evaluation: Evaluation
+    evaluator: str  # "module:attr" of its Evaluation class, built on first use
     settings_section: str | None = None  # its ``[section]`` of benchwright.toml
     settings_model: type[BaseModel] | None = None
     reviews: tuple[ReviewCheck, ...] = field(default_factory=tuple)
+    exports: tuple[ExportFormat, ...] = field(default_factory=tuple)
+
+    @cached_property
+    def evaluation(self) -> Evaluation:
+        return load_target(self.evaluator)()
 
     def review(self, queue: str) -> ReviewCheck | None:
         return next((r for r in self.reviews if r.queue == queue), None)
@@ -142,8 +170,7 @@ def get(name: str) -> BenchmarkPlugin:
         except KeyError:
             raise UnknownBenchmarkError(f"no benchmark named {name!r} is registered; registered: "
                                         f"{', '.join(PLUGINS) or 'none'} (tasks/benchmark.py)") from None
-        module, _, attribute = target.partition(":")
-        plugin = getattr(importlib.import_module(module), attribute)
+        plugin = load_target(target)
         if not isinstance(plugin, BenchmarkPlugin) or plugin.name != name:
             raise TypeError(f"{target} is not the BenchmarkPlugin of {name!r}")
         _loaded[name] = plugin
@@ -158,6 +185,11 @@ def register(name: str, target: str) -> None:
     """Add a benchmark (``"module:attr"``); what a new benchmark's one line, or a test's toy one, calls."""
     PLUGINS[name] = target
     _loaded.pop(name, None)
+
+
+def export_formats() -> dict[str, ExportFormat]:
+    """Every registered benchmark's own release formats by name."""
+    return {f.name: f for plugin in plugins() for f in plugin.exports}
 
 
 def evaluated_benchmark(manifest: ReleaseManifest) -> BenchmarkPlugin:

@@ -46,3 +46,9 @@ def test_an_unknown_benchmark_is_an_error_never_a_fallback(storage):
 
     with pytest.raises(ValueError, match="PROGRESS-BENCH, EXPLORE-Bench"):
         load_items(storage.catalog, manifest)
+
+
+def test_export_formats_come_from_the_registry():
+    formats = benchmark.export_formats()
+    assert list(formats) == ["progresslm", "explore"]
+    assert formats["explore"].exporter == "tasks.explore.export:export_explore"

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from schemas.config import ExploreSettings, Settings
-from tasks.benchmark import BenchmarkPlugin, ReviewCheck
-from tasks.explore.evaluation import ExploreEvaluation
+from tasks.benchmark import BenchmarkPlugin, ExportFormat, ReviewCheck
 
 
 def scene_correction_problems(correction: dict[str, Any], settings: Settings) -> list[str]:
@@ -21,9 +20,11 @@ PLUGIN = BenchmarkPlugin(
     name="explore",
     title="EXPLORE-Bench",
     payload_kinds=("explore_instance", "scene"),
-    evaluation=ExploreEvaluation(),
+    evaluator="tasks.explore.evaluation:ExploreEvaluation",
     settings_section="explore",
     settings_model=ExploreSettings,
     reviews=(ReviewCheck(queue="scene_correction", verdicts=("accept", "reject", "correct"),
                          correction_problems=scene_correction_problems),),
+    exports=(ExportFormat("explore", "explore_bench.json plus images/, EXPLORE-Bench's annotation format",
+                          "tasks.explore.export:export_explore"),),
 )

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 from schemas.config import ProgressSettings
-from tasks.benchmark import BenchmarkPlugin, ReviewCheck
-from tasks.progress.evaluation import ProgressEvaluation
+from tasks.benchmark import BenchmarkPlugin, ExportFormat, ReviewCheck
 
 PLUGIN = BenchmarkPlugin(
     name="progress",
     title="PROGRESS-BENCH",
     payload_kinds=("trajectory", "demo", "observation", "cot"),
-    evaluation=ProgressEvaluation(),
+    evaluator="tasks.progress.evaluation:ProgressEvaluation",
     settings_section="progress",
     settings_model=ProgressSettings,
     # people answer YES/NO on an edited image; nothing to correct
     reviews=(ReviewCheck(queue="visual_negative", verdicts=("accept", "reject")),),
+    exports=(ExportFormat("progresslm", "the five PROGRESS-BENCH .jsonl files plus frames/<id>/<frame>, as "
+                                        "ProgressLM publishes them",
+                          "tasks.sources.progress_published:export_progresslm"),),
 )
