@@ -24,12 +24,19 @@ from schemas.config import AnnotationSettings
 from storage import Catalog
 from tasks.review import IN_FORCE, _corrected, decide, decisions_in_force, resolve_item
 
-QUEUES = ("visual_negative", "scene_correction", "recheck")
 Verdict = Literal["accept", "reject", "correct"]
-# what each queue's question lets an annotator answer: YES/NO for edits and rechecks; a scene can also be corrected
-VERDICTS: dict[str, tuple[str, ...]] = {"visual_negative": ("accept", "reject"),
-                                        "scene_correction": ("accept", "reject", "correct"),
-                                        "recheck": ("accept", "reject")}
+RECHECK = "recheck"  # the queue every benchmark shares: a released record sent back to people, YES/NO
+
+
+def _benchmark_verdicts() -> dict[str, tuple[str, ...]]:
+    from tasks import benchmark
+
+    return {review.queue: review.verdicts for plugin in benchmark.plugins() for review in plugin.reviews}
+
+
+# what each queue's question lets an annotator answer, as each benchmark declares it for its queues
+VERDICTS: dict[str, tuple[str, ...]] = {**_benchmark_verdicts(), RECHECK: ("accept", "reject")}
+QUEUES = tuple(VERDICTS)
 
 
 class WorkError(ValueError):

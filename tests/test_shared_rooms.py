@@ -45,7 +45,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     # plugin's review views as data with one tab renderer
     "annotation_ui/app.py": (12, "the two benchmark queues' tabs, and the admin report's 'progress' key (the word, "
                                  "tested as report['progress']; rename it to 'done' when the tabs move)"),
-    "annotation_ui/work.py": (4, "the verdicts each benchmark queue allows (ReviewCheck.verdicts holds them now)"),
     "tasks/evaluate/scoring.py": (1, "Scoring.explore (and .progress) hold each benchmark's tables; tests read them"),
 }
 
