@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,3 +64,22 @@ def publish_review_items(catalog: Catalog, n: int, queue: str = "recheck") -> li
         catalog.put_records([target, item])
         items.append(item)
     return items
+
+
+@pytest.fixture
+def running(tmp_path: Path) -> Iterator[Any]:
+    """Serves the annotation app with the given [annotation] settings; yields a starter returning (settings, url).
+    Every app it started is closed at the end of the test."""
+    from annotation_ui.app import serve
+    from tests.test_annotation_app import app_settings
+
+    servers = []
+
+    def start(**annotation: Any) -> tuple[Any, str]:
+        settings = app_settings(tmp_path / f"app{len(servers)}", **annotation)
+        servers.append(serve(settings, block=False))
+        return settings, f"http://127.0.0.1:{settings.annotation.port}/"
+
+    yield start
+    for blocks in servers:
+        blocks.close()

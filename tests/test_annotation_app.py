@@ -40,22 +40,6 @@ def publish(settings: Settings, n: int, queue: str = "recheck") -> list:
     return publish_review_items(open_storage(settings).catalog, n, queue)
 
 
-@pytest.fixture
-def running(tmp_path):
-    servers = []
-
-    def start(**annotation):
-        from annotation_ui.app import serve
-
-        settings = app_settings(tmp_path / f"app{len(servers)}", **annotation)
-        servers.append(serve(settings, block=False))
-        return settings, f"http://127.0.0.1:{settings.annotation.port}/"
-
-    yield start
-    for blocks in servers:
-        blocks.close()
-
-
 def client(url: str, name: str):
     from gradio_client import Client
 

@@ -9,29 +9,11 @@ import time
 from collections import Counter
 
 import httpx
-import pytest
 
 from schemas import Status
 from storage import open_storage
-from tests.test_annotation_app import app_settings, publish
+from tests.test_annotation_app import publish
 from tests.test_annotation_browser import publish_visual_negatives
-
-
-@pytest.fixture
-def start(tmp_path):
-    """Serves the app with the given [annotation] settings; yields a starter returning (settings, url)."""
-    servers = []
-
-    def run(**annotation):
-        from annotation_ui.app import serve
-
-        settings = app_settings(tmp_path / f"app{len(servers)}", **annotation)
-        servers.append(serve(settings, block=False))
-        return settings, f"http://127.0.0.1:{settings.annotation.port}/"
-
-    yield run
-    for blocks in servers:
-        blocks.close()
 
 
 def login(url: str, name: str, password: str = "pw", address: str | None = None) -> httpx.Response:
@@ -60,8 +42,8 @@ def call(http: httpx.Client, endpoint: str, *args: object) -> tuple[str, object]
 # -- logins ------------------------------------------------------------------------------------------------------
 
 
-def test_guesses_are_slowed_then_locked_and_the_right_password_refused_until_an_admin_unlocks(start):
-    settings, url = start(login_free_failures=2, login_delay_s=2, login_max_delay_s=2, lockout_failures=5)
+def test_guesses_are_slowed_then_locked_and_the_right_password_refused_until_an_admin_unlocks(running):
+    settings, url = running(login_free_failures=2, login_delay_s=2, login_max_delay_s=2, lockout_failures=5)
     statuses: list[int] = []
     for i in range(40):
         last = login(url, "ann1", f"guess{i}", address="10.6.6.6")
@@ -89,8 +71,8 @@ def test_guesses_are_slowed_then_locked_and_the_right_password_refused_until_an_
     assert login(url, "ann1").status_code == 200
 
 
-def test_a_burst_of_parallel_guesses_gets_no_more_checks_than_the_rules_allow(start):
-    settings, url = start(login_free_failures=3, login_delay_s=60)
+def test_a_burst_of_parallel_guesses_gets_no_more_checks_than_the_rules_allow(running):
+    settings, url = running(login_free_failures=3, login_delay_s=60)
     statuses: list[int] = []
 
     def guess(i: int) -> None:
@@ -109,12 +91,12 @@ def test_a_burst_of_parallel_guesses_gets_no_more_checks_than_the_rules_allow(st
     assert login(url, "ann4", address="10.0.0.4").status_code == 200  # anyone else logs in
 
 
-def test_an_address_spraying_accounts_is_locked_and_the_cli_lifts_it(start, monkeypatch, tmp_path):
+def test_an_address_spraying_accounts_is_locked_and_the_cli_lifts_it(running, monkeypatch, tmp_path):
     from typer.testing import CliRunner
 
     from flows.cli import app as cli
 
-    settings, url = start(login_free_failures=100, lockout_failures=100, lockout_address_failures=6)
+    settings, url = running(login_free_failures=100, lockout_failures=100, lockout_address_failures=6)
     names = ["ann1", "ann2", "ann3", "ann4", "nobody", "ann5", "ann6"]
     statuses = [login(url, name, "wrong", address="10.9.9.9").status_code for name in names]
     assert statuses == [400] * 6 + [429]
@@ -149,8 +131,8 @@ ANONYMOUS_REFUSED = [("GET", "config"), ("GET", "openapi.json"), ("GET", "docs")
                      ("GET", "gradio_api/mcp/schema"), ("GET", "monitoring")]
 
 
-def test_every_route_but_the_login_page_refuses_anonymous_and_expired_sessions(start):
-    settings, url = start(session_s=2)
+def test_every_route_but_the_login_page_refuses_anonymous_and_expired_sessions(running):
+    settings, url = running(session_s=2)
     for method, path in ANONYMOUS_REFUSED:
         response = httpx.request(method, url + path, json={}, timeout=10)
         assert response.status_code == 401, (method, path, response.status_code)
@@ -170,8 +152,8 @@ def test_every_route_but_the_login_page_refuses_anonymous_and_expired_sessions(s
     assert http.get("gradio_api/info").status_code == 401
 
 
-def test_the_session_cookie_is_httponly_samesite_expiring_and_secure_behind_https(start):
-    _, url = start(session_s=3600, cookie_samesite="strict")
+def test_the_session_cookie_is_httponly_samesite_expiring_and_secure_behind_https(running):
+    _, url = running(session_s=3600, cookie_samesite="strict")
     plain = login(url, "ann1").headers["set-cookie"].lower()
     assert "httponly" in plain and "samesite=strict" in plain and "max-age=3600" in plain
     assert "secure" not in plain.replace("httponly", "")  # plain HTTP: a Secure cookie would never come back
@@ -181,15 +163,15 @@ def test_the_session_cookie_is_httponly_samesite_expiring_and_secure_behind_http
     assert len(httpx.post(url + "login", data={"username": "ann1", "password": "pw"}).headers
                .get_list("set-cookie")) == 1  # one cookie, none without the flags
 
-    _, forced = start(cookie_secure=True)
+    _, forced = running(cookie_secure=True)
     assert "; secure" in login(forced, "ann1").headers["set-cookie"].lower()
 
 
 # -- answers and sizes -----------------------------------------------------------------------------------------
 
 
-def test_a_verdict_the_queue_does_not_allow_is_refused(start):
-    settings, url = start()
+def test_a_verdict_the_queue_does_not_allow_is_refused(running):
+    settings, url = running()
     (item,) = publish_visual_negatives(settings, 1)
     http = session(url, "ann1")
     assert json.loads(call(http, "take", "visual_negative")[1][0])["item_id"] == item.id
@@ -203,8 +185,8 @@ def test_a_verdict_the_queue_does_not_allow_is_refused(start):
     assert catalog.get_record(item.payload["target_id"]).status == Status.ACCEPTED
 
 
-def test_an_oversized_note_is_refused_with_a_message_and_a_huge_one_at_the_door(start):
-    settings, url = start(max_note_chars=500)
+def test_an_oversized_note_is_refused_with_a_message_and_a_huge_one_at_the_door(running):
+    settings, url = running(max_note_chars=500)
     (item,) = publish(settings, 1)
     http = session(url, "ann1")
     call(http, "take", "recheck")
@@ -218,8 +200,8 @@ def test_an_oversized_note_is_refused_with_a_message_and_a_huge_one_at_the_door(
     assert catalog.query("SELECT count(*) FROM review_decisions") == [(1,)]
 
 
-def test_oversized_uploads_and_bodies_are_refused(start):
-    _, url = start(max_upload_bytes=4096, max_request_bytes=65536)
+def test_oversized_uploads_and_bodies_are_refused(running):
+    _, url = running(max_upload_bytes=4096, max_request_bytes=65536)
     http = session(url, "ann1")
     small = http.post("gradio_api/upload", files={"files": ("ok.txt", b"a" * 1000)})
     assert small.status_code == 200 and len(small.json()) == 1
@@ -237,8 +219,8 @@ def test_oversized_uploads_and_bodies_are_refused(start):
     assert http.get("config").status_code == 200  # the server is fine
 
 
-def test_unlock_is_an_admin_function_in_the_api_and_the_admin_view(start):
-    _, url = start(lockout_failures=1, login_free_failures=5)
+def test_unlock_is_an_admin_function_in_the_api_and_the_admin_view(running):
+    _, url = running(lockout_failures=1, login_free_failures=5)
     assert login(url, "ann2", "wrong").status_code == 400
     kind, data = call(session(url, "boss"), "unlock", "ann9")
     assert kind == "error" and "no lockout for 'ann9'" in str(data)
