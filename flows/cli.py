@@ -110,21 +110,35 @@ def _progress() -> Progress:
 # -- main job ---------------------------------------------------------------------------------------------
 
 
+def _sources(entries: list[str] | None) -> dict[str, dict[str, Any]]:
+    """``NAME.OPTION=VALUE`` entries as build options per benchmark, checked against each benchmark's options."""
+    from tasks import benchmark as registry
+
+    sources: dict[str, dict[str, Any]] = {}
+    for entry in entries or []:
+        target, _, value = entry.partition("=")
+        name, _, option = target.partition(".")
+        if not option or not value:
+            raise typer.BadParameter(f"--source {entry!r}: expected BENCHMARK.OPTION=VALUE, e.g. "
+                                     "progress.published_dir=/data/progress_bench")
+        sources.setdefault(name, {})[option.replace("-", "_")] = value
+    for name, options in sources.items():
+        try:
+            registry.get(name).options(options)
+        except Exception as error:  # unknown benchmark, unknown option or a bad value: say which
+            raise typer.BadParameter(f"--source {name}: {error}") from None
+    return sources
+
+
 @app.command()
 def run(
-    progress_published: Annotated[Path | None, typer.Option(
-        help="Folder with the published PROGRESS-BENCH .jsonl files; default: the bundled sample.",
-        exists=True, file_okay=False)] = None,
-    progress_episodes: Annotated[Path | None, typer.Option(
-        help="Folder of episode folders (episode.json + one video per camera) to build PROGRESS-BENCH from; "
-             "default: the sample world, rendered under the data folder on first use.",
-        exists=True, file_okay=False)] = None,
-    sample_episodes: Annotated[int, typer.Option(help="Sample-world episodes to render when none are given.")] = 7,
-    explore_clips: Annotated[Path | None, typer.Option(
-        help="Folder of narrated egocentric clips to build EXPLORE-Bench from; default: the sample world filmed by "
-             "its head camera.", exists=True, file_okay=False)] = None,
-    explore_clip_format: Annotated[str, typer.Option(
-        help="sample, ego4d (<uid>.mp4 + narration.json) or folder (videos + actions.json/.csv).")] = "sample",
+    source: Annotated[list[str] | None, typer.Option(help=(
+        "BENCHMARK.OPTION=VALUE: a build option of one benchmark (repeatable), e.g. progress.published_dir=DIR, "
+        "progress.episodes_dir=DIR, progress.sample_episodes=2, explore.clips_dir=DIR. The options are those of "
+        "the benchmark's build (its fields are listed when one is wrong); by default each benchmark builds from its "
+        "bundled sample sources."))] = None,
+    benchmark: Annotated[list[str] | None, typer.Option(help=(
+        "Build, release and evaluate only this benchmark (repeatable); default: every registered one."))] = None,
     unattended_review: Annotated[str, typer.Option(help=(
         "wait: leave review items to people, a later run applies their decisions; accept: the unattended demo "
         "policy accepts them and records that on every record it touches (for demos, never for real releases)."))]
@@ -145,21 +159,26 @@ def run(
     for the whole run. Rerunning adds nothing that is already stored, and makes a new release version only when
     what it would release changed.
     """
-    from flows.runtime import prepare_prefect
+    from tasks import benchmark as registry
 
+    sources = _sources(source)
+    for name in benchmark or ():
+        try:
+            registry.get(name)
+        except registry.UnknownBenchmarkError as error:
+            raise typer.BadParameter(str(error)) from None
     settings = _settings()
-    prepare_prefect(settings)
     from flows.main_job import CANARY, main_job
 
     with console.status("running the main job (starting Prefect can take ~20 s)..."):
-        summary = main_job(settings=settings,
-                           progress_published_dir=str(progress_published) if progress_published else None,
-                           progress_episodes_dir=str(progress_episodes) if progress_episodes else None,
-                           sample_episodes=sample_episodes,
-                           explore_clips_dir=str(explore_clips) if explore_clips else None,
-                           explore_clip_format=explore_clip_format, unattended_review=unattended_review,
-                           review_wait_s=wait, release_prefix=release_prefix, export_release=export,
+        summary = main_job(settings=settings, sources=sources, benchmarks=list(benchmark) if benchmark else None,
+                           unattended_review=unattended_review, review_wait_s=wait, release_prefix=release_prefix,
+                           export_release=export,
                            evaluate_models=(tuple(evaluate_model) if evaluate_model else CANARY) if evaluate else ())
+    _print_main_job(summary)
+
+
+def _print_main_job(summary: dict[str, Any]) -> None:
     _print_built(summary)
     _print_releases(summary["releases"])
     for benchmark, sources in summary["built"].items():
@@ -170,7 +189,8 @@ def run(
     for benchmark, outcome in summary.get("benchmarks", {}).items():
         _print_outcome(benchmark, outcome)
     for evaluation in summary.get("evaluations", []):
-        shown = ", ".join(f"{name} {_metric(name, value)}" for name, value in evaluation["metrics"].items())
+        shown = ", ".join(f"{name} {_metric(evaluation['benchmark'], value)}"
+                          for name, value in evaluation["metrics"].items())
         console.print(f"evaluated {evaluation['model']} on {evaluation['release']}: {shown}; report "
                       f"{evaluation['report']['html']}")
 
@@ -182,7 +202,7 @@ def _print_built(summary: dict[str, Any]) -> None:
     quarantined = 0
     for benchmark, sources in summary["built"].items():
         for source, counts in sources.items():
-            if source in ("review", "corrections"):
+            if "records" not in counts:  # review, corrections: decisions, not sources
                 continue
             quarantined += counts.get("quarantined", 0)
             read = counts.get("rows", counts.get("episodes", counts.get("clips", counts.get("instances", ""))))
@@ -197,14 +217,8 @@ def _print_releases(releases: dict[str, dict[str, Any]]) -> None:
     for release in releases.values():
         console.print(f"release {release['tag']}" + (f", exported to {release['export']}" if release.get("export")
                                                      else ""))
-        quality = (release.get("explore format") or {}).get("quality")
-        if quality:
-            console.print("  scene annotation vs the sample world's truth: " +
-                          ", ".join(f"{k.replace('_', ' ')} {v:.2f}" for k, v in quality.items()
-                                    if k.endswith(("precision", "recall"))))
-        if release.get("stats"):
-            console.print(f"  {release['stats']['samples']} samples from {release['stats']['trajectories']} "
-                          f"trajectories; chart {release['stats']['chart']} (benchwright stats {release['tag']})")
+        for note in release.get("notes", ()):
+            console.print(f"  {note}", soft_wrap=True)
 
 
 def _print_outcome(benchmark: str, outcome: dict[str, Any]) -> None:
@@ -221,21 +235,13 @@ def _print_outcome(benchmark: str, outcome: dict[str, Any]) -> None:
     console.print(line, soft_wrap=True)
 
 
-def _metric(name: str, value: float | None) -> str:
-    """EXPLORE scores as they are (0-100, 0-5), PROGRESS fractions as percentages, as the papers print them."""
+def _metric(benchmark: str, value: float | None) -> str:
+    """As the benchmark's paper prints it: fractions as percentages where it does, scores as they are."""
+    from tasks import benchmark as registry
+
     if value is None:
         return "n/a"
-    return f"{value:.2f}" if name.startswith("S_") else f"{100 * value:.1f}"
-
-
-def _stages(chosen: list[str] | None, known: tuple[str, ...]) -> tuple[str, ...]:
-    from flows.runtime import check_stages
-
-    try:
-        check_stages(chosen or (), known)
-    except ValueError as error:
-        raise typer.BadParameter(str(error)) from None
-    return tuple(chosen or known)
+    return f"{100 * value:.1f}" if registry.get(benchmark).evaluation.percent_metrics else f"{value:.2f}"
 
 
 def _print_counts(result: dict[str, dict[str, Any]]) -> None:
@@ -243,144 +249,40 @@ def _print_counts(result: dict[str, dict[str, Any]]) -> None:
         console.print(f"{source}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
 
 
-@build_app.command("progress")
-def build_progress_command(
-    episodes: Annotated[Path | None, typer.Option(
-        help="Episodes to build from; default: the sample world under the data folder.",
-        exists=True, file_okay=False)] = None,
-    episodes_format: Annotated[str, typer.Option(help=(
-        "sample: one folder per episode (episode.json + <camera>.mp4); lerobot: a LeRobot v2 dataset; folder: one "
-        "folder per episode holding a video (<camera>.mp4) or a frame folder (<camera>/0001.png...) per camera; "
-        "hdf5: every .hdf5/.h5 file below --episodes is an episode (RoboMind style)."))] = "sample",
-    key_steps: Annotated[Path | None, typer.Option(
-        help="Key steps for lerobot/folder/hdf5 episodes: JSON {episode: [{frame, text}]} or {episode: {goal, fps, "
-             "steps}}, or CSV episode,frame,text[,goal]; episodes keyed by index (lerobot), folder name, or HDF5 path "
-             "below --episodes without suffix. Default <episodes>/key_steps.json or .csv.",
-        exists=True, dir_okay=False)] = None,
-    hdf5_images: Annotated[str, typer.Option(help="HDF5 group whose datasets are the cameras.")]
-    = "observations/rgb_images",
-    hdf5_camera: Annotated[list[str] | None, typer.Option(
-        help="NAME=DATASET_KEY, an HDF5 camera by its dataset (repeatable; overrides --hdf5-images).")] = None,
-    hdf5_goal_key: Annotated[str, typer.Option(help="HDF5 attribute or dataset holding the task goal (used when "
-                                                    "the key-step file gives none).")] = "language_raw",
-    hdf5_fps: Annotated[float, typer.Option(help="Frame rate of HDF5 episodes.")] = 30.0,
-    published: Annotated[Path | None, typer.Option(
-        help="Folder with the published PROGRESS-BENCH .jsonl files; default: the bundled sample.",
-        exists=True, file_okay=False)] = None,
-    published_frames: Annotated[Path | None, typer.Option(
-        help="Frames of the published files, as <folder>/<id>/<frame> or <folder>/<frame>; rows whose frames are "
-             "not there import with the frames marked missing.", exists=True, file_okay=False)] = None,
-    sample_episodes: Annotated[int, typer.Option(help="Sample-world episodes to render when --episodes is not "
-                                                      "given.")] = 7,
-    interval: Annotated[int | None, typer.Option(
-        help="Evenly spaced observations per segment. Default for this and the next three: the \\[progress] "
-             "settings (benchwright config show).")] = None,
-    boundary: Annotated[list[float] | None, typer.Option(
-        help="Boundary offsets b in (0, 0.5): each samples delta = b and 1 - b (repeatable).")] = None,
-    demo_camera: Annotated[str | None, typer.Option(help="Camera of the visual demos and same-view observations.")]
-    = None,
-    cross_camera: Annotated[list[str] | None, typer.Option(help="Cameras of cross-view observations "
-                                                                "(repeatable).")] = None,
-    stage: Annotated[list[str] | None, typer.Option(help=(
-        "Run only these stages (repeatable): construct, text-negatives, visual-negatives, review, chain-of-thought, "
-        "published. Default: all."))] = None,
-    trajectory: Annotated[list[str] | None, typer.Option(
-        help="Rebuild only these trajectories (ids as `records list` shows them, or episode folder names; "
-             "repeatable).")] = None,
-) -> None:
-    """Build PROGRESS-BENCH records from episodes and the published files, without freezing a release.
+def _build_runner(name: str) -> Any:
+    """What a benchmark's `build NAME` command calls once it has read its options."""
+    def run_build(options: dict[str, Any], stages: list[str] | None = None, units: list[str] | None = None,
+                  unattended_review: str = "wait") -> None:
+        from tasks import benchmark as registry
 
-    Idempotent: records are keyed by content, so a rerun stores nothing twice and unchanged records keep their ids.
+        plugin = registry.get(name)
+        given = {key: str(value) if isinstance(value, Path) else value for key, value in options.items()}
+        try:
+            plugin.chosen_stages(stages)
+            plugin.options(given)
+        except ValueError as error:
+            raise typer.BadParameter(str(error)) from None
+        settings = _settings()
+        from flows.build import build
 
-    Backfill: after a source or a setting changed, rerun chosen stages for chosen trajectories, e.g.
-    `benchwright build progress --trajectory sample-stack-00003 --stage construct --stage text-negatives`.
-    What a stage made before from those inputs and did not make again is marked superseded (with everything derived
-    from it), so a release never holds two builds of one trajectory. To change sampling for good, change the
-    \\[progress] settings: the scheduled runs read them too, and would otherwise rebuild with their values.
-    """
-    from flows.build_progress import STAGES
-    from flows.runtime import prepare_prefect
-
-    cameras = {}
-    for entry in hdf5_camera or []:
-        name, _, key = entry.partition("=")
-        if not name or not key:
-            raise typer.BadParameter(f"--hdf5-camera {entry!r}: expected NAME=DATASET_KEY")
-        cameras[name] = key
-    stages = _stages(stage, STAGES)
-    settings = _settings()
-    prepare_prefect(settings)
-    from flows.build_progress import build_progress
-
-    with console.status("building PROGRESS-BENCH (starting Prefect can take ~20 s)..."):
-        result = build_progress(settings, published_dir=str(published) if published else None,
-                                published_frames_dir=str(published_frames) if published_frames else None,
-                                episodes_dir=str(episodes) if episodes else None, episodes_format=episodes_format,
-                                key_steps_file=str(key_steps) if key_steps else None, hdf5_image_group=hdf5_images,
-                                hdf5_cameras=cameras, hdf5_goal_key=hdf5_goal_key, hdf5_fps=hdf5_fps,
-                                sample_episodes=sample_episodes,
-                                interval_per_segment=interval,
-                                boundary_offsets=tuple(boundary) if boundary else None, demo_camera=demo_camera,
-                                cross_cameras=tuple(cross_camera) if cross_camera else None,
-                                stages=stages, trajectories=list(trajectory) if trajectory else None)
-    _print_counts(result)
+        with console.status(f"building {plugin.title} (starting Prefect can take ~20 s)..."):
+            result = build(name, settings, stages=stages, units=units, options=given,
+                           unattended_review=unattended_review)
+        _print_counts(result)
+    return run_build
 
 
-@build_app.command("explore")
-def build_explore_command(
-    clips: Annotated[Path | None, typer.Option(
-        help="Narrated egocentric clips to build from; default: the sample world filmed by its head camera.",
-        exists=True, file_okay=False)] = None,
-    clip_format: Annotated[str, typer.Option(help=(
-        "sample: sample-world episode folders with ego.mp4; ego4d: <uid>.mp4 videos + Ego4D narration.json; "
-        "folder: videos + actions.json ({video: [{time|frame, text}]}) or actions.csv (video,time,text)."))]
-    = "sample",
-    narrations: Annotated[Path | None, typer.Option(
-        help="The narration/actions file; default narration.json (ego4d) or actions.json/.csv (folder) in --clips.",
-        exists=True, dir_okay=False)] = None,
-    sample_clips: Annotated[int, typer.Option(help="Sample clips to render when --clips is not given.")] = 5,
-    unattended_review: Annotated[str, typer.Option(help=(
-        "wait: scene corrections are left to annotators; accept: the unattended demo policy accepts the machine "
-        "annotation, marked as not human-reviewed."))] = "wait",
-    stage: Annotated[list[str] | None, typer.Option(
-        help="Run only these stages (repeatable): extract, annotate, review, corrections. Default: all.")] = None,
-    clip: Annotated[list[str] | None, typer.Option(
-        help="Rebuild only these clips (ids or file stems; repeatable).")] = None,
-    annotate_again: Annotated[bool, typer.Option(
-        help="Re-annotate instances that already have an annotation (after a model changed); what the new "
-             "annotation replaces is superseded.")] = False,
-    official: Annotated[Path | None, typer.Option(
-        help="Import the official EXPLORE-Bench annotation files from this folder (exp_anno_short.json, "
-             "exp_anno_med.json, exp_anno_long.json, exp_anno.json, with images/ beside them) instead of building "
-             "from clips; images the folder lacks are listed on their records.", exists=True, file_okay=False)]
-    = None,
-    official_release: Annotated[str, typer.Option(
-        help="With --official: freeze the imported instances as this release (a new version only when they "
-             "changed); evaluate it with `benchwright evaluate --release NAME`.")]
-    = "benchwright-explore-official",
-) -> None:
-    """Build EXPLORE-Bench records: instances from narrated clips, their final scenes annotated stage by stage
-    (tags, boxes, attributes, relations, integration, correction), published for human correction; or, with
-    --official DIR, import the official annotation files and freeze them as a release to evaluate.
+def _mount_build_commands() -> None:
+    """`benchwright build NAME` for every registered benchmark that declares a command line."""
+    from tasks import benchmark as registry
 
-    Subsets and quality checks come from the \\[explore] settings. Idempotent; rejected clips are quarantined
-    with the reason (`benchwright records list --status quarantined`).
-    """
-    from flows.build_explore import BUILD_STAGES, STAGES
-    from flows.runtime import prepare_prefect
+    for plugin in registry.plugins():
+        if plugin.cli:
+            command = registry.load_target(plugin.cli)(_build_runner(plugin.name))
+            build_app.command(plugin.name)(command)
 
-    stages = _stages(stage, STAGES) if stage else (("official",) if official else BUILD_STAGES)
-    settings = _settings()
-    prepare_prefect(settings)
-    from flows.build_explore import build_explore
 
-    with console.status("building EXPLORE-Bench (starting Prefect can take ~20 s)..."):
-        result = build_explore(settings, clips_dir=str(clips) if clips else None, clip_format=clip_format,
-                               narrations_file=str(narrations) if narrations else None, sample_clips=sample_clips,
-                               unattended_review=unattended_review, stages=stages,
-                               clips=list(clip) if clip else None, annotate_again=annotate_again,
-                               official_dir=str(official) if official else None, official_release=official_release)
-    _print_counts(result)
+_mount_build_commands()
 
 
 @app.command("sample-world")
@@ -413,35 +315,33 @@ def sample_world(
 
 @app.command()
 def stats(
-    tag: Annotated[str, typer.Argument(help="A PROGRESS-BENCH release, NAME or NAME@VERSION.")]
-    = "benchwright-progress",
+    tag: Annotated[str, typer.Argument(help="A release, NAME or NAME@VERSION.")] = "benchwright-progress",
     png: Annotated[Path | None, typer.Option(help="Where to write the chart; default beside the exports.")] = None,
-    tasks: Annotated[int, typer.Option(help="How many of the largest tasks to list.")] = 10,
+    limit: Annotated[int, typer.Option("--tasks", "--limit", help="How many rows of the long listings (the "
+                                                                   "largest tasks) to show.")] = 10,
 ) -> None:
-    """Trajectories and samples of a PROGRESS-BENCH release per setting, platform and task (ProgressLM Fig. 3),
-    printed and drawn as a PNG chart."""
-    from tasks.progress.stats import plot, stats_for_release, stats_png_path
+    """What a release holds, as its benchmark counts it (PROGRESS-BENCH: trajectories and samples per setting,
+    platform and task, as ProgressLM Fig. 3), printed and drawn as a PNG chart."""
+    from tasks import benchmark as registry
 
     storage = _storage()
     with _failures_as_messages():
         from storage.releases import load_release
 
         manifest = load_release(storage.catalog, tag)
-        numbers = stats_for_release(storage.catalog, tag)
-    table = Table(title=f"{manifest.tag}: samples per setting")
-    for column in ("setting", "trajectories", "samples"):
-        table.add_column(column, justify="left" if column == "setting" else "right")
-    for setting, trajectories, samples in numbers.rows():
-        table.add_row(setting, str(trajectories), str(samples), style="bold" if setting == "all" else None)
-    console.print(table)
-    for title, counter, limit in (("platform", numbers.platforms, None), ("task", numbers.tasks, tasks)):
-        listing = Table(title=f"samples per {title}")
-        listing.add_column(title)
-        listing.add_column("samples", justify="right")
-        for name, count in counter.most_common(limit):
-            listing.add_row(name, str(count))
-        console.print(listing)
-    chart = plot(numbers, png or stats_png_path(Path(_settings().export.folder), manifest.tag), manifest.tag)
+        plugin = registry.release_benchmark(manifest)
+        if plugin.stats is None:
+            raise ValueError(f"{plugin.title} releases have no statistics view")
+        numbers = registry.load_target(plugin.stats)(storage.catalog, manifest.tag)
+    for number, shown in enumerate(numbers.tables(limit)):
+        table = Table(title=f"{manifest.tag}: {shown.title}" if number == 0 else shown.title)
+        for index, column in enumerate(shown.columns):
+            table.add_column(column, justify="left" if index == 0 else "right")
+        for row in shown.rows:
+            table.add_row(*(str(cell) for cell in row), style="bold" if row[0] in shown.emphasised else None)
+        console.print(table)
+    default = Path(_settings().export.folder) / f"{manifest.name}-v{manifest.version}-stats.png"
+    chart = numbers.chart(png or default, manifest.tag)
     console.print(f"chart: {chart}")
 
 
@@ -949,7 +849,7 @@ def evaluate(
                       f"{result['scoring']['s_obj_pipeline']}", soft_wrap=True)
     table = _table(("metric", "value"))
     for name, value in result["metrics"].items():
-        table.add_row(name, _metric(name, value))
+        table.add_row(name, _metric(result["benchmark"], value))
     console.print(table)
     console.print(", ".join(f"{k} {v}" for k, v in result["counts"].items()), soft_wrap=True)
     for problem in result["problems"][:10]:

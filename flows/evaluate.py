@@ -22,8 +22,7 @@ def evaluate_release(settings: Settings | None = None, release: str = "benchwrig
                      concurrency: int | None = None, show_progress: bool = False) -> dict[str, Any]:
     """Evaluate ``model`` (a spec: ``openai:NAME@URL``, ``transformers:PATH``, ``chat``, ``baseline:oracle``...)
     on ``release`` (``name`` or ``name@version``), or score the answers in ``predictions`` (JSONL of key and
-    answer). Decoding defaults to the paper's settings; ``strategy`` defaults to ``direct`` (PROGRESS-BENCH) or
-    ``final-scene`` (EXPLORE-Bench)."""
+    answer). Decoding defaults to the paper's settings; ``strategy`` to the release's benchmark's default."""
     settings = settings or load_settings()
     run_id = current_flow_run_id()
     plan = prepare_evaluation(settings, release, model, strategy, predictions, limit, concurrency,
@@ -34,7 +33,8 @@ def evaluate_release(settings: Settings | None = None, release: str = "benchwrig
     folder = out_dir or str(report_folder(settings, plan))
     result = score_and_store(settings, plan, collected, run_id, judge, folder)
     files = report_evaluation(settings, plan, result, folder)
-    return {"release": plan.manifest.tag, "model": plan.label, "strategy": plan.settings.variant, "key": plan.key,
+    return {"release": plan.manifest.tag, "benchmark": plan.benchmark, "model": plan.label,
+            "strategy": plan.settings.variant, "key": plan.key,
             "evaluation": result.record_id, "metrics": result.metrics, "counts": result.counts,
             "problems": result.problems, "report": files,
             "scoring": {"relations": plan.settings.scoring, "s_obj_pipeline": plan.settings.s_obj_pipeline}

@@ -1,86 +1,98 @@
-"""The main job: build every benchmark that has a build flow, freeze a release of what was accepted, verify it,
-export and evaluate it. One flow run with subflows, so a run pays for one Prefect server start, not one per stage."""
+"""The main job: build every registered benchmark, freeze a release of what was accepted, verify it, export and
+evaluate it. One flow run with subflows, so a run pays for one Prefect server start, not one per stage."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow
+from prefect import flow, task
+from prefect.cache_policies import NONE
 
-from flows.build_explore import build_explore
-from flows.build_progress import build_progress
+from flows.build import build
 from flows.evaluate import evaluate_release
 from flows.runtime import current_flow_run_id, recorded_run
-from schemas import Benchmark
-from schemas.config import Settings, load_settings
+from schemas.config import Settings
 from storage import open_storage
-from tasks.explore.tasks import export_explore_release, freeze_explore_release
-from tasks.progress.splits import SplitPlan
-from tasks.progress.tasks import freeze_progress_releases, publish_progress_stats
+from tasks import benchmark as registry
+from tasks.benchmark import BenchmarkPlugin
 from tasks.storage_tasks import check_release, export
 
 CANARY = ("baseline:oracle?noise=0.1",)
+EVALUATION_KEYS = ("release", "benchmark", "model", "strategy", "metrics", "counts", "report")
 
 
 @flow(name="benchwright-main")
 @recorded_run
-def main_job(settings: Settings | None = None, progress_published_dir: str | None = None,
-             progress_episodes_dir: str | None = None, sample_episodes: int = 7,
-             explore_clips_dir: str | None = None, explore_clip_format: str = "sample", unattended_review: str = "wait",
-             review_wait_s: float = 0.0,
+def main_job(settings: Settings | None = None, sources: dict[str, dict[str, Any]] | None = None,
+             benchmarks: list[str] | None = None, unattended_review: str = "wait", review_wait_s: float = 0.0,
              release_prefix: str = "benchwright", export_release: bool = True,
              evaluate_models: tuple[str, ...] = CANARY) -> dict[str, Any]:
-    """Build, freeze, verify, export; then evaluate each model spec of ``evaluate_models`` on the PROGRESS-BENCH
-    benchmark split and the EXPLORE-Bench release. The default, a noisy oracle, is a canary: it must score close to
-    perfect, so a broken release or metric shows on the very run that broke it. The summary says per benchmark what
-    was released and what waits for people."""
-    settings = settings or load_settings()
+    """Build every registered benchmark (or those named in ``benchmarks``) from ``sources`` (per benchmark, its
+    build options; default: its bundled sample sources), freeze, verify and export each release, then evaluate each
+    model spec of ``evaluate_models`` on each benchmark's evaluated releases. The default, a noisy oracle, is a
+    canary: it must score close to perfect, so a broken release or metric shows on the very run that broke it. The
+    summary says per benchmark what was released and what waits for people."""
+    assert settings is not None  # recorded_run resolved it
+    plugins = [registry.get(name) for name in (benchmarks or registry.names())]
+    unknown = sorted(set(sources or {}) - {p.name for p in plugins})
+    if unknown:
+        raise ValueError(f"sources for {', '.join(unknown)}, which this run does not build: it builds "
+                         f"{', '.join(p.name for p in plugins)}")
     catalog = open_storage(settings).catalog
-    params = {"progress_published_dir": progress_published_dir, "progress_episodes_dir": progress_episodes_dir,
-              "sample_episodes": sample_episodes, "explore_clips_dir": explore_clips_dir,
-              "unattended_review": unattended_review,
-              "release_prefix": release_prefix, "evaluate_models": list(evaluate_models)}
+    params = {"sources": sources or {}, "unattended_review": unattended_review, "release_prefix": release_prefix,
+              "evaluate_models": list(evaluate_models)}
     summary: dict[str, Any] = {"run_id": current_flow_run_id(), "built": {}, "releases": {}}
-    summary["built"][Benchmark.PROGRESS.value] = build_progress(
-        settings, published_dir=progress_published_dir, episodes_dir=progress_episodes_dir,
-        sample_episodes=sample_episodes, unattended_review=unattended_review, review_wait_s=review_wait_s)
-    summary["built"][Benchmark.EXPLORE.value] = build_explore(
-        settings, clips_dir=explore_clips_dir, clip_format=explore_clip_format,
-        unattended_review=unattended_review, review_wait_s=review_wait_s)
+    for plugin in plugins:
+        summary["built"][plugin.name] = build(plugin.name, settings, options=(sources or {}).get(plugin.name),
+                                              unattended_review=unattended_review, review_wait_s=review_wait_s)
     before = set(_release_tags(catalog))
-    tags = freeze_progress_releases(settings, release_prefix, SplitPlan(), params)
-    for tag in tags:
-        check_release(settings, tag)
-        release: dict[str, Any] = {"tag": tag}
-        if export_release:
-            release["export"] = export(settings, tag, settings.export.folder)
-        release["stats"] = publish_progress_stats(settings, tag)
-        summary["releases"][tag] = release
-    explore_tag = freeze_explore_release(settings, release_prefix, params)
-    if explore_tag:
-        check_release(settings, explore_tag)
-        release = {"tag": explore_tag}
-        if export_release:
-            release["export"] = export(settings, explore_tag, settings.export.folder)
-            release["explore format"] = export_explore_release(settings, explore_tag)
-        summary["releases"][explore_tag] = release
-    evaluated = [t for t in (f"{release_prefix}-progress", explore_tag) if t and _has_release(catalog, t)]
+    for plugin in plugins:
+        for tag in _freeze(plugin, settings, release_prefix, params):
+            summary["releases"][tag] = _release(plugin, settings, tag, export_release)
+    current = _release_tags(catalog)
     summary["evaluations"] = [
-        {key: value for key, value in evaluate_release(settings, release=tag, model=model).items()
-         if key in ("release", "model", "strategy", "metrics", "counts", "report")}
-        for tag in evaluated for model in evaluate_models]
-    summary["benchmarks"] = {benchmark: benchmark_outcome(catalog, f"{release_prefix}-{benchmark}", benchmark,
-                                                          before) for benchmark in summary["built"]}
+        {key: value for key, value in evaluate_release(settings, release=name, model=model).items()
+         if key in EVALUATION_KEYS}
+        for plugin in plugins for name in _evaluated(plugin, release_prefix, current) for model in evaluate_models]
+    summary["benchmarks"] = {plugin.name: benchmark_outcome(catalog, current, f"{release_prefix}-{plugin.name}",
+                                                            plugin.name, before) for plugin in plugins}
     return summary
 
 
-def benchmark_outcome(catalog: Any, release_name: str, benchmark: str, before: set[str]) -> dict[str, Any]:
+def _freeze(plugin: BenchmarkPlugin, settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
+    if plugin.freeze is None:
+        return []
+    freeze = task(registry.load_target(plugin.freeze), name=f"freeze-{plugin.name}", cache_policy=NONE)
+    return freeze(settings, prefix, params)
+
+
+def _release(plugin: BenchmarkPlugin, settings: Settings, tag: str, export_release: bool) -> dict[str, Any]:
+    """Verify a frozen release, export it, and run what the benchmark publishes of it (statistics, its own
+    format)."""
+    check_release(settings, tag)
+    release: dict[str, Any] = {"tag": tag, "benchmark": plugin.name}
+    if export_release:
+        release["export"] = export(settings, tag, settings.export.folder)
+    if plugin.publish and export_release:
+        publish = task(registry.load_target(plugin.publish), name=f"publish-{plugin.name}", cache_policy=NONE)
+        release.update(publish(settings, tag))
+    return release
+
+
+def _evaluated(plugin: BenchmarkPlugin, prefix: str, current: list[str]) -> list[str]:
+    names = {tag.split("@")[0] for tag in current}
+    wanted = (pattern.format(prefix=prefix, name=plugin.name) for pattern in plugin.evaluated)
+    return [name for name in wanted if name in names]
+
+
+def benchmark_outcome(catalog: Any, current_tags: list[str], release_name: str, benchmark: str, before: set[str]
+                      ) -> dict[str, Any]:
     """What one benchmark got from this run: the release versions it made (tags not there ``before``), the
     current version of each of its releases, what waits for people, per queue, and where they review it."""
     from tasks.review import open_counts
 
     current: dict[str, str] = {}
-    for tag in _release_tags(catalog):  # by name and version, so the newest version of a name wins
+    for tag in current_tags:  # by name and version, so the newest version of a name wins
         name = tag.split("@")[0]
         if name == release_name or name.startswith(release_name + "-"):
             current[name] = tag
@@ -93,10 +105,3 @@ def _release_tags(catalog: Any) -> list[str]:
     from storage.releases import list_releases
 
     return [f"{name}@{version}" for name, version, *_ in list_releases(catalog)]
-
-
-def _has_release(catalog: Any, tag: str) -> bool:
-    from storage.releases import list_releases, parse_tag
-
-    name, _ = parse_tag(tag)
-    return any(n == name for n, *_ in list_releases(catalog))

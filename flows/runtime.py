@@ -41,11 +41,14 @@ def current_flow_run_id() -> str | None:
     return str(run_id) if run_id else None
 
 
-def recorded_run(function: F) -> F:
+def recorded_run(function: F | None = None, *, name: Callable[[dict[str, Any]], str] | None = None) -> Any:
     """Record a flow in the catalog's runs: its parameters when it starts, its summary (what it returns) or its
     error when it ends, the run that started it (a subflow of the main job) and the deployment it came from (a
     scheduled or triggered run). Goes under ``@flow``; the flow's ``settings`` parameter is resolved here once, so
-    the body gets the same settings the record was written with."""
+    the body gets the same settings the record was written with. ``name`` gives the recorded flow name from the
+    arguments (the generic build flow records ``build-<benchmark>``)."""
+    if function is None:
+        return lambda decorated: recorded_run(decorated, name=name)
     signature = inspect.signature(function)
 
     @functools.wraps(function)
@@ -62,8 +65,9 @@ def recorded_run(function: F) -> F:
         catalog = open_storage(settings).catalog
         run_id = current_flow_run_id() or f"local-{uuid.uuid4().hex[:12]}"
         parent = flow_run.parent_flow_run_id
-        params = {name: value for name, value in bound.arguments.items() if name != "settings"}
-        catalog.start_run(run_id, flow_run.flow_name or function.__name__, params, code_version(),
+        params = {key: value for key, value in bound.arguments.items() if key != "settings"}
+        flow_name = name(params) if name else flow_run.flow_name or function.__name__
+        catalog.start_run(run_id, flow_name, params, code_version(),
                           parent_run_id=str(parent) if parent else None, deployment=deployment.name)
         try:
             summary = function(*bound.args, **bound.kwargs)
@@ -73,18 +77,4 @@ def recorded_run(function: F) -> F:
         catalog.finish_run(run_id, "completed", summary)
         return summary
 
-    return wrapper  # type: ignore[return-value]
-
-
-def check_stages(stages: tuple[str, ...] | list[str], known: tuple[str, ...]) -> None:
-    """A build flow's backfill names stages from its own list, nothing else."""
-    unknown = sorted(set(stages) - set(known))
-    if unknown:
-        raise ValueError(f"unknown stage(s) {', '.join(unknown)}: choose from {', '.join(known)}")
-
-
-def sample_source_folder(settings: Settings, name: str) -> str:
-    """Where a build flow renders its bundled sample source when none is given: beside the catalog."""
-    from pathlib import Path
-
-    return str(Path(settings.catalog.path).parent / "sources" / name)
+    return wrapper

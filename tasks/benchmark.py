@@ -108,11 +108,61 @@ class Evaluation(Protocol):
 
 @dataclass(frozen=True)
 class ReviewCheck:
-    """A review queue a benchmark owns, with the check a person's correction must pass before it is saved."""
+    """A review queue a benchmark owns, with the check a person's correction must pass before it is saved, and
+    how the annotation app shows its items (``view``)."""
 
     queue: str
     verdicts: tuple[str, ...]
     correction_problems: Callable[[dict[str, Any], Settings], list[str]] | None = None
+    # "module:attr" of its ReviewView: a string, so the plugin module stays light (the view imports what it
+    # draws with only when the annotation app is built); None: people answer it through the API only
+    view: str | None = None
+
+    def review_view(self) -> ReviewView | None:
+        return load_target(self.view) if self.view else None
+
+
+@dataclass(frozen=True)
+class Picture:
+    """An image a review view shows, as stored (full resolution); ``boxes``: label -> [x0, y0, x1, y1] in image
+    pixels, drawn labelled on it."""
+
+    caption: str
+    data: bytes
+    boxes: dict[str, Any] | None = None
+
+
+ReviewItemView = dict[str, Any]  # what ``App.take`` gives: item_id, queue, question, suggestion, target, images...
+ImageLoader = Callable[[str | None], bytes | None]  # blob sha256 -> its bytes
+
+
+@dataclass(frozen=True)
+class ReviewTable:
+    """An editable table of a review view; what a person changes in it is their correction (verdict
+    ``correct``), checked by the queue's ``correction_problems`` before it is saved."""
+
+    columns: tuple[str, ...]
+    rows: Callable[[ReviewItemView], list[list[str]]]  # the rows an item shows
+    # (rows now, rows shown) -> the correction to save, None while the table says what was shown
+    correction: Callable[[Any, Any], dict[str, Any] | None]
+    label: str = ""
+    fixed_columns: tuple[int, ...] = ()  # not editable (an id the app keeps)
+
+
+@dataclass(frozen=True)
+class ReviewView:
+    """How the annotation app's one generic tab shows a queue's items: declared by the benchmark, drawn by the
+    app, which knows nothing of what an item is."""
+
+    title: str  # the tab's
+    instructions: str  # Markdown: what the answers (and the table's columns) mean
+    buttons: tuple[tuple[str, str], ...]  # (verdict, label), in the order shown; the first is the primary one
+    # (item view, image loader) -> (HTML above the images, the images); the HTML escapes what comes from data
+    render: Callable[[ReviewItemView, ImageLoader], tuple[str, list[Picture]]]
+    # (item view, catalog) -> the item view with what this queue shows besides the item and its target (another
+    # record's image, an instance's actions)
+    gather: Callable[[ReviewItemView, Any], ReviewItemView] | None = None
+    table: ReviewTable | None = None
 
 
 def load_target(target: str) -> Any:
@@ -122,6 +172,64 @@ def load_target(target: str) -> Any:
 
 
 Exporter = Callable[[Any, Any, str, Path], dict[str, int]]  # (catalog, blob store, release tag, folder) -> counts
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What every build stage of one build is given besides the settings."""
+
+    benchmark: str
+    run_id: str | None
+    options: Any  # the benchmark's ``build_options`` model, validated
+    units: tuple[str, ...] | None = None  # a backfill rebuilds only these units (trajectories, clips...)
+    unattended_review: str = "wait"  # wait for people, or accept (the demo policy)
+    review_wait_s: float = 0.0
+    data_folder: str = "data"  # beside the catalog: where bundled sample sources are rendered
+
+    def sample_folder(self, name: str) -> str:
+        """Where a stage renders its bundled sample source when the options name none."""
+        return str(Path(self.data_folder) / "sources" / name)
+
+
+StageFunction = Callable[[Any, BuildContext], dict[str, Any]]  # (settings, context) -> counts of what it did
+
+
+@dataclass(frozen=True)
+class BuildStage:
+    """One step of a benchmark's build, run by the generic build flow as a Prefect task named ``task_name``."""
+
+    name: str  # what ``--stage`` and a backfill's ``stages`` say
+    run: str  # "module:attr" of a StageFunction: pure work over records, no Prefect in it
+    task_name: str  # the Prefect task (and the producer task of what it makes)
+    roles: tuple[str, ...] = ()  # model roles it asks; the task carries their tags (``gpu``) for concurrency limits
+    reads: tuple[str, ...] = ()  # record kinds it reads ("source" for files outside the catalog)
+    writes: tuple[str, ...] = ()  # record kinds it writes
+    default: bool = True  # run when no stage is named
+    summary_key: str = ""  # its key in the build's summary (default: the name)
+    help: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.summary_key or self.name
+
+
+@dataclass(frozen=True)
+class StatsTable:
+    title: str
+    columns: tuple[str, ...]  # the first is the label column, the others numbers
+    rows: list[tuple[Any, ...]]
+    emphasised: tuple[str, ...] = ()  # labels of rows shown in bold (totals)
+
+
+class ReleaseStats(Protocol):
+    """What `benchwright stats` shows of a release of the benchmark (its tables, then a chart)."""
+
+    def tables(self, limit: int | None) -> list[StatsTable]: ...
+
+    def chart(self, path: Path, title: str) -> Path: ...
+
+
+BuildRunner = Callable[..., None]  # what the CLI hands a benchmark's command: run(options, stages, units, review)
 
 
 @dataclass(frozen=True)
@@ -142,10 +250,27 @@ class BenchmarkPlugin:
     title: str  # as the papers write it
     payload_kinds: tuple[str, ...]
     evaluator: str  # "module:attr" of its Evaluation class, built on first use
+    # the module defining its payload_kinds' models (``register_payload``); schemas.records imports it on the first
+    # record of a kind it has no model for
+    payloads: str | None = None
     settings_section: str | None = None  # its ``[section]`` of benchwright.toml
     settings_model: type[BaseModel] | None = None
     reviews: tuple[ReviewCheck, ...] = field(default_factory=tuple)
     exports: tuple[ExportFormat, ...] = field(default_factory=tuple)
+    # building: the stages in the order they run, the options of one build (a pydantic model whose defaults build
+    # from the bundled sample sources, which is what the main job does), and ``benchwright build <name>``: a
+    # "module:attr" of ``(run: BuildRunner) -> command function`` mounted by the CLI
+    stages: tuple[BuildStage, ...] = field(default_factory=tuple)
+    build_options: type[BaseModel] | None = None
+    cli: str | None = None
+    # releasing: "module:attr" of ``(settings, prefix, params) -> [tags]`` freezing what was accepted (a new
+    # version only when the content changed), and of ``(settings, tag) -> dict`` run on each frozen release
+    # (statistics, the seed's own format); ``evaluated`` the release names, as ``{prefix}-...``, the main job
+    # evaluates
+    freeze: str | None = None
+    publish: str | None = None
+    evaluated: tuple[str, ...] = ("{prefix}-{name}",)
+    stats: str | None = None  # "module:attr" of ``(catalog, tag) -> ReleaseStats``
 
     @cached_property
     def evaluation(self) -> Evaluation:
@@ -153,6 +278,29 @@ class BenchmarkPlugin:
 
     def review(self, queue: str) -> ReviewCheck | None:
         return next((r for r in self.reviews if r.queue == queue), None)
+
+    def chosen_stages(self, names: tuple[str, ...] | list[str] | None) -> tuple[BuildStage, ...]:
+        """The stages named, in the declared order (all default ones when none is named); an unknown name is an
+        error that lists the known ones."""
+        if not names:
+            return tuple(s for s in self.stages if s.default)
+        known = [s.name for s in self.stages]
+        unknown = sorted(set(names) - set(known))
+        if unknown:
+            raise ValueError(f"{self.title} has no stage {', '.join(unknown)}: choose from {', '.join(known)}")
+        return tuple(s for s in self.stages if s.name in names)
+
+    def options(self, given: dict[str, Any] | None) -> Any:
+        """The build options validated by the benchmark's model; a name it does not know is an error."""
+        if self.build_options is None:
+            if given:
+                raise ValueError(f"{self.title} takes no build options (given: {', '.join(given)})")
+            return None
+        unknown = sorted(set(given or {}) - set(self.build_options.model_fields))
+        if unknown:
+            raise ValueError(f"{self.title} has no build option {', '.join(unknown)}; its options: "
+                             f"{', '.join(self.build_options.model_fields)}")
+        return self.build_options.model_validate(given or {})
 
 
 _loaded: dict[str, BenchmarkPlugin] = {}
@@ -200,3 +348,11 @@ def evaluated_benchmark(manifest: ReleaseManifest) -> BenchmarkPlugin:
     titles = ", ".join(p.title for p in plugins())
     raise UnknownBenchmarkError(f"release {manifest.tag} holds no items any registered benchmark evaluates "
                                 f"({titles})")
+
+
+def release_benchmark(manifest: ReleaseManifest) -> BenchmarkPlugin:
+    """The benchmark a release belongs to: the one its selection names, else the one whose items it holds."""
+    named = tuple(manifest.selection.benchmarks or ())
+    if len(named) == 1:
+        return get(str(named[0]))
+    return evaluated_benchmark(manifest)

@@ -1,17 +1,18 @@
-"""Thin Prefect task over the review room, shared by every build flow that publishes review items."""
+"""The review stage every benchmark that publishes review items declares (``BuildStage("review", ...)``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NONE
-
 from schemas.config import Settings
 from storage import open_storage
+from tasks.benchmark import BuildContext
 
 
-@task(name="apply-review", cache_policy=NONE)
+def review_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
+    return apply_review(settings, context.unattended_review, context.review_wait_s, context.benchmark)
+
+
 def apply_review(settings: Settings, policy: str, wait_s: float = 0.0, benchmark: str | None = None
                  ) -> dict[str, Any]:
     """With policy ``accept``, the unattended demo policy decides every open item of ``benchmark``; with ``wait``

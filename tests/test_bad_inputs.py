@@ -18,7 +18,7 @@ from schemas import Producer, Status
 from schemas.config import BlobSettings, CatalogSettings, Settings
 from tasks.progress.construct import build_folder
 from tasks.progress.sampling import SamplingPlan
-from tasks.sources.progress_published import SAMPLE_DIR, import_into_catalog
+from tasks.progress.published import SAMPLE_DIR, import_into_catalog
 from tasks.sources.sample_world import generate_episode, write_episode
 from tests.test_progress_construct import _camera_frames, to_lerobot, write_hdf5
 
@@ -384,10 +384,10 @@ def run_importer(kind: str, src: Path, storage: Any, tmp_path: Path) -> dict[str
         return build_folder(src, storage, PRODUCER, PLAN, episode_format=kind)
     if kind == "published":
         return import_into_catalog(src / "pub", storage, PRODUCER, frames_dir=src / "frames")
-    from tasks.explore.tasks import extract_explore_instances
+    from tasks.explore.stages import extract_explore_instances
 
     clip_format = {"ego4d": "ego4d", "actions": "folder", "clips": "sample"}[kind]
-    return extract_explore_instances.fn(_settings(tmp_path), str(src), clip_format, None, None)
+    return extract_explore_instances(_settings(tmp_path), str(src), clip_format, None, None)
 
 
 def built_ids(storage: Any) -> set[str]:

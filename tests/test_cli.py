@@ -161,7 +161,7 @@ def test_sample_world_command_writes_episodes(tmp_path):
 
 def test_release_export_in_the_progresslm_format(project, tmp_path, monkeypatch):
     from schemas import Producer
-    from tasks.sources.progress_published import SAMPLE_DIR, import_into_catalog
+    from tasks.progress.published import SAMPLE_DIR, import_into_catalog
 
     storage, _, _ = project
     import_into_catalog(SAMPLE_DIR, storage, Producer(task="import"))
@@ -180,7 +180,7 @@ def test_release_export_in_the_progresslm_format(project, tmp_path, monkeypatch)
 
 def test_stats_prints_settings_and_draws_a_chart(project, tmp_path):
     from schemas import Producer
-    from tasks.sources.progress_published import SAMPLE_DIR, import_into_catalog
+    from tasks.progress.published import SAMPLE_DIR, import_into_catalog
 
     storage, _, _ = project
     import_into_catalog(SAMPLE_DIR, storage, Producer(task="import"))

@@ -65,7 +65,7 @@ FILES = {
 
 
 def test_published_files_are_scored_by_the_official_definitions(settings, tmp_path):  # noqa: F811
-    from tasks.sources.progress_published import import_into_catalog
+    from tasks.progress.published import import_into_catalog
 
     folder = tmp_path / "progress-bench"
     folder.mkdir()

@@ -14,22 +14,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from schemas import (
-    Benchmark,
-    Demo,
-    ExploreInstance,
-    Observation,
-    Producer,
-    SceneAnnotation,
-    SceneObject,
-    Status,
-    make_record,
-)
+from schemas import Producer, Status, make_record
 from schemas.config import BlobSettings, CatalogSettings, ExportSettings, Settings
 from schemas.releases import ReleaseSelection
 from storage import open_storage
 from storage.releases import create_release
+from tasks.explore.payloads import ExploreInstance, SceneAnnotation, SceneObject
 from tasks.models.base import encode_png
+from tasks.progress.payloads import Demo, Observation
 from tests.chat_server import MALFORMED, ScriptedChatServer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,9 +53,9 @@ def progress_release(settings: Settings, trajectories: int = 2, per_demo: int = 
         common = {"trajectory_id": f"robot/task/{t}", "task_goal": f"stack block {t}", "total_steps": 2,
                   "data_source": "test"}
         visual = make_record(Demo(modality="visual", steps=["f0.jpg", "f1.jpg", "f2.jpg"], **common),
-                             benchmark=Benchmark.PROGRESS, producer=producer, blobs=frames, status=Status.ACCEPTED)
+                             benchmark="progress", producer=producer, blobs=frames, status=Status.ACCEPTED)
         text = make_record(Demo(modality="text", steps=["pick the block", "place the block"], **common),
-                           benchmark=Benchmark.PROGRESS, producer=producer, status=Status.ACCEPTED)
+                           benchmark="progress", producer=producer, status=Status.ACCEPTED)
         records += [visual, text]
         for demo in (visual, text):
             for k in range(1, per_demo + 1):
@@ -73,12 +65,12 @@ def progress_release(settings: Settings, trajectories: int = 2, per_demo: int = 
                 closest = (2 if progress <= 0.5 else 3) if demo is visual else (1 if progress <= 0.75 else 2)
                 records.append(make_record(
                     Observation(demo_id=demo.id, frame=f"o{k}.jpg", closest_idx=closest, progress_score=progress),
-                    benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo.id], blobs=[seen],
+                    benchmark="progress", producer=producer, parents=[demo.id], blobs=[seen],
                     status=Status.ACCEPTED))
         edited = storage.put_blob(picture(200 + t), role="observation", media_type="image/png")
         records.append(make_record(Observation(demo_id=visual.id, frame="edit.jpg", answerable=False,
                                                negative="visual"),
-                                   benchmark=Benchmark.PROGRESS, producer=producer, parents=[visual.id],
+                                   benchmark="progress", producer=producer, parents=[visual.id],
                                    blobs=[edited], status=Status.ACCEPTED))
     if lacking:
         records += lacking_frames(storage, producer)
@@ -93,17 +85,17 @@ def lacking_frames(storage, producer: Producer) -> list:
     demo = make_record(Demo(modality="visual", steps=["g0.jpg", "g1.jpg", "g2.jpg"], missing_frames=["g2.jpg"],
                             trajectory_id="robot/task/lacking", task_goal="open the drawer", total_steps=2,
                             data_source="test"),
-                       benchmark=Benchmark.PROGRESS, producer=producer, blobs=frames, status=Status.ACCEPTED)
+                       benchmark="progress", producer=producer, blobs=frames, status=Status.ACCEPTED)
     seen = storage.put_blob(picture(70), role="observation", media_type="image/png")
     of_demo = make_record(Observation(demo_id=demo.id, frame="g1.jpg", closest_idx=2, progress_score=0.5),
-                          benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo.id], blobs=[seen],
+                          benchmark="progress", producer=producer, parents=[demo.id], blobs=[seen],
                           status=Status.ACCEPTED)
     text = make_record(Demo(modality="text", steps=["open", "pull"], trajectory_id="robot/task/blind",
                             task_goal="open the drawer", total_steps=2, data_source="test"),
-                       benchmark=Benchmark.PROGRESS, producer=producer, status=Status.ACCEPTED)
+                       benchmark="progress", producer=producer, status=Status.ACCEPTED)
     unseen = make_record(Observation(demo_id=text.id, frame="gone.jpg", closest_idx=1, progress_score=0.25,
                                      frame_missing=True),
-                         benchmark=Benchmark.PROGRESS, producer=producer, parents=[text.id], status=Status.ACCEPTED)
+                         benchmark="progress", producer=producer, parents=[text.id], status=Status.ACCEPTED)
     return [demo, of_demo, text, unseen]
 
 
@@ -207,7 +199,7 @@ def test_a_killed_evaluation_resumes_without_asking_again_what_was_cached(settin
 
 
 def test_answers_from_a_file_are_keyed_by_the_published_row(settings, tmp_path):
-    from tasks.sources.progress_published import import_into_catalog
+    from tasks.progress.published import import_into_catalog
 
     storage = open_storage(settings)
     bundled = ROOT / "tasks" / "sources" / "samples" / "progress_bench"
@@ -277,16 +269,16 @@ def explore_release(settings: Settings, lacking: bool = False) -> str:
         instance = make_record(ExploreInstance(
             clip_id=f"clip{index}", source="test", start_frame=0, end_frame=100, start_s=0, end_s=10,
             atomic_actions=[f"C picks up object {i}" for i in range(12 + index)], subset="Short"),
-            benchmark=Benchmark.EXPLORE, producer=producer, blobs=[image], status=Status.ACCEPTED)
+            benchmark="explore", producer=producer, blobs=[image], status=Status.ACCEPTED)
         scene = make_record(SceneAnnotation(instance_id=instance.id, stage="human", objects=objects),
-                            benchmark=Benchmark.EXPLORE, producer=producer, parents=[instance.id],
+                            benchmark="explore", producer=producer, parents=[instance.id],
                             status=Status.ACCEPTED)
         records += [instance, scene]
     if lacking:
         records.append(make_record(ExploreInstance(
             clip_id="clip9", source="test", start_frame=40, end_frame=100, start_s=4, end_s=10,
             atomic_actions=["C opens the door"], subset="Short"),
-            benchmark=Benchmark.EXPLORE, producer=producer, status=Status.ACCEPTED))
+            benchmark="explore", producer=producer, status=Status.ACCEPTED))
     storage.catalog.put_records(records)
     return create_release(storage.catalog, storage.blobs, "tiny-explore",
                           selection=ReleaseSelection(benchmarks=("explore",))).tag

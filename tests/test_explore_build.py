@@ -80,7 +80,7 @@ def test_sample_clips_become_annotated_instances_close_to_the_truth(clips, stora
 
 
 def _object(entry):
-    from schemas import SceneObject
+    from tasks.explore.payloads import SceneObject
 
     return SceneObject.model_validate(entry)
 
@@ -88,7 +88,7 @@ def _object(entry):
 def test_human_corrections_are_new_versions_and_the_release_exports_officially(clips, storage, tmp_path):
     from schemas.config import BlobSettings, CatalogSettings
     from tasks.explore.export import export_explore
-    from tasks.explore.tasks import apply_scene_corrections, final_scenes, freeze_explore_release
+    from tasks.explore.stages import apply_scene_corrections, final_scenes, freeze_explore_release
     from tasks.review import decide, open_items
 
     _build(clips, storage, middle_frames=2)
@@ -108,13 +108,13 @@ def test_human_corrections_are_new_versions_and_the_release_exports_officially(c
         decide(catalog, item, annotator="ann2", verdict="reject")
     settings = Settings(catalog=CatalogSettings(path=str(catalog.path)),
                         blobs=BlobSettings(uri=f"file://{storage.blobs.root}"))
-    applied = apply_scene_corrections.fn(settings, None)
+    applied = apply_scene_corrections(settings, None)
     assert applied["corrections"] == 1 and applied["quarantined"] == 1
     reason = next(q for q in catalog.find_records(kind="quarantined_input")
                   if q.payload["source"].startswith("decision")).status_reason
     assert "colour word(s) green" in reason and "states a relation ('on the')" in reason
     assert "'Ball On Table' is not a short lowercase" in reason
-    assert apply_scene_corrections.fn(settings, None)["corrections"] == 0  # applied once
+    assert apply_scene_corrections(settings, None)["corrections"] == 0  # applied once
     human = [s for s in catalog.find_records(kind="scene") if s.payload["stage"] == "human"]
     assert len(human) == 1 and human[0].parents[0] == corrected.id  # a new version of the machine annotation
     machine = catalog.get_record(corrected.id)
@@ -125,7 +125,7 @@ def test_human_corrections_are_new_versions_and_the_release_exports_officially(c
     chosen = final_scenes(catalog)
     assert set(chosen) == {corrected.payload["instance_id"], catalog.get_record(third.payload["target_id"])
                            .payload["instance_id"]}
-    tag = freeze_explore_release.fn(settings, "test", {})
+    tag = freeze_explore_release(settings, "test", {})
     assert tag == "test-explore@1"
     written = export_explore(catalog, storage.blobs, tag, tmp_path / "out")
     assert written == {"instances": 2, "Short": 2}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from storage import Catalog
-from tasks.sources.progress_published import SAMPLE_DIR
+from tasks.progress.published import SAMPLE_DIR
 
 CLI = [sys.executable, "-m", "flows.cli"]
 REPO = Path(__file__).resolve().parent.parent
@@ -35,7 +35,7 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
         handle.write('{"id": "broken", "task_goal": "x"\n')
 
     # Two episodes: pick_place (training, RL split) and stack (training, SFT split) with the default split plan.
-    args = ["run", "--progress-published", str(sources), "--sample-episodes", "2"]
+    args = ["run", "--source", f"progress.published_dir={sources}", "--source", "progress.sample_episodes=2"]
     first = _run(args, tmp_path)
     assert first.returncode == 0, first.stderr
     for tag in ("benchwright-progress-published@1", "benchwright-progress-sft@1", "benchwright-progress-rl@1"):

@@ -12,8 +12,8 @@ import pytest
 from schemas import Producer
 from storage.paths import OutsideRoot, SourceRoot, export_path
 from tasks.progress.construct import build_folder
+from tasks.progress.published import import_into_catalog
 from tasks.progress.sampling import SamplingPlan
-from tasks.sources.progress_published import import_into_catalog
 
 
 @pytest.fixture
@@ -87,17 +87,18 @@ def test_export_names_never_leave_the_folder(tmp_path, parts):
 def test_progresslm_export_refuses_a_frame_name_leading_out(storage, tmp_path):
     """A record from before the import checks (or written by hand) whose frame name climbs out of --out: the export
     refuses that observation and writes nothing outside."""
-    from schemas import Benchmark, BlobRef, Demo, Observation, Status, make_record
+    from schemas import BlobRef, Status, make_record
     from storage.releases import create_release
-    from tasks.sources.progress_published import export_progresslm
+    from tasks.progress.payloads import Demo, Observation
+    from tasks.progress.published import export_progresslm
 
     blob = storage.put_blob(b"leaked", role="observation", media_type="image/jpeg")
     demo = make_record(Demo(trajectory_id="t/1", modality="visual", task_goal="g", steps=["a.jpg"], total_steps=1,
-                            data_source="s"), benchmark=Benchmark.PROGRESS, producer=Producer(task="t"),
+                            data_source="s"), benchmark="progress", producer=Producer(task="t"),
                        status=Status.ACCEPTED)
     records = [demo, *(make_record(Observation(demo_id=demo.id, frame=frame, closest_idx=1, delta=0.0,
                                                progress_score=0.5, source_row=frame),
-                                   benchmark=Benchmark.PROGRESS, producer=Producer(task="t"), parents=[demo.id],
+                                   benchmark="progress", producer=Producer(task="t"), parents=[demo.id],
                                    blobs=[BlobRef(sha256=blob.sha256, role="observation", media_type="image/jpeg")],
                                    status=Status.ACCEPTED)
                        for frame in ("../../../secret/outside.txt", "fine.jpg"))]
@@ -122,7 +123,7 @@ def test_an_empty_source_folder_says_nothing_was_found(storage, tmp_path, fmt):
 
 def test_empty_published_and_clip_folders_say_so(storage, tmp_path):
     from schemas.config import BlobSettings, CatalogSettings, Settings
-    from tasks.explore.tasks import extract_explore_instances
+    from tasks.explore.stages import extract_explore_instances
 
     (tmp_path / "empty").mkdir()
     assert "holds none of the PROGRESS-BENCH files" in import_into_catalog(
@@ -130,7 +131,7 @@ def test_empty_published_and_clip_folders_say_so(storage, tmp_path):
     settings = Settings(catalog=CatalogSettings(path=tmp_path / "catalog.duckdb"),
                         blobs=BlobSettings(uri=f"file://{tmp_path / 'blobs'}"))
     for fmt in ("sample", "ego4d", "folder"):
-        counts = extract_explore_instances.fn(settings, str(tmp_path / "empty"), fmt, None, None)
+        counts = extract_explore_instances(settings, str(tmp_path / "empty"), fmt, None, None)
         assert counts["clips"] == 0 and "no clips" in counts["nothing found"]
     assert not storage.catalog.find_records()
     assert json.dumps(counts)  # the summary a flow stores stays plain JSON

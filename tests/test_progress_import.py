@@ -4,11 +4,12 @@ import json
 
 import pytest
 
-from schemas import Observation, Producer, Status
+from schemas import Producer, Status
 from storage import Storage
 from storage.blobs import LocalBlobStore
 from storage.catalog import Catalog as CatalogClass
-from tasks.sources.progress_published import SAMPLE_DIR, import_folder, import_into_catalog, parse_published
+from tasks.progress.payloads import Observation
+from tasks.progress.published import SAMPLE_DIR, import_folder, import_into_catalog, parse_published
 
 PRODUCER = Producer(task="test-import")
 
@@ -114,7 +115,7 @@ def test_crash_mid_import_then_rerun_resumes_without_duplicates(tmp_path, monkey
 
 def test_published_files_round_trip_through_a_release(storage, tmp_path):
     from storage.releases import create_release
-    from tasks.sources.progress_published import FILE_KINDS, export_progresslm
+    from tasks.progress.published import FILE_KINDS, export_progresslm
 
     import_into_catalog(SAMPLE_DIR, storage, PRODUCER)
     create_release(storage.catalog, storage.blobs, "published")
@@ -130,7 +131,7 @@ def test_published_files_round_trip_through_a_release(storage, tmp_path):
 
 def test_a_frame_folder_attaches_frames_and_marks_the_missing_ones(storage, tmp_path):
     from storage.releases import create_release
-    from tasks.sources.progress_published import export_progresslm
+    from tasks.progress.published import export_progresslm
 
     rows = [json.loads(line) for line in (SAMPLE_DIR / "visual_same_view.jsonl").read_text().splitlines()]
     rows = [*rows[:3], *[r for r in rows if r["id"] != rows[0]["id"]][:3]]  # two of them from other demos

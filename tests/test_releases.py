@@ -5,7 +5,7 @@ import json
 import duckdb
 import pytest
 
-from schemas import Benchmark, Demo, Producer, Status, make_record
+from schemas import Producer, Status, make_record
 from schemas.releases import ReleaseSelection
 from storage import Storage
 from storage.releases import (
@@ -18,6 +18,7 @@ from storage.releases import (
     load_release,
     verify_release,
 )
+from tasks.progress.payloads import Demo
 from tests.conftest import item_record
 
 
@@ -25,7 +26,7 @@ def demo_with_frame(storage: Storage, i: int):
     ref = storage.put_blob(f"jpeg bytes {i}".encode(), role="frame_0", media_type="image/jpeg")
     payload = Demo(trajectory_id=f"traj-{i}", modality="visual", task_goal="stack the cups", steps=[f"f{i}.jpg"],
                    total_steps=1, data_source="robomind")
-    return make_record(payload, benchmark=Benchmark.PROGRESS, producer=Producer(task="test"), blobs=[ref])
+    return make_record(payload, benchmark="progress", producer=Producer(task="test"), blobs=[ref])
 
 
 @pytest.fixture
@@ -84,7 +85,8 @@ def test_releases_never_change_and_versions_increase(storage, released):
     assert [(n, v, k) for n, v, _, k, _ in list_releases(storage.catalog)] == [
         ("progress-demo", 1, 5), ("progress-demo", 2, 4)]
     with pytest.raises(ReleaseError, match="matches no record"):
-        create_release(storage.catalog, storage.blobs, "empty", selection=ReleaseSelection(benchmarks=("explore",)))
+        create_release(storage.catalog, storage.blobs, "empty",
+                       selection=ReleaseSelection(benchmarks=("explore",), kinds=("scene",)))
     with pytest.raises(ReleaseError, match="no release"):
         load_release(storage.catalog, "nope@3")
 
@@ -102,7 +104,7 @@ def test_diff_lists_added_removed_and_changed(storage, released):
     records, _ = released
     corrected = make_record(Demo(trajectory_id="traj-1", modality="visual", task_goal="stack the red cups",
                                  steps=["f1.jpg"], total_steps=1, data_source="robomind"),
-                            benchmark=Benchmark.PROGRESS, producer=Producer(task="review"), parents=[records[1].id],
+                            benchmark="progress", producer=Producer(task="review"), parents=[records[1].id],
                             blobs=records[1].blobs, status=Status.ACCEPTED)
     newcomer = demo_with_frame(storage, 42)
     storage.catalog.put_records([corrected, newcomer])
@@ -166,10 +168,10 @@ def _build_published_release(folder, run_id: str):
     from pathlib import Path
 
     from storage import Catalog, LocalBlobStore
-    from tasks.sources.progress_published import import_into_catalog
+    from tasks.progress.published import import_into_catalog
 
     storage = Storage(Catalog(folder / "catalog.duckdb", lock_timeout_s=30), LocalBlobStore(folder / "blobs"))
-    bundled = Path(__file__).resolve().parents[1] / "tasks" / "sources" / "samples" / "progress_bench"
+    bundled = Path(__file__).resolve().parents[1] / "tasks" / "progress" / "samples" / "progress_bench"
     import_into_catalog(bundled, storage, Producer(task="import", flow_run_id=run_id), run_id)
     framed = [demo_with_frame(storage, i) for i in range(3)]
     storage.catalog.put_records(framed)

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from storage import Catalog
-from tasks.sources.progress_published import SAMPLE_DIR
+from tasks.progress.published import SAMPLE_DIR
 
 REPO = Path(__file__).resolve().parent.parent
 PREFECT = [sys.executable, "-m", "prefect"]
@@ -114,7 +114,7 @@ def test_the_scheduler_queues_a_run_and_a_worker_finishes_it(prefect_server: tup
                    check=True, capture_output=True, timeout=120)
     deploy = subprocess.run(
         [*PREFECT, "--no-prompt", "deploy", "--name", "progress-build", "--interval", "5",
-         "--params", json.dumps({"stages": ["published"]})],
+         "--params", json.dumps({"benchmark": "progress", "stages": ["published"]})],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert deploy.returncode == 0, deploy.stdout + deploy.stderr
     deployment = _post(api, "/deployments/filter", {"deployments": {"name": {"any_": ["progress-build"]}}})[0]

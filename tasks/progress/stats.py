@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas import Record
+from tasks.benchmark import StatsTable
 
 SETTINGS = ("visual same-view", "visual cross-view", "text", "visual unanswerable", "text unanswerable")
 
@@ -55,6 +56,15 @@ class ProgressStats:
         """(setting, trajectories, samples) for every setting, then the total."""
         table = [(s, len(self.trajectories.get(s, ())), self.samples.get(s, 0)) for s in SETTINGS]
         return [*table, ("all", self.total_trajectories, self.total_samples)]
+
+    def tables(self, limit: int | None) -> list[StatsTable]:
+        """Samples per setting (with the total), per platform and per task (the ``limit`` largest)."""
+        return [StatsTable("samples per setting", ("setting", "trajectories", "samples"), self.rows(), ("all",)),
+                StatsTable("samples per platform", ("platform", "samples"), self.platforms.most_common()),
+                StatsTable("samples per task", ("task", "samples"), self.tasks.most_common(limit))]
+
+    def chart(self, path: Path, title: str) -> Path:
+        return plot(self, path, title)
 
     def markdown(self) -> str:
         lines = ["| setting | trajectories | samples |", "|---|---:|---:|"]

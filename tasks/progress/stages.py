@@ -1,5 +1,6 @@
-"""Thin Prefect tasks over the PROGRESS-BENCH stages. Each opens storage from the settings it is given, so it runs
-the same in-process, on a worker or on another machine."""
+"""The PROGRESS-BENCH build stages, freezing and publishing: functions of the settings and a build context, which the
+generic build flow runs as Prefect tasks (flows/build.py). Each opens storage from the settings it is given, so it
+runs the same in-process, on a worker or on another machine."""
 
 from __future__ import annotations
 
@@ -7,52 +8,85 @@ import re
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.artifacts import create_markdown_artifact
-from prefect.cache_policies import NONE
-
 from schemas import Producer
 from schemas.config import Settings
 from storage import open_storage
-from tasks.progress.construct import build_folder
+from tasks.benchmark import BuildContext
+from tasks.progress.options import ProgressBuildOptions
 from tasks.progress.sampling import SamplingPlan
-from tasks.progress.stats import plot, stats_for_release, stats_png_path
 from tasks.sources.episodes import Hdf5Layout
-from tasks.sources.progress_published import import_into_catalog
+
+SAMPLE_CAMERAS = ("front", "top", "side")
 
 
-@task(name="construct-progress", cache_policy=NONE)
-def construct_progress(settings: Settings, folder: str, plan: SamplingPlan, run_id: str | None,
-                       episode_format: str = "sample", key_steps: str | None = None,
-                       hdf5_layout: Hdf5Layout | None = None, trajectories: list[str] | None = None
-                       ) -> dict[str, Any]:
-    producer = Producer(task="construct-progress", flow_run_id=run_id,
-                        params={"folder": folder, "format": episode_format, "plan": plan.__dict__,
-                                **({"hdf5": hdf5_layout.__dict__} if episode_format == "hdf5" and hdf5_layout else {})})
-    return build_folder(Path(folder), open_storage(settings), producer, plan, run_id, episode_format=episode_format,
-                        key_steps=Path(key_steps) if key_steps else None, hdf5_layout=hdf5_layout,
-                        only=trajectories, allow_symlinks_outside=settings.sources.allow_symlinks_outside)
+def _trajectories(context: BuildContext) -> list[str] | None:
+    return list(context.units) if context.units is not None else None
 
 
-@task(name="import-progress-published", cache_policy=NONE)
-def import_progress_published(settings: Settings, folder: str, run_id: str | None,
-                              frames_dir: str | None = None) -> dict[str, Any]:
-    producer = Producer(task="import-progress-published", flow_run_id=run_id,
-                        params={"folder": folder, "frames": frames_dir})
-    return import_into_catalog(Path(folder), open_storage(settings), producer, run_id,
-                               Path(frames_dir) if frames_dir else None,
+def _sampling_plan(settings: Settings, options: ProgressBuildOptions) -> SamplingPlan:
+    """The options where given, the [progress] settings for the rest."""
+    configured = settings.progress
+    return SamplingPlan(
+        interval_per_segment=configured.interval_per_segment if options.interval_per_segment is None
+        else options.interval_per_segment,
+        boundary_offsets=tuple(configured.boundary_offsets if options.boundary_offsets is None
+                               else options.boundary_offsets),
+        demo_camera=options.demo_camera or configured.demo_camera,
+        cross_cameras=tuple(configured.cross_cameras if options.cross_cameras is None else options.cross_cameras))
+
+
+def construct_progress(settings: Settings, context: BuildContext) -> dict[str, Any]:
+    """Trajectories, demos and observations from episodes with key steps (the sample world when none are named)."""
+    from tasks.progress.construct import build_folder
+    from tasks.sources.tasks import render_sample_world
+
+    options: ProgressBuildOptions = context.options
+    folder = options.episodes_dir
+    if folder is None:
+        folder = context.sample_folder("sample-world")
+        if context.units is None:  # a backfill rebuilds episodes that exist; it renders none
+            render_sample_world(folder, options.sample_episodes, options.sample_seed, SAMPLE_CAMERAS, (320, 240))
+    plan = _sampling_plan(settings, options)
+    layout = Hdf5Layout(image_group=options.hdf5_image_group, cameras=dict(options.hdf5_cameras),
+                        goal_key=options.hdf5_goal_key, fps=options.hdf5_fps)
+    hdf5 = {"hdf5": layout.__dict__} if options.episodes_format == "hdf5" else {}
+    producer = Producer(task="construct-progress", flow_run_id=context.run_id,
+                        params={"folder": folder, "format": options.episodes_format, "plan": plan.__dict__, **hdf5})
+    return build_folder(Path(folder), open_storage(settings), producer, plan, context.run_id,
+                        episode_format=options.episodes_format,
+                        key_steps=Path(options.key_steps_file) if options.key_steps_file else None,
+                        hdf5_layout=layout, only=_trajectories(context),
+                        allow_symlinks_outside=settings.sources.allow_symlinks_outside)
+
+
+def import_progress_published(settings: Settings, context: BuildContext) -> dict[str, Any]:
+    """The published PROGRESS-BENCH .jsonl files (the bundled sample of them when no folder is named)."""
+    from tasks.progress.published import SAMPLE_DIR, import_into_catalog
+
+    options: ProgressBuildOptions = context.options
+    folder = options.published_dir or str(SAMPLE_DIR)
+    frames = options.published_frames_dir
+    producer = Producer(task="import-progress-published", flow_run_id=context.run_id,
+                        params={"folder": folder, "frames": frames})
+    return import_into_catalog(Path(folder), open_storage(settings), producer, context.run_id,
+                               Path(frames) if frames else None,
                                allow_symlinks_outside=settings.sources.allow_symlinks_outside)
 
 
-@task(name="progress-stats", cache_policy=NONE)
-def publish_progress_stats(settings: Settings, tag: str) -> dict[str, Any]:
-    """Statistics of a release: a markdown artifact on the flow run and a PNG beside the exports."""
+def publish_release(settings: Settings, tag: str) -> dict[str, Any]:
+    """Statistics of a frozen release: a markdown artifact on the flow run and a PNG chart beside the exports."""
+    from prefect.artifacts import create_markdown_artifact
+
+    from tasks.progress.stats import plot, stats_for_release, stats_png_path
+
     stats = stats_for_release(open_storage(settings).catalog, tag)
     png = plot(stats, stats_png_path(Path(settings.export.folder), tag), tag)
     create_markdown_artifact(key=re.sub(r"[^a-z0-9-]", "-", f"stats-{tag}".lower()),
                              markdown=f"# {tag}\n\n{stats.markdown()}\n\nChart: `{png}`",
                              description=f"PROGRESS-BENCH statistics of {tag}")
-    return {"samples": stats.total_samples, "trajectories": stats.total_trajectories, "chart": str(png)}
+    return {"stats": {"samples": stats.total_samples, "trajectories": stats.total_trajectories, "chart": str(png)},
+            "notes": [f"{stats.total_samples} samples from {stats.total_trajectories} trajectories; chart {png} "
+                      f"(benchwright stats {tag})"]}
 
 
 def trajectory_steps(catalog: Any, demos: list[Any]) -> dict[str, list[str]]:
@@ -109,12 +143,11 @@ def _store_stage_output(catalog: Any, task_name: str, records: list[Any], quaran
     return {"records": len(records), "quarantined": len(quarantined), "new": new, "superseded": superseded}
 
 
-@task(name="text-negatives", cache_policy=NONE)
-def make_text_negatives(settings: Settings, run_id: str | None, trajectories: list[str] | None = None
-                        ) -> dict[str, int]:
+def make_text_negatives(settings: Settings, context: BuildContext) -> dict[str, int]:
     """Text negatives for the constructed text demos, by the chat backend when one is configured, else offline."""
     from tasks.progress.text_negatives import PROMPT_VERSION, build_text_negatives
 
+    run_id, trajectories = context.run_id, _trajectories(context)
     storage = open_storage(settings)
     catalog = storage.catalog
     chat, producer = _chat_or_offline(settings, catalog, "text-negatives", PROMPT_VERSION, "offline-spacy",
@@ -126,15 +159,17 @@ def make_text_negatives(settings: Settings, run_id: str | None, trajectories: li
     return _store_stage_output(catalog, "text-negatives", built.records, built.quarantined, run_id)
 
 
-@task(name="visual-negatives", cache_policy=NONE)
-def make_visual_negatives(settings: Settings, run_id: str | None, per_demo: int = 1,
-                          trajectories: list[str] | None = None) -> dict[str, int]:
-    """Edited candidates of ``per_demo`` same-view observations of each constructed visual demo, with review items."""
+def make_visual_negatives(settings: Settings, context: BuildContext) -> dict[str, int]:
+    """Edited candidates of ``visual_negatives_per_demo`` same-view observations of each constructed visual demo
+    (the option, else the [progress] setting), with review items."""
     import hashlib
 
     from tasks.models.registry import has_backend, load_backend
     from tasks.progress.visual_negatives import PROMPT_VERSION, build_visual_negatives
 
+    run_id, trajectories = context.run_id, _trajectories(context)
+    per_demo = context.options.visual_negatives_per_demo
+    per_demo = settings.progress.visual_negatives_per_demo if per_demo is None else per_demo
     storage = open_storage(settings)
     catalog = storage.catalog
     chat = load_backend(settings, "chat", cache=catalog) if has_backend(settings, "chat") else None
@@ -162,13 +197,12 @@ def make_visual_negatives(settings: Settings, run_id: str | None, per_demo: int 
     return _store_stage_output(catalog, "visual-negatives", built.records, built.quarantined, run_id)
 
 
-@task(name="chain-of-thought", cache_policy=NONE)
-def make_chain_of_thought(settings: Settings, run_id: str | None, trajectories: list[str] | None = None
-                          ) -> dict[str, int]:
+def make_chain_of_thought(settings: Settings, context: BuildContext) -> dict[str, int]:
     """CoT for every accepted constructed observation and its negatives (templates offline, chat when set)."""
     from schemas import Status
     from tasks.progress.cot import PROMPT_VERSION, build_cot
 
+    run_id, trajectories = context.run_id, _trajectories(context)
     storage = open_storage(settings)
     catalog = storage.catalog
     chat, producer = _chat_or_offline(settings, catalog, "chain-of-thought", PROMPT_VERSION, "template",
@@ -191,32 +225,33 @@ def make_chain_of_thought(settings: Settings, run_id: str | None, trajectories: 
 BUILT_BY = ("construct-progress", "text-negatives", "visual-negatives", "chain-of-thought")
 
 
-@task(name="freeze-progress-releases", cache_policy=NONE)
-def freeze_progress_releases(settings: Settings, prefix: str, plan: Any, params: dict[str, Any]) -> list[str]:
+def freeze_progress_releases(settings: Settings, prefix: str, params: dict[str, Any], plan: Any = None
+                             ) -> list[str]:
     """``<prefix>-progress`` (the benchmark split), ``-sft`` and ``-rl`` (training, with chain of thought) from what
     was constructed, and ``<prefix>-progress-published`` from the published files. Each gets a new version only
     when its content changed."""
-    from schemas import Benchmark, Status
+    from schemas import Status
     from schemas.releases import ReleaseSelection
     from storage.releases import ReleaseError, create_release
-    from tasks.progress.splits import split_members
+    from tasks.progress.splits import SplitPlan, split_members
 
+    plan = plan or SplitPlan()
     storage = open_storage(settings)
     catalog = storage.catalog
     kinds = ("trajectory", "demo", "observation", "cot")
-    built = [r for name in BUILT_BY for r in catalog.find_records(benchmark=Benchmark.PROGRESS,
+    built = [r for name in BUILT_BY for r in catalog.find_records(benchmark="progress",
                                                                  producer_task=name, status=Status.ACCEPTED)]
     demos = {r.id: r for r in built if r.kind == "demo"}
     members = split_members([r for r in built if r.kind in kinds], demos, plan)
     names = {"benchmark": f"{prefix}-progress", "sft": f"{prefix}-progress-sft", "rl": f"{prefix}-progress-rl"}
-    published = [r.id for r in catalog.find_records(benchmark=Benchmark.PROGRESS,
+    published = [r.id for r in catalog.find_records(benchmark="progress",
                                                     producer_task="import-progress-published",
                                                     status=Status.ACCEPTED) if r.kind in kinds]
     wanted = {**{names[s]: (ids, f"split={s} ({plan.describe()})") for s, ids in members.items()},
               f"{prefix}-progress-published": (published, "the published PROGRESS-BENCH files")}
     tags = []
     for name, (ids, subset) in wanted.items():
-        selection = ReleaseSelection(benchmarks=(Benchmark.PROGRESS.value,), kinds=kinds,
+        selection = ReleaseSelection(benchmarks=("progress",), kinds=kinds,
                                      only_ids=tuple(sorted(ids)), subset=subset)
         try:
             manifest = create_release(catalog, storage.blobs, name, selection=selection,

@@ -1,4 +1,5 @@
-"""Thin Prefect tasks over the EXPLORE-Bench stages; each opens storage from the settings it is given."""
+"""The EXPLORE-Bench build stages, freezing and publishing: functions of the settings and a build context, which the
+generic build flow runs as Prefect tasks (flows/build.py); each opens storage from the settings it is given."""
 
 from __future__ import annotations
 
@@ -6,16 +7,62 @@ import json
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NONE
-
-from schemas import Benchmark, Producer, SceneObject, Status
+from schemas import Producer, Status
 from schemas.config import Settings
 from storage import open_storage
+from tasks.benchmark import BuildContext
 from tasks.explore.construct import SCENE_QUEUE, Annotators, annotate_instance, build_clip, human_version
 from tasks.explore.instances import QualityThresholds, SubsetBounds
+from tasks.explore.payloads import SceneObject
 from tasks.quarantine import resolve_quarantined
 from tasks.sources.ego_clips import ClipError, iter_clips
+
+# The sample world's longer activities (15-22 narrated actions) make Short instances; a pick-and-place (8) shows
+# the too-few-actions check.
+SAMPLE_TASKS = ("gather", "swap", "gather", "swap", "pick_place")
+
+
+def _clips(context: BuildContext) -> list[str] | None:
+    return list(context.units) if context.units is not None else None
+
+
+def extract_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
+    """Instances from the clips the options name, or from the sample world filmed by its head camera."""
+    from tasks.sources.tasks import render_sample_world
+
+    options = context.options
+    folder = options.clips_dir
+    if folder is None:
+        folder = context.sample_folder("sample-world-ego")
+        if context.units is None:
+            render_sample_world(folder, options.sample_clips, options.sample_seed, ("ego",), (640, 480),
+                                SAMPLE_TASKS)
+    return extract_explore_instances(settings, folder, options.clip_format, options.narrations_file,
+                                     context.run_id, _clips(context))
+
+
+def annotate_stage(settings: Settings, context: BuildContext) -> dict[str, int]:
+    return annotate_explore(settings, context.run_id, _clips(context), context.options.annotate_again)
+
+
+def corrections_stage(settings: Settings, context: BuildContext) -> dict[str, int]:
+    return apply_scene_corrections(settings, context.run_id)
+
+
+def official_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
+    """The official annotation files of the folder the options name, frozen as ``official_release`` (if set)."""
+    from schemas import Producer
+    from tasks.explore.official import PRODUCER_TASK, import_official_into_catalog
+
+    folder = context.options.official_dir
+    if folder is None:
+        raise ValueError("the official stage imports the official annotation files: name their folder "
+                         "(official_dir, `benchwright build explore --official DIR`)")
+    bounds, _ = _bounds(settings)
+    producer = Producer(task=PRODUCER_TASK, flow_run_id=context.run_id, params={"folder": folder})
+    return import_official_into_catalog(Path(folder), open_storage(settings), producer, bounds, context.run_id,
+                                        context.options.official_release,
+                                        allow_symlinks_outside=settings.sources.allow_symlinks_outside)
 
 
 def _bounds(settings: Settings) -> tuple[SubsetBounds, QualityThresholds]:
@@ -24,7 +71,6 @@ def _bounds(settings: Settings) -> tuple[SubsetBounds, QualityThresholds]:
             QualityThresholds(e.min_sharpness, e.min_view_correlation, e.max_view_shift))
 
 
-@task(name="extract-explore-instances", cache_policy=NONE)
 def extract_explore_instances(settings: Settings, folder: str, clip_format: str, narrations: str | None,
                               run_id: str | None, clips: list[str] | None = None) -> dict[str, Any]:
     """An instance per clip (or per named clip), each clip's records written as soon as it is done. A second clip
@@ -82,7 +128,6 @@ def _annotators(settings: Settings, catalog: Any) -> tuple[Annotators, Producer]
     return Annotators(tagger, detector, embedder, chat, settings.nlp.spacy_model), producer
 
 
-@task(name="annotate-explore", cache_policy=NONE)
 def annotate_explore(settings: Settings, run_id: str | None, instances: list[str] | None = None,
                      again: bool = False) -> dict[str, int]:
     """Annotate the final scene of every accepted instance that has no current annotation (or, with ``again``,
@@ -111,7 +156,6 @@ def annotate_explore(settings: Settings, run_id: str | None, instances: list[str
     return counts
 
 
-@task(name="apply-scene-corrections", cache_policy=NONE)
 def apply_scene_corrections(settings: Settings, run_id: str | None) -> dict[str, int]:
     """Each human correction of a scene in force becomes a ``human`` scene record (parents: the machine annotation
     and the decision); one that breaks the guidelines is quarantined with the reasons and the decision kept. A human
@@ -132,7 +176,7 @@ def apply_scene_corrections(settings: Settings, run_id: str | None) -> dict[str,
         target = catalog.get_record(decision.payload["target_id"])
         record, problem = human_version(target, decision, producer)
         if record is None:
-            rejected.append(quarantine(benchmark=Benchmark.EXPLORE, source=f"decision {decision.id}",
+            rejected.append(quarantine(benchmark="explore", source=f"decision {decision.id}",
                                        locator=decision.payload["annotator"], reason=problem or "",
                                        raw=json.dumps(decision.payload["correction"]), producer=producer))
         else:
@@ -166,7 +210,6 @@ def final_scenes(catalog: Any) -> dict[str, Any]:
     return chosen
 
 
-@task(name="freeze-explore-release", cache_policy=NONE)
 def freeze_explore_release(settings: Settings, prefix: str, params: dict[str, Any]) -> str | None:
     """``<prefix>-explore``: instances with a reviewed final scene, their clips and those scenes; the quality of
     the scenes against the sample world's truth (when known) is stored in the release's params."""
@@ -188,7 +231,7 @@ def freeze_explore_release(settings: Settings, prefix: str, params: dict[str, An
         if truth:
             figures.append(scene_quality([SceneObject.model_validate(o) for o in scene.payload["objects"]], truth))
     quality = summarise(figures) if figures else {}
-    selection = ReleaseSelection(benchmarks=(Benchmark.EXPLORE.value,), kinds=("trajectory", "explore_instance",
+    selection = ReleaseSelection(benchmarks=("explore",), kinds=("trajectory", "explore_instance",
                                                                                 "scene"),
                                  only_ids=tuple(sorted(r.id for r in ids)),
                                  subset="instances with a reviewed final scene")
@@ -198,7 +241,23 @@ def freeze_explore_release(settings: Settings, prefix: str, params: dict[str, An
 
 
 
-@task(name="export-explore-format", cache_policy=NONE)
+def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
+    tag = freeze_explore_release(settings, prefix, params)
+    return [tag] if tag else []
+
+
+def publish_release(settings: Settings, tag: str) -> dict[str, Any]:
+    """The release in EXPLORE-Bench's annotation format beside the other exports, and the machine annotation's
+    quality against the sample world's truth, when known."""
+    written = export_explore_release(settings, tag)
+    quality = written.get("quality") or {}
+    notes = [f"EXPLORE-Bench format: {written['folder']}"]
+    if quality:
+        notes.append("scene annotation vs the sample world's truth: " + ", ".join(
+            f"{k.replace('_', ' ')} {v:.2f}" for k, v in quality.items() if k.endswith(("precision", "recall"))))
+    return {"explore format": written, "notes": notes}
+
+
 def export_explore_release(settings: Settings, tag: str) -> dict[str, Any]:
     """The release in EXPLORE-Bench's annotation format beside the other exports, with the quality figures."""
     from storage.releases import load_release

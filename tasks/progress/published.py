@@ -25,9 +25,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from schemas import Benchmark, BlobRef, Demo, Observation, Producer, Record, Status, make_record
+from schemas import BlobRef, Producer, Record, Status, make_record
 from storage import Catalog
 from storage.paths import OutsideRoot, SourceRoot, export_path
+from tasks.progress.payloads import Demo, Observation
 from tasks.quarantine import quarantine
 from tasks.sources import rows
 from tasks.sources.frames import decode_image
@@ -180,13 +181,13 @@ def _row_records(row: PublishedRow, modality: Literal["visual", "text"], view: s
     demo = make_record(Demo(trajectory_id=row.id, modality=modality, task_goal=row.task_goal, steps=steps,
                             total_steps=row.total_steps, data_source=row.data_source, negative=text_negative,
                             missing_frames=missing),
-                       benchmark=Benchmark.PROGRESS, producer=producer, blobs=demo_blobs, status=status)
+                       benchmark="progress", producer=producer, blobs=demo_blobs, status=status)
     observation = make_record(
         Observation(demo_id=demo.id, frame=row.stage_to_estimate[0], view=view, answerable=answerable,
                     closest_idx=row.closest_idx, delta=row.delta, progress_score=row.progress_score,
                     negative=negative if not answerable else None, camera_combination=row.camera_combination,
                     frame_missing=seen is None, source_row=source_row),
-        benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo.id], blobs=[seen] if seen else [],
+        benchmark="progress", producer=producer, parents=[demo.id], blobs=[seen] if seen else [],
         status=status)
     return [demo, observation]
 
@@ -224,7 +225,7 @@ def parse_published(lines: Iterable[tuple[int, str, str]] | Iterable[str], *, so
             records = _row_records(row, kind["modality"], kind["view"], kind["negative"], producer, frames,
                                    f"{file_kind}:{number}")
         except (ValidationError, ValueError) as error:  # RowError and OutsideRoot included
-            result.quarantined.append(quarantine(benchmark=Benchmark.PROGRESS, source=source,
+            result.quarantined.append(quarantine(benchmark="progress", source=source,
                                                  locator=f"line {number}", reason=_reason(error), raw=line,
                                                  producer=producer))
             continue

@@ -1,0 +1,44 @@
+"""The build flow of every benchmark: the stages its plugin declares, in their order, each as a Prefect task
+carrying the tags of the model roles it asks (``gpu`` for local weights on a GPU), so concurrency limits apply."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, task
+from prefect.cache_policies import NONE
+
+from flows.runtime import current_flow_run_id, recorded_run
+from schemas.config import Settings
+from tasks import benchmark as registry
+from tasks.benchmark import BuildContext, BuildStage
+from tasks.models.registry import with_role_tags
+
+
+def stage_task(stage: BuildStage, settings: Settings) -> Any:
+    """The stage's function as a Prefect task named as the stage declares, with its roles' tags."""
+    run = task(registry.load_target(stage.run), name=stage.task_name, cache_policy=NONE)
+    return with_role_tags(run, settings, *stage.roles)
+
+
+@flow(name="build", flow_run_name="build-{benchmark}")
+@recorded_run(name=lambda arguments: f"build-{arguments['benchmark']}")
+def build(benchmark: str, settings: Settings | None = None, stages: list[str] | None = None,
+          units: list[str] | None = None, options: dict[str, Any] | None = None, unattended_review: str = "wait",
+          review_wait_s: float = 0.0) -> dict[str, Any]:
+    """Build one benchmark's records (no release): ``benchmark`` a registered name; ``stages`` those to run (default:
+    the benchmark's default stages, in their declared order); ``units`` the units a backfill rebuilds (trajectories,
+    clips...: what the benchmark's stages take); ``options`` the benchmark's build options (``benchwright build NAME
+    --help``; the defaults build from its bundled sample sources); ``unattended_review`` ``wait`` (people decide, a
+    later run applies it; ``review_wait_s`` seconds are waited for them) or ``accept`` (the unattended demo policy).
+
+    What a rebuilt stage made before from the same inputs and did not make again is superseded; unchanged records
+    keep their ids, so a rerun stores nothing twice."""
+    assert settings is not None  # recorded_run resolved it
+    plugin = registry.get(benchmark)
+    chosen = plugin.chosen_stages(stages)
+    context = BuildContext(benchmark=benchmark, run_id=current_flow_run_id(), options=plugin.options(options),
+                           units=tuple(units) if units is not None else None, unattended_review=unattended_review,
+                           review_wait_s=review_wait_s, data_folder=str(Path(settings.catalog.path).parent))
+    return {stage.key: stage_task(stage, settings)(settings, context) for stage in chosen}
