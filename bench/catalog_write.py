@@ -21,7 +21,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
-from schemas import Benchmark, BenchmarkItem, Producer, make_record
+from schemas import BenchmarkItem, Producer, make_record
 from storage.catalog import MIGRATIONS, Catalog, _record_columns
 
 
@@ -29,7 +29,7 @@ def make_records(n: int) -> list:
     producer = Producer(task="bench", backend="offline", params={"seed": 0})
     return [
         make_record(BenchmarkItem(task="maze", question=f"Which way from cell {i}?", options=["up", "down"],
-                                  answer=i % 2), benchmark=Benchmark.VIC, producer=producer)
+                                  answer=i % 2), benchmark="progress", producer=producer)
         for i in range(n)
     ]
 

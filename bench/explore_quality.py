@@ -17,11 +17,12 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from schemas import Producer, SceneObject
+from schemas import Producer
 from schemas.config import Settings
 from storage import Catalog, LocalBlobStore, Storage
 from tasks.explore.construct import Annotators, annotate_instance, build_clip
 from tasks.explore.instances import QualityThresholds, SubsetBounds
+from tasks.explore.payloads import SceneObject
 from tasks.explore.quality import scene_quality, summarise
 from tasks.models.registry import load_backend
 from tasks.sources.ego_clips import iter_clips

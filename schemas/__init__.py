@@ -1,23 +1,18 @@
-"""The contract: the record envelope, typed payloads and the configuration model."""
+"""The contract: the record envelope, the payloads every benchmark shares and the configuration model. A
+benchmark's own payloads live in its folder (``tasks/<name>/payloads.py``)."""
 
 from schemas.payloads import (
     BenchmarkItem,
-    ChainOfThought,
     Decision,
-    Demo,
     EvaluationRun,
-    ExploreInstance,
     MetricRow,
-    Observation,
     Prediction,
     QuarantinedInput,
     ReviewItem,
-    SceneAnnotation,
-    SceneObject,
     Trajectory,
 )
 from schemas.records import (
-    Benchmark,
+    BenchmarkName,
     BlobRef,
     Payload,
     Producer,
@@ -29,28 +24,23 @@ from schemas.records import (
     payload_model,
     record_id,
     register_payload,
+    registered_benchmark,
     registered_kinds,
 )
 
 __all__ = [
-    "Benchmark",
     "BenchmarkItem",
+    "BenchmarkName",
     "BlobRef",
-    "ChainOfThought",
     "Decision",
-    "Demo",
     "EvaluationRun",
-    "ExploreInstance",
     "MetricRow",
-    "Observation",
     "Payload",
     "Prediction",
     "Producer",
     "QuarantinedInput",
     "Record",
     "ReviewItem",
-    "SceneAnnotation",
-    "SceneObject",
     "Status",
     "Trajectory",
     "canonical_json",
@@ -59,5 +49,6 @@ __all__ = [
     "payload_model",
     "record_id",
     "register_payload",
+    "registered_benchmark",
     "registered_kinds",
 ]

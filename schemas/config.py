@@ -2,7 +2,8 @@
 
 Lookup order, later wins: built-in defaults, the TOML file (``$BENCHWRIGHT_CONFIG`` or ``./benchwright.toml``),
 then environment variables ``BENCHWRIGHT_<SECTION>__<KEY>`` (e.g. ``BENCHWRIGHT_CATALOG__PATH``,
-``BENCHWRIGHT_BLOBS__URI=s3://bucket/prefix``). Relative paths are taken from the working directory.
+``BENCHWRIGHT_BLOBS__URI=s3://bucket/prefix``). Relative paths are taken from the working directory. Each
+registered benchmark adds its own section (``[progress]``, ``[explore]``), read by its plugin's settings model.
 """
 
 from __future__ import annotations
@@ -10,10 +11,18 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict, TomlConfigSettingsSource
+from pydantic import BaseModel, Field, SecretStr, ValidationError, create_model, model_validator
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from tasks import benchmark as registry  # the contract: plugins are imported when a Settings is built
 
 CONFIG_ENV = "BENCHWRIGHT_CONFIG"
 DEFAULT_CONFIG_FILE = "benchwright.toml"
@@ -111,29 +120,6 @@ class ExportSettings(BaseModel):
     folder: Path = Path("data/exports")
 
 
-class ProgressSettings(BaseModel):
-    """How PROGRESS-BENCH samples observations. Scheduled runs and backfills read the same values, so a nightly
-    run never undoes a backfill; change them here (or per run on the CLI) and backfill to rebuild."""
-
-    interval_per_segment: int = Field(default=2, ge=0)
-    boundary_offsets: tuple[float, ...] = (0.1,)
-    demo_camera: str = "front"
-    cross_cameras: tuple[str, ...] = ("top", "side")
-    visual_negatives_per_demo: int = Field(default=1, ge=0)
-
-
-class ExploreSettings(BaseModel):
-    """EXPLORE-Bench instance checks and subsets (Sec. 3.2, 4.1)."""
-
-    short_min: int = Field(default=11, ge=1)  # Short: 11-99 atomic actions
-    medium_min: int = Field(default=100, ge=1)  # Medium: 100-199
-    long_min: int = Field(default=200, ge=1)  # Long: 200 and more
-    min_sharpness: float = Field(default=30.0, ge=0)  # variance of the Laplacian; real footage often uses 100
-    min_view_correlation: float = Field(default=0.7, ge=-1, le=1)
-    max_view_shift: float = Field(default=0.15, ge=0)
-    middle_frames: int = Field(default=0, ge=0)  # evenly spaced frames between the two scenes, for stepwise use
-
-
 class SourceSettings(BaseModel):
     """How importers treat the paths their input names (see storage.paths)."""
 
@@ -142,8 +128,17 @@ class SourceSettings(BaseModel):
     allow_symlinks_outside: bool = False
 
 
+# Each registered benchmark's section of the file ([progress], [explore], ...) is mounted from its plugin
+# (``settings_section``, ``settings_model``) rather than declared here, since schemas names no benchmark. The
+# mechanism: ``extra="allow"`` makes pydantic keep the sections as extra attributes of Settings, so
+# ``settings.explore.short_min``, ``model_dump`` (``benchwright config show``), ``Settings(explore=...)`` and
+# ``model_copy(update={"explore": ...})`` behave as they did for declared fields; ``_benchmark_sections``, a
+# before-validator, validates each section with its plugin's model (defaults when the section is absent) and
+# refuses every other unknown key, which ``extra="forbid"`` did before. pydantic-settings reads environment
+# variables for declared fields only, so ``_SectionsEnvSource`` reads ``BENCHWRIGHT_<SECTION>__<KEY>`` for the
+# mounted ones, with the same parsing. Plugins are imported when a Settings is built, never when this module is.
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="BENCHWRIGHT_", env_nested_delimiter="__", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="BENCHWRIGHT_", env_nested_delimiter="__", extra="allow")
 
     catalog: CatalogSettings = CatalogSettings()
     blobs: BlobSettings = BlobSettings()
@@ -151,11 +146,32 @@ class Settings(BaseSettings):
     review: ReviewSettings = ReviewSettings()
     export: ExportSettings = ExportSettings()
     nlp: NlpSettings = NlpSettings()
-    progress: ProgressSettings = ProgressSettings()
-    explore: ExploreSettings = ExploreSettings()
     sources: SourceSettings = SourceSettings()
     annotation: AnnotationSettings = AnnotationSettings()
     models: dict[str, ModelRole] = Field(default_factory=dict)
+
+    if TYPE_CHECKING:
+        def __getattr__(self, section: str) -> Any: ...  # a benchmark's section, e.g. settings.explore
+
+    @model_validator(mode="before")
+    @classmethod
+    def _benchmark_sections(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        sections = benchmark_sections()
+        unknown = sorted(k for k in data if k not in cls.model_fields and k not in sections)
+        if unknown:
+            raise ValueError(f"unknown section(s) {', '.join(f'[{k}]' for k in unknown)}: neither a setting nor "
+                             f"the section of a registered benchmark (benchmark sections: "
+                             f"{', '.join(f'[{k}]' for k in sections) or 'none'}; settings: "
+                             f"{', '.join(cls.model_fields)})")
+        data = dict(data)
+        for section, model in sections.items():
+            try:
+                data[section] = model.model_validate(data.get(section, {}))
+            except ValidationError as error:
+                raise ValueError("; ".join(_problem(section, e) for e in error.errors())) from None
+        return data
 
     @classmethod
     def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
@@ -164,10 +180,46 @@ class Settings(BaseSettings):
                                    file_secret_settings: PydanticBaseSettingsSource,
                                    ) -> tuple[PydanticBaseSettingsSource, ...]:
         toml_file = _config_file()
-        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings]
+        sources: list[PydanticBaseSettingsSource] = [init_settings, env_settings, _SectionsEnvSource(settings_cls)]
         if toml_file is not None:
             sources.append(TomlConfigSettingsSource(settings_cls, toml_file=toml_file))
         return tuple(sources)
+
+
+def benchmark_sections() -> dict[str, type[BaseModel]]:
+    """Each registered benchmark's section of the configuration and the model that reads it."""
+    sections: dict[str, type[BaseModel]] = {}
+    for plugin in registry.plugins():
+        if plugin.settings_section is None or plugin.settings_model is None:
+            continue
+        if plugin.settings_section in Settings.model_fields or plugin.settings_section in sections:
+            raise ValueError(f"{plugin.title}'s settings section [{plugin.settings_section}] is taken")
+        sections[plugin.settings_section] = plugin.settings_model
+    return sections
+
+
+def _problem(section: str, error: Any) -> str:
+    """``[section] field: what is wrong (got value)``."""
+    where = ".".join(str(p) for p in error["loc"])
+    got = "" if isinstance(error["input"], dict) else f" (got {error['input']!r})"
+    return f"[{section}]{' ' + where if where else ''}: {error['msg']}{got}"
+
+
+class _SectionsEnvSource(PydanticBaseSettingsSource):
+    """``BENCHWRIGHT_<SECTION>__<KEY>`` for the benchmarks' sections, parsed as pydantic-settings parses the
+    declared ones: its own env source over a model whose fields are the sections."""
+
+    def __call__(self) -> dict[str, Any]:
+        fields: dict[str, Any] = {name: (model | None, None) for name, model in benchmark_sections().items()}
+        mounted = create_model("BenchmarkSections", __base__=_EnvOnly, **fields)
+        return EnvSettingsSource(mounted)()
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+
+class _EnvOnly(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="BENCHWRIGHT_", env_nested_delimiter="__", extra="ignore")
 
 
 def _config_file() -> Path | None:

@@ -10,21 +10,30 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib
 import subprocess
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from tasks import benchmark as registry  # the contract only: names, and plugins imported on first use
 
 
-class Benchmark(StrEnum):
-    PROGRESS = "progress"  # PROGRESS-BENCH / ProgressLM
-    EXPLORE = "explore"  # EXPLORE-Bench
-    VIC = "vic"  # ViC-Bench
-    WEBPLAN = "webplan"  # fine-grained planning of VLM web agents
+def registered_benchmark(name: str) -> str:
+    """``name`` when a benchmark of that name is registered (``tasks.benchmark.PLUGINS``); a name check only, no
+    plugin is imported. An unknown name is an error that lists the registered ones."""
+    if name not in registry.PLUGINS:
+        raise ValueError(f"no benchmark named {name!r} is registered; registered: "
+                         f"{', '.join(registry.PLUGINS) or 'none'} (tasks/benchmark.py)")
+    return name
+
+
+# A record's benchmark: the name its plugin is registered under, a plain string in the envelope (and in its id).
+BenchmarkName = Annotated[str, AfterValidator(registered_benchmark)]
 
 
 class Status(StrEnum):
@@ -72,7 +81,7 @@ class Record(BaseModel):
 
     id: str
     kind: str
-    benchmark: Benchmark
+    benchmark: BenchmarkName
     payload: dict[str, Any]
     blobs: tuple[BlobRef, ...] = ()
     parents: tuple[str, ...] = ()
@@ -98,14 +107,30 @@ def register_payload(model: type[Payload]) -> type[Payload]:
     return model
 
 
+def _load_benchmark_payloads() -> None:
+    """Import every registered benchmark's payload module (``BenchmarkPlugin.payloads``), whose classes register
+    their kinds. Done on the first miss rather than at import: schemas names no benchmark, and a fresh process that
+    only reads records still finds every kind the registry's benchmarks define."""
+    import schemas.payloads  # noqa: F401  the kinds every benchmark shares
+
+    for plugin in registry.plugins():
+        if plugin.payloads:
+            importlib.import_module(plugin.payloads)
+
+
 def payload_model(kind: str) -> type[Payload]:
+    if kind not in _PAYLOAD_MODELS:
+        _load_benchmark_payloads()
     try:
         return _PAYLOAD_MODELS[kind]
     except KeyError:
-        raise KeyError(f"no payload model registered for kind {kind!r}") from None
+        raise KeyError(f"no payload model registered for kind {kind!r} (registered: "
+                       f"{', '.join(sorted(_PAYLOAD_MODELS))})") from None
 
 
 def registered_kinds() -> list[str]:
+    """Every kind with a payload model: the shared ones and every registered benchmark's."""
+    _load_benchmark_payloads()
     return sorted(_PAYLOAD_MODELS)
 
 
@@ -126,7 +151,7 @@ def record_id(kind: str, benchmark: str, payload: dict[str, Any], blobs: tuple[B
     return hashlib.sha256(canonical_json(content).encode()).hexdigest()
 
 
-def make_record(payload: Payload, *, benchmark: Benchmark, producer: Producer,
+def make_record(payload: Payload, *, benchmark: str, producer: Producer,
                 blobs: tuple[BlobRef, ...] | list[BlobRef] = (), parents: tuple[str, ...] | list[str] = (),
                 status: Status = Status.CANDIDATE, status_reason: str | None = None) -> Record:
     """Wrap a typed payload in an envelope with its content-derived id."""

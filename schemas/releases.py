@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.records import Status, canonical_json
+from schemas.records import BenchmarkName, Status, canonical_json
 
 
 class ReleaseSelection(BaseModel):
@@ -16,7 +16,7 @@ class ReleaseSelection(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    benchmarks: tuple[str, ...] = ()  # empty: all
+    benchmarks: tuple[BenchmarkName, ...] = ()  # registered benchmark names; empty: all
     kinds: tuple[str, ...] = ()  # empty: all
     statuses: tuple[Status, ...] = (Status.ACCEPTED,)
     run_id: str | None = None
@@ -29,7 +29,7 @@ class ReleaseEntry(BaseModel):
 
     id: str
     kind: str
-    benchmark: str
+    benchmark: BenchmarkName
     status: Status
     blobs: tuple[str, ...] = ()
     parents: tuple[str, ...] = ()

@@ -59,7 +59,7 @@ def create_release(catalog: Catalog, store: BlobStore, name: str, *, selection: 
     meta = catalog.blob_meta(shas)
     media_by_sha = {b.sha256: b.media_type for r in records for b in r.blobs}
     existing = [v for n, v, *_ in list_releases(catalog) if n == name]
-    entries = tuple(ReleaseEntry(id=r.id, kind=r.kind, benchmark=r.benchmark.value, status=r.status,
+    entries = tuple(ReleaseEntry(id=r.id, kind=r.kind, benchmark=r.benchmark, status=r.status,
                                  blobs=tuple(b.sha256 for b in r.blobs), parents=r.parents) for r in records)
     if only_if_changed and existing and version is None:
         newest = load_release(catalog, f"{name}@{max(existing)}")
@@ -257,7 +257,7 @@ def export_release(catalog: Catalog, store: BlobStore, tag: str, out_dir: str | 
     for chunk in _chunks([e.id for e in manifest.records], 5000):
         for record in catalog.get_records(chunk):
             rows.append({
-                "id": record.id, "kind": record.kind, "benchmark": record.benchmark.value,
+                "id": record.id, "kind": record.kind, "benchmark": record.benchmark,
                 "status": frozen_status[record.id].value, "payload": canonical_json(record.payload),
                 "blobs": canonical_json([b.model_dump() for b in record.blobs]),
                 "files": [file_names[b.sha256] for b in record.blobs],

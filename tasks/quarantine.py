@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas import Benchmark, Producer, QuarantinedInput, Record, Status, make_record
+from schemas import Producer, QuarantinedInput, Record, Status, make_record
 
 _RAW_LIMIT = 2000
 
 
-def quarantine(*, benchmark: Benchmark, source: str, locator: str, reason: str, raw: str, producer: Producer
+def quarantine(*, benchmark: str, source: str, locator: str, reason: str, raw: str, producer: Producer
                ) -> Record:
     """A quarantined record for input that could not be turned into a typed record.
 

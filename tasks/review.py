@@ -155,7 +155,7 @@ def publish_rechecks(catalog: Catalog, tag: str, *, sample: int | None = None, s
     A rejected recheck rejects the record, so the next release leaves it out."""
     import random
 
-    from schemas import Benchmark, ReviewItem
+    from schemas import ReviewItem
     from storage.releases import load_release
 
     manifest = load_release(catalog, tag)
@@ -167,7 +167,7 @@ def publish_rechecks(catalog: Catalog, tag: str, *, sample: int | None = None, s
     items = [make_record(ReviewItem(target_id=e.id, queue="recheck",
                                     question=f"Recheck this {e.kind} of {manifest.tag}: is it right as it is?",
                                     suggestion={"release": manifest.tag, "kind": e.kind}),
-                         benchmark=Benchmark(e.benchmark), producer=Producer(task="recheck", params={"release":
+                         benchmark=e.benchmark, producer=Producer(task="recheck", params={"release":
                                                                                                      manifest.tag}),
                          parents=[e.id]) for e in entries]
     return items, catalog.put_records(items)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from schemas import Benchmark, BenchmarkItem, Producer, Record, make_record
+from schemas import BenchmarkItem, Producer, Record, make_record
 from storage import Catalog, LocalBlobStore, Storage
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -49,7 +49,7 @@ def s3_endpoint() -> Iterator[str]:
 def item_record(i: int, *, parents: tuple[str, ...] = (), task: str = "maze", producer: Producer | None = None
                 ) -> Record:
     return make_record(BenchmarkItem(task=task, question=f"question {i}", options=["a", "b"], answer=i % 2),
-                       benchmark=Benchmark.VIC, producer=producer or Producer(task="test"), parents=parents)
+                       benchmark="explore", producer=producer or Producer(task="test"), parents=parents)
 
 
 def publish_review_items(catalog: Catalog, n: int, queue: str = "recheck") -> list[Record]:
@@ -60,7 +60,7 @@ def publish_review_items(catalog: Catalog, n: int, queue: str = "recheck") -> li
     for i in range(n):
         target = item_record(i)
         item = make_record(ReviewItem(target_id=target.id, queue=queue, question=f"check {i}"),
-                           benchmark=Benchmark.VIC, producer=Producer(task="test"), parents=[target.id])
+                           benchmark="explore", producer=Producer(task="test"), parents=[target.id])
         catalog.put_records([target, item])
         items.append(item)
     return items

@@ -36,7 +36,7 @@ def test_registered_benchmarks_load_on_demand():
 def test_an_unknown_benchmark_is_an_error_never_a_fallback(storage):
     with pytest.raises(benchmark.UnknownBenchmarkError, match="no benchmark named 'vic' is registered"):
         benchmark.get("vic")
-    records = [item_record(i) for i in range(2)]  # ViC-Bench items: no plugin evaluates them yet
+    records = [item_record(i) for i in range(2)]  # questions, not EXPLORE-Bench instances: nothing to evaluate
     storage.catalog.put_records(records)
     storage.catalog.set_status([r.id for r in records], Status.ACCEPTED)
     manifest = create_release(storage.catalog, storage.blobs, "items")

@@ -2,25 +2,26 @@
 
 from __future__ import annotations
 
-from schemas import Benchmark, Demo, Observation, Producer, Status, make_record
+from schemas import Producer, Status, make_record
 from tasks.models.openai_chat import OpenAIChat
 from tasks.models.structured import parse_tags
 from tasks.progress.cot import FIELDS, build_cot, check_cot, format_cot, template_cot
+from tasks.progress.payloads import Demo, Observation
 from tests.chat_server import ScriptedChatServer
 
 STEPS = ["[right] picks up the blue block", "[right] places the blue block on the yellow plate",
          "[right] moves away from the yellow plate"]
 PRODUCER = Producer(task="test")
 TEXT = make_record(Demo(trajectory_id="ep", modality="text", task_goal="put the blue block on the plate",
-                        steps=STEPS, total_steps=3, data_source="sample-world"), benchmark=Benchmark.PROGRESS,
+                        steps=STEPS, total_steps=3, data_source="sample-world"), benchmark="progress",
                    producer=PRODUCER)
 VISUAL = make_record(Demo(trajectory_id="ep", modality="visual", task_goal="put the blue block on the plate",
                           steps=["f0.jpg", "f1.jpg", "f2.jpg", "f3.jpg"], total_steps=3, data_source="sample-world"),
-                     benchmark=Benchmark.PROGRESS, producer=PRODUCER)
+                     benchmark="progress", producer=PRODUCER)
 
 
 def observation(demo, **fields):
-    return make_record(Observation(demo_id=demo.id, frame="front_0040.jpg", **fields), benchmark=Benchmark.PROGRESS,
+    return make_record(Observation(demo_id=demo.id, frame="front_0040.jpg", **fields), benchmark="progress",
                        producer=PRODUCER, parents=[demo.id])
 
 

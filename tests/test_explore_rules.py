@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from schemas import SceneObject
 from schemas.config import Settings
 from tasks.explore.describe import box_relations, category_of, ground, parse_attributes, parse_relations
 from tasks.explore.integrate import apply_guidelines, guideline_problems, integrate
+from tasks.explore.payloads import SceneObject
 from tasks.explore.tags import action_nouns, filter_by_rules, merge_tags, parse_tag_list
 from tasks.models.base import Detection
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from pydantic import BaseModel, Field
 
-from schemas import Benchmark, Status
+from schemas import Status
 from schemas.config import ModelRole, Settings
 from tasks.models.base import Generation, Message, encode_png
 from tasks.models.openai_chat import RAW_KEPT, ChatRequestError, OpenAIChat
@@ -163,7 +163,7 @@ def test_structured_output_gives_up_and_the_raw_text_is_quarantined(server):
     server.script(("text", "no idea"))
     result = ask_structured(chat(server), [Message.user("q")], Verdict, retries=2)
     assert not result.ok and result.raw == ["no idea"] * 4 and len(server.requests) == 4
-    record = quarantine(benchmark=Benchmark.EXPLORE, source="attributes", locator="scene 12",
+    record = quarantine(benchmark="explore", source="attributes", locator="scene 12",
                         reason=result.failure_reason(), raw="\n---\n".join(result.raw),
                         producer=chat(server).producer("attribute-generation"))
     assert record.status is Status.QUARANTINED

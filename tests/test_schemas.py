@@ -1,11 +1,31 @@
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
-from schemas import Benchmark, BlobRef, Demo, Observation, Producer, Record, make_record, registered_kinds
-from schemas.config import load_settings, masked
+from schemas import (
+    BenchmarkItem,
+    BlobRef,
+    Producer,
+    Record,
+    canonical_json,
+    make_record,
+    payload_model,
+    registered_kinds,
+)
+from schemas.config import Settings, load_settings, masked
+from schemas.releases import ReleaseSelection
+from tasks.explore.payloads import SceneAnnotation, SceneObject
+from tasks.explore.settings import ExploreSettings
+from tasks.progress.payloads import Demo, Observation
+from tasks.progress.settings import ProgressSettings
 from tests.conftest import item_record
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_record_id_depends_on_content_and_parents_not_on_producer_or_time():
@@ -21,14 +41,14 @@ def test_blobs_are_part_of_identity():
     payload = Demo(trajectory_id="t", modality="visual", task_goal="stack", steps=["f0.jpg"], total_steps=1,
                    data_source="robomind")
     ref = BlobRef(sha256="a" * 64, role="frame_0", media_type="image/jpeg")
-    with_blob = make_record(payload, benchmark=Benchmark.PROGRESS, producer=Producer(task="t"), blobs=[ref])
-    without = make_record(payload, benchmark=Benchmark.PROGRESS, producer=Producer(task="t"))
+    with_blob = make_record(payload, benchmark="progress", producer=Producer(task="t"), blobs=[ref])
+    without = make_record(payload, benchmark="progress", producer=Producer(task="t"))
     assert with_blob.id != without.id
 
 
 def test_typed_payload_round_trip_and_validation():
     obs = Observation(demo_id="d", frame="f.jpg", closest_idx=2, delta=-5, progress_score=0.45)
-    record = make_record(obs, benchmark=Benchmark.PROGRESS, producer=Producer(task="t"))
+    record = make_record(obs, benchmark="progress", producer=Producer(task="t"))
     assert isinstance(record.typed(), Observation)
     assert record.typed().progress_score == pytest.approx(0.45)
     restored = Record.model_validate_json(record.model_dump_json())
@@ -62,4 +82,87 @@ def test_settings_from_toml_then_env_with_secrets_masked(tmp_path, monkeypatch):
 def test_missing_config_file_is_a_clear_error(monkeypatch, tmp_path):
     monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(tmp_path / "nope.toml"))
     with pytest.raises(FileNotFoundError, match=r"nope\.toml"):
+        load_settings()
+
+
+def test_a_record_names_a_registered_benchmark_as_a_plain_string():
+    record = item_record(1)
+    assert type(record.benchmark) is str and record.benchmark == "explore"
+    assert Record.model_validate_json(record.model_dump_json()) == record
+    with pytest.raises(ValidationError, match=r"no benchmark named 'vic' is registered; registered: progress, "
+                                              r"explore"):
+        make_record(BenchmarkItem(task="maze", question="q", answer=1), benchmark="vic",
+                    producer=Producer(task="t"))
+    with pytest.raises(ValidationError, match="no benchmark named 'vic'"):
+        ReleaseSelection(benchmarks=("progress", "vic"))
+
+
+def test_a_benchmarks_payloads_load_on_first_use_in_a_fresh_process():
+    """A process that only reads records finds every registered benchmark's kinds without importing them first."""
+    code = ("import sys; from schemas import payload_model; "
+            "loaded = sorted(m for m in sys.modules if m.startswith(('tasks.progress', 'tasks.explore'))); "
+            "model = payload_model('observation'); "
+            "print(loaded, model.__module__, payload_model('scene').__module__)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]", "tasks.progress.payloads", "tasks.explore.payloads"]
+    with pytest.raises(KeyError, match="no payload model registered for kind 'nope'"):
+        payload_model("nope")
+
+
+def test_the_payloads_json_is_unchanged_by_their_move():
+    """Record ids hash the payload JSON: moving a payload class must not change a field's name, order or value."""
+    obs = Observation(demo_id="d", frame="f.jpg", closest_idx=2, delta=-0.0, progress_score=0.45)
+    assert canonical_json(obs.model_dump(mode="json")) == (
+        '{"answerable":true,"camera_combination":null,"closest_idx":2,"delta":-0.0,"demo_id":"d","frame":"f.jpg",'
+        '"frame_missing":false,"negative":null,"progress_score":0.45,"source_frame":null,"source_row":null,'
+        '"strategy":null,"view":"same"}')
+    assert list(obs.model_dump()) == ["demo_id", "frame", "view", "answerable", "closest_idx", "delta",
+                                      "progress_score", "negative", "camera_combination", "strategy",
+                                      "source_frame", "frame_missing", "source_row"]
+    scene = SceneAnnotation(instance_id="i", stage="tagged",
+                            objects=[SceneObject(id="bowl.1", category="bowl", box=(1, 2, 3, 4))])
+    record = make_record(scene, benchmark="explore", producer=Producer(task="t"))
+    assert record.model_dump_json(exclude={"created_at", "producer"}) == (
+        '{"id":"ca7e1772ca1b15960cb75752b4fb7f2e01df05ecea079fd131d5c608a7d7196c","kind":"scene",'
+        '"benchmark":"explore","payload":{"instance_id":"i","stage":"tagged","tags":[],"objects":[{"id":"bowl.1",'
+        '"category":"bowl","box":[1.0,2.0,3.0,4.0],"description":"","relation":[],"key_state":null}],'
+        '"triplets":[],"annotator":null},"blobs":[],"parents":[],"status":"candidate","status_reason":null}')
+    # both ids as the enum-era code computed them (schemas.Benchmark, payloads in schemas/payloads.py)
+    assert make_record(obs, benchmark="progress", producer=Producer(task="t")).id == (
+        "d31479bdb1097814f5a700fd61267b2ed3d78711865b7ee887925da466ee1816")
+
+
+def test_each_benchmarks_settings_section_is_read_from_the_file_and_the_environment(tmp_path, monkeypatch):
+    config = tmp_path / "bw.toml"
+    config.write_text('[progress]\ninterval_per_segment = 5\nboundary_offsets = [0.2, 0.3]\n'
+                      '[explore]\nshort_min = 12\n')
+    monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(config))
+    monkeypatch.setenv("BENCHWRIGHT_EXPLORE__MEDIUM_MIN", "150")
+    settings = load_settings()
+    assert isinstance(settings.progress, ProgressSettings) and isinstance(settings.explore, ExploreSettings)
+    assert (settings.progress.interval_per_segment, settings.progress.boundary_offsets) == (5, (0.2, 0.3))
+    assert settings.progress.demo_camera == "front"  # a default beside the file's values
+    assert (settings.explore.short_min, settings.explore.medium_min) == (12, 150)
+    shown = masked(settings)
+    assert shown["progress"]["interval_per_segment"] == 5 and shown["explore"]["medium_min"] == 150
+    assert Settings.model_validate(settings.model_dump()).explore == settings.explore
+    changed = settings.model_copy(update={"explore": settings.explore.model_copy(update={"short_min": 3})})
+    assert changed.explore.short_min == 3 and settings.explore.short_min == 12
+    given = load_settings(progress=ProgressSettings(interval_per_segment=1))
+    assert given.progress.interval_per_segment == 1 and given.explore.short_min == 12
+
+
+def test_sections_default_when_absent_and_a_bad_or_unknown_one_is_a_clear_error(tmp_path, monkeypatch):
+    config = tmp_path / "bw.toml"
+    config.write_text('[catalog]\npath = "c.duckdb"\n')
+    monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(config))
+    assert load_settings().progress == ProgressSettings() and load_settings().explore == ExploreSettings()
+    config.write_text("[progress]\ninterval_per_segment = -1\n")
+    with pytest.raises(ValidationError, match=r"\[progress\] interval_per_segment: Input should be greater than "
+                                              r"or equal to 0 \(got -1\)"):
+        load_settings()
+    config.write_text("[vic]\nshort_min = 1\n")
+    with pytest.raises(ValidationError, match=r"unknown section\(s\) \[vic\]: neither a setting nor the section of "
+                                              r"a registered benchmark \(benchmark sections: \[progress\], "
+                                              r"\[explore\]"):
         load_settings()

@@ -29,12 +29,6 @@ GENERIC_NAMES = {"progress"}  # bare, as a variable or parameter: a progress bar
 
 # file -> (violations left, why they are still there). Phase 2 of issue 16 empties this.
 ALLOWED: dict[str, tuple[int, str]] = {
-    # the Benchmark enum of record envelopes, the configuration's [explore] section and per-benchmark payloads:
-    # phase 2 makes the benchmark a registered name, mounts each plugin's settings model as its section and moves
-    # the payloads into the benchmarks' folders
-    "schemas/records.py": (4, "Benchmark enum values PROGRESS/EXPLORE"),
-    "schemas/config.py": (1, "Settings.explore (Settings.progress too: the generic word, so not counted)"),
-    "schemas/payloads.py": (1, "Observation.progress_score: PROGRESS-BENCH payloads still live in schemas"),
     # per-benchmark build flows and the main job: phase 2 builds from each plugin's declared stages and loops the
     # main job over the registry
     "flows/build_explore.py": (10, "EXPLORE-Bench build flow; becomes the generic flow over declared stages"),

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
-from schemas import Benchmark, Demo, Observation, Producer, Status, make_record
+from schemas import Producer, Status, make_record
 from tasks.models.openai_chat import OpenAIChat
+from tasks.progress.payloads import Demo, Observation
 from tasks.progress.text_negatives import (
     TextNegative,
     build_text_negatives,
@@ -78,15 +79,15 @@ def test_chat_rewrite_is_checked_then_asked_again():
 def test_negatives_pair_every_observation_with_an_unanswerable_twin():
     producer = Producer(task="test")
     demo = make_record(Demo(trajectory_id="ep-1", modality="text", task_goal=GOAL, steps=STEPS, total_steps=3,
-                            data_source="sample-world"), benchmark=Benchmark.PROGRESS, producer=producer)
+                            data_source="sample-world"), benchmark="progress", producer=producer)
     hopeless = make_record(Demo(trajectory_id="ep-2", modality="text", task_goal="wait", steps=["[left] waits"],
-                                total_steps=1, data_source="sample-world"), benchmark=Benchmark.PROGRESS,
+                                total_steps=1, data_source="sample-world"), benchmark="progress",
                            producer=producer)
     from schemas import BlobRef
 
     frame = BlobRef(sha256="a" * 64, role="observation", media_type="image/jpeg")
     observations = [make_record(Observation(demo_id=demo.id, frame=f"front_{i:04d}.jpg", closest_idx=1, delta=5.0,
-                                            progress_score=0.1 * i, source_frame=i), benchmark=Benchmark.PROGRESS,
+                                            progress_score=0.1 * i, source_frame=i), benchmark="progress",
                                 producer=producer, parents=[demo.id], blobs=[frame]) for i in (3, 7)]
     built = build_text_negatives([demo, hopeless], observations, producer=producer, spacy_model=NLP)
     rewritten, *twins = built.records

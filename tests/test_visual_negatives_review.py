@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from schemas import Benchmark, BlobRef, Demo, Observation, Producer, Status, make_record
+from schemas import BlobRef, Producer, Status, make_record
 from schemas.config import Settings
 from tasks.models.openai_chat import OpenAIChat
 from tasks.models.registry import load_backend
+from tasks.progress.payloads import Demo, Observation
 from tasks.progress.visual_negatives import (
     QUEUE,
     build_visual_negatives,
@@ -63,11 +64,11 @@ def _pair(storage, picture: np.ndarray, closest: int, delta: float):
     producer = Producer(task="construct-progress")
     demo = make_record(Demo(trajectory_id="ep", modality="visual", task_goal="put the red cube in the blue bowl",
                             steps=["f0.jpg", "f1.jpg", "f2.jpg", "f3.jpg"], total_steps=3, data_source="test"),
-                       benchmark=Benchmark.PROGRESS, producer=producer)
+                       benchmark="progress", producer=producer)
     frame = storage.put_blob(encoded(picture), role="observation", media_type="image/png")
     observation = make_record(Observation(demo_id=demo.id, frame="front_0012.jpg", closest_idx=closest,
                                           delta=delta, progress_score=0.2, source_frame=12),
-                              benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo.id], blobs=[frame])
+                              benchmark="progress", producer=producer, parents=[demo.id], blobs=[frame])
     return demo, observation
 
 
@@ -110,10 +111,10 @@ def test_rejection_and_the_unattended_policy_are_recorded(storage):
     from schemas import ReviewItem
 
     targets = [make_record(Observation(demo_id="d", frame=f"f{i}.jpg", answerable=False, negative="visual"),
-                           benchmark=Benchmark.PROGRESS, producer=producer, status=Status.CANDIDATE,
+                           benchmark="progress", producer=producer, status=Status.CANDIDATE,
                            blobs=[BlobRef(sha256=f"{i}" * 64, role="observation")]) for i in range(3)]
     items = [make_record(ReviewItem(target_id=t.id, queue=QUEUE, question="q", suggestion={"strategy": s}),
-                         benchmark=Benchmark.PROGRESS, producer=producer)
+                         benchmark="progress", producer=producer)
              for t, s in zip(targets, ["color", "remove", "remove"], strict=True)]
     storage.catalog.put_records(targets + items)
     decide(storage.catalog, items[0], annotator="ann1", verdict="reject")
@@ -137,8 +138,8 @@ def test_waiting_for_decisions_returns_when_people_answer_or_time_runs_out(stora
 
     producer = Producer(task="t")
     target = make_record(Observation(demo_id="d", frame="f.jpg", answerable=False, negative="visual"),
-                         benchmark=Benchmark.PROGRESS, producer=producer, status=Status.CANDIDATE)
-    item = make_record(ReviewItem(target_id=target.id, queue=QUEUE, question="q"), benchmark=Benchmark.PROGRESS,
+                         benchmark="progress", producer=producer, status=Status.CANDIDATE)
+    item = make_record(ReviewItem(target_id=target.id, queue=QUEUE, question="q"), benchmark="progress",
                        producer=producer)
     storage.catalog.put_records([target, item])
     start = time.monotonic()

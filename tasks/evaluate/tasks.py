@@ -13,7 +13,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NONE
 
-from schemas import Benchmark, EvaluationRun, MetricRow, Prediction, Status, make_record
+from schemas import EvaluationRun, MetricRow, Prediction, Status, make_record
 from schemas.config import Settings
 from schemas.releases import ReleaseManifest
 from storage import open_storage
@@ -83,7 +83,7 @@ def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool
         collected.problems = [f"{plan.predictions}:{n}: {why}" for n, _, why in problems]
         producer = eval_producer("evaluate-read-predictions", None, plan.label, plan.settings, plan.key)
         storage.catalog.put_records([
-            quarantine(benchmark=Benchmark(plan.benchmark), source=plan.predictions, locator=f"line {n}",
+            quarantine(benchmark=plan.benchmark, source=plan.predictions, locator=f"line {n}",
                        reason=why, raw=line, producer=producer) for n, line, why in problems])
         return collected
     assert plan.answerer is not None
@@ -134,7 +134,7 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     parsed = parse_answers(plan.items, collected, plan.settings, judge_backend)  # type: ignore[arg-type]
     scoring = benchmarks.get(plan.benchmark).evaluation.score(settings, plan.settings, plan.items, parsed, catalog)
     producer = eval_producer("evaluate", run_id, plan.label, plan.settings, plan.key)
-    benchmark = Benchmark(plan.benchmark)
+    benchmark = plan.benchmark
     tag = plan.manifest.tag
     origin = "file" if plan.predictions else "model"
     predictions = [
@@ -196,7 +196,7 @@ def store_run(catalog: Any, plan: EvaluationPlan, made: list[Any], failures: lis
     catalog.set_status(revived, Status.QUARANTINED, reason=f"quarantined again ({run_id or 'local'})")
 
 
-def quarantined_items(collected: Collected, benchmark: Benchmark, source: str, producer: Any) -> list[Any]:
+def quarantined_items(collected: Collected, benchmark: str, source: str, producer: Any) -> list[Any]:
     """One quarantined record per item that has no answer: its request failed (with the last body the server
     sent), or the source lacks its frames. The locator is the item's key, so a later run that answers the item
     supersedes the record."""

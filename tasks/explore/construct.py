@@ -11,18 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas import (
-    Benchmark,
-    BlobRef,
-    ExploreInstance,
-    Producer,
-    Record,
-    ReviewItem,
-    SceneAnnotation,
-    Status,
-    Trajectory,
-    make_record,
-)
+from schemas import BlobRef, Producer, Record, ReviewItem, Status, Trajectory, make_record
 from tasks.explore.describe import box_relations, chat_attributes, chat_relations, ground, pixel_attributes
 from tasks.explore.instances import InstanceRejected, QualityThresholds, SubsetBounds, extract_instance
 from tasks.explore.integrate import (
@@ -33,6 +22,7 @@ from tasks.explore.integrate import (
     guideline_problems,
     integrate,
 )
+from tasks.explore.payloads import ExploreInstance, SceneAnnotation
 from tasks.explore.tags import action_nouns, filter_by_chat, filter_by_rules, merge_tags
 from tasks.quarantine import quarantine
 from tasks.sources.ego_clips import ClipError, ClipSource
@@ -61,7 +51,7 @@ def build_clip(load: Any, locator: str, storage: Any, producer: Producer, *, bou
         middle = [extracted.start_frame + round(span * (k + 1) / (middle_frames + 1)) for k in range(middle_frames)]
         middle_rgb = clip.frames.read(middle) if middle else {}
     except (ClipError, FrameError, InstanceRejected) as error:
-        built.quarantined.append(quarantine(benchmark=Benchmark.EXPLORE, source=producer.params.get("folder", ""),
+        built.quarantined.append(quarantine(benchmark="explore", source=producer.params.get("folder", ""),
                                             locator=locator, reason=str(error), raw="", producer=producer))
         return built
     archived = []
@@ -74,7 +64,7 @@ def build_clip(load: Any, locator: str, storage: Any, producer: Producer, *, bou
                    steps=[n.text for n in clip.narrations], step_times=[n.time_s for n in clip.narrations],
                    camera="ego", meta={"fps": clip.fps, "n_frames": clip.n_frames,
                                        **({"truth": clip.truth} if clip.truth else {})}),
-        benchmark=Benchmark.EXPLORE, producer=producer, blobs=archived, status=Status.ACCEPTED,
+        benchmark="explore", producer=producer, blobs=archived, status=Status.ACCEPTED,
         status_reason=EXTRACTED)
     blobs = [storage.put_blob(encode_jpeg(frames[role], quality=95), role=role, media_type="image/jpeg")
              for role in ("initial", "final")]
@@ -85,7 +75,7 @@ def build_clip(load: Any, locator: str, storage: Any, producer: Producer, *, bou
                         end_frame=extracted.end_frame, start_s=round(extracted.start_s, 3),
                         end_s=round(extracted.end_s, 3), atomic_actions=extracted.actions, subset=extracted.subset,
                         quality={k: round(v, 3) for k, v in extracted.quality.items()}),
-        benchmark=Benchmark.EXPLORE, producer=producer, parents=[trajectory.id], blobs=blobs,
+        benchmark="explore", producer=producer, parents=[trajectory.id], blobs=blobs,
         status=Status.ACCEPTED, status_reason=EXTRACTED)
     built.records += [trajectory, instance]
     return built
@@ -103,7 +93,7 @@ class Annotators:
 
 
 def _scene(instance_id: str, stage: str, parent: str, producer: Producer, **fields: Any) -> Record:
-    return make_record(SceneAnnotation(instance_id=instance_id, stage=stage, **fields), benchmark=Benchmark.EXPLORE,
+    return make_record(SceneAnnotation(instance_id=instance_id, stage=stage, **fields), benchmark="explore",
                        producer=producer, parents=[parent], status=Status.ACCEPTED,
                        status_reason=f"machine annotation, stage {stage}")
 
@@ -125,7 +115,7 @@ def annotate_instance(instance: Record, final_image: bytes, annotators: Annotato
 
     def reject(stage: str, problem: str | None, answers: list[str]) -> Built:
         built.quarantined.append(quarantine(
-            benchmark=Benchmark.EXPLORE, source=f"explore-instance {instance.id}", locator=stage,
+            benchmark="explore", source=f"explore-instance {instance.id}", locator=stage,
             reason=f"{stage}: no valid answer after {len(answers)} tries; last problem: {problem}",
             raw="\n---\n".join(answers), producer=producer))
         return built
@@ -164,7 +154,7 @@ def annotate_instance(instance: Record, final_image: bytes, annotators: Annotato
         corrected_objects = apply_guidelines(integrated_objects)
     corrected = make_record(
         SceneAnnotation(instance_id=instance.id, stage="corrected", tags=tags, objects=corrected_objects),
-        benchmark=Benchmark.EXPLORE, producer=producer, parents=[integrated.id], status=Status.CANDIDATE,
+        benchmark="explore", producer=producer, parents=[integrated.id], status=Status.CANDIDATE,
         status_reason="awaiting human correction")
     item = make_record(
         ReviewItem(target_id=corrected.id, queue=SCENE_QUEUE,
@@ -173,7 +163,7 @@ def annotate_instance(instance: Record, final_image: bytes, annotators: Annotato
                    suggestion={"objects": [export_entry(o) for o in corrected_objects],
                                "boxes": {o.id: o.box for o in corrected_objects if o.box},
                                "dropped_tags": dropped}),
-        benchmark=Benchmark.EXPLORE, producer=producer, parents=[corrected.id])
+        benchmark="explore", producer=producer, parents=[corrected.id])
     built.records += [tagged, grounded, described, integrated, corrected, item]
     return built
 
@@ -193,5 +183,5 @@ def human_version(target: Record, decision: Record, producer: Producer) -> tuple
     return make_record(
         SceneAnnotation(instance_id=target.payload["instance_id"], stage="human", tags=target.payload["tags"],
                         objects=objects, annotator=annotator),
-        benchmark=Benchmark.EXPLORE, producer=producer, parents=[target.id, decision.id], status=Status.ACCEPTED,
+        benchmark="explore", producer=producer, parents=[target.id, decision.id], status=Status.ACCEPTED,
         status_reason=f"corrected by human review ({annotator})"), None

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from schemas import SceneObject
+from tasks.explore.payloads import SceneObject
 from tasks.models.base import ChatBackend, Detection
 from tasks.models.classic_vision import HUE_CENTRES
 from tasks.models.structured import ParsedAnswer, ask_until_parsed, parse_json_array

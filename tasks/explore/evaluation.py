@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas import SceneObject
 from schemas.config import Settings
 from schemas.releases import ReleaseManifest
 from tasks.evaluate.answerers import Request
@@ -23,6 +22,7 @@ from tasks.evaluate.scoring import Scoring
 from tasks.explore import prompts
 from tasks.explore.export import export_name
 from tasks.explore.metrics import AnnotatedObject, Mode, explore_table, plan_instance, score_plans
+from tasks.explore.payloads import SceneObject
 from tasks.models.base import Generation, Message
 
 

@@ -20,7 +20,7 @@ from tasks.explore.integrate import export_entry
 
 
 def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
-    from schemas import SceneObject
+    from tasks.explore.payloads import SceneObject
 
     manifest = load_release(catalog, tag)
     ids = {e.id: e.kind for e in manifest.records}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from schemas import SceneObject
 from tasks.explore.describe import COLOUR_WORDS, RELATION_WORDS
+from tasks.explore.payloads import SceneObject
 from tasks.explore.tags import BODY_PARTS, head
 from tasks.models.base import ChatBackend
 from tasks.models.structured import ParsedAnswer, ask_until_parsed, parse_json_array

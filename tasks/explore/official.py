@@ -30,19 +30,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas import (
-    Benchmark,
-    BlobRef,
-    ExploreInstance,
-    Producer,
-    Record,
-    SceneAnnotation,
-    SceneObject,
-    Status,
-    make_record,
-)
+from schemas import BlobRef, Producer, Record, Status, make_record
 from storage.paths import OutsideRoot, SourceRoot
 from tasks.explore.instances import SubsetBounds
+from tasks.explore.payloads import ExploreInstance, SceneAnnotation, SceneObject
 from tasks.quarantine import quarantine
 from tasks.sources.frames import FrameError, decode_image
 from tasks.sources.rows import RowError, load_json, text_field
@@ -203,11 +194,11 @@ def row_records(row: Any, where: str, file_subset: str | None, images: ImageFold
     instance = make_record(ExploreInstance(
         clip_id=clip_id_of(start_frame), source=SOURCE, start_frame=0, end_frame=0, start_s=0.0, end_s=0.0,
         atomic_actions=actions, subset=subset, image_name=start_frame, official=row, source_row=where,
-        missing_images=missing), benchmark=Benchmark.EXPLORE, producer=producer, blobs=blobs,
+        missing_images=missing), benchmark="explore", producer=producer, blobs=blobs,
         status=Status.ACCEPTED, status_reason="imported from the official EXPLORE-Bench annotations")
     scene = make_record(SceneAnnotation(instance_id=instance.id, stage="human", objects=objects,
                                         annotator="EXPLORE-Bench (official annotation)"),
-                        benchmark=Benchmark.EXPLORE, producer=producer, parents=[instance.id],
+                        benchmark="explore", producer=producer, parents=[instance.id],
                         status=Status.ACCEPTED, status_reason="the official annotation, human-corrected at source")
     return instance, scene
 
@@ -228,7 +219,7 @@ def import_official(folder: Path, storage: Any, producer: Producer, bounds: Subs
 
     def refuse(source: str, locator: str, reason: str, raw: Any) -> None:
         text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=repr)
-        result.quarantined.append(quarantine(benchmark=Benchmark.EXPLORE, source=source, locator=locator,
+        result.quarantined.append(quarantine(benchmark="explore", source=source, locator=locator,
                                              reason=reason, raw=text[:_RAW_LIMIT], producer=producer))
 
     for path in annotation_files(folder):
@@ -286,6 +277,6 @@ def freeze_official(storage: Any, name: str, ids: list[str]) -> str:
     from schemas.releases import ReleaseSelection
     from storage.releases import create_release
 
-    selection = ReleaseSelection(benchmarks=(Benchmark.EXPLORE.value,), kinds=("explore_instance", "scene"),
+    selection = ReleaseSelection(benchmarks=("explore",), kinds=("explore_instance", "scene"),
                                  only_ids=tuple(sorted(ids)), subset="the official EXPLORE-Bench annotation files")
     return create_release(storage.catalog, storage.blobs, name, selection=selection, only_if_changed=True).tag

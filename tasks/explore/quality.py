@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas import SceneObject
+from tasks.explore.payloads import SceneObject
 
 RELATION_FORMS = {"in": "inside", "inside": "inside", "into": "inside", "on": "on", "onto": "on", "on top of": "on"}
 

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from schemas import Benchmark, BlobRef, Demo, Observation, Producer, Record, Status, Trajectory, make_record
+from schemas import BlobRef, Producer, Record, Status, Trajectory, make_record
 from storage import Storage
+from tasks.progress.payloads import Demo, Observation
 from tasks.progress.sampling import (
     ProgressSample,
     SamplingPlan,
@@ -45,7 +46,7 @@ def build_episode(source: EpisodeSource, storage: Storage, producer: Producer, p
     build = EpisodeBuild()
 
     def reject(locator: str, reason: str) -> None:
-        build.quarantined.append(quarantine(benchmark=Benchmark.PROGRESS, source=source.data_source,
+        build.quarantined.append(quarantine(benchmark="progress", source=source.data_source,
                                             locator=locator, reason=reason, raw="", producer=producer))
 
     for camera, reason in source.broken_cameras.items():
@@ -88,7 +89,7 @@ def build_episode(source: EpisodeSource, storage: Storage, producer: Producer, p
                        meta={"key_frames": source.key_frames, "n_frames": source.n_frames, "fps": source.fps,
                              "frames_from": camera_frames.kind,
                              **{k: v for k, v in source.meta.items() if k != "objects"}}),
-            benchmark=Benchmark.PROGRESS, producer=producer, blobs=archived,
+            benchmark="progress", producer=producer, blobs=archived,
             status=Status.ACCEPTED, status_reason=CONSTRUCTED)
     demo_trajectory = trajectories[plan.demo_camera]
     steps = len(source.key_steps)
@@ -96,13 +97,13 @@ def build_episode(source: EpisodeSource, storage: Storage, producer: Producer, p
         Demo(trajectory_id=source.id, modality="visual", task_goal=source.goal,
              steps=[frame_name(plan.demo_camera, k) for k in source.key_frames], total_steps=steps,
              data_source=source.data_source),
-        benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo_trajectory.id],
+        benchmark="progress", producer=producer, parents=[demo_trajectory.id],
         blobs=[blob(plan.demo_camera, k, f"demo_{i}") for i, k in enumerate(source.key_frames)],
         status=Status.ACCEPTED, status_reason=CONSTRUCTED)
     text = make_record(
         Demo(trajectory_id=source.id, modality="text", task_goal=source.goal,
              steps=[s.text for s in source.key_steps], total_steps=steps, data_source=source.data_source),
-        benchmark=Benchmark.PROGRESS, producer=producer, parents=[demo_trajectory.id],
+        benchmark="progress", producer=producer, parents=[demo_trajectory.id],
         status=Status.ACCEPTED, status_reason=CONSTRUCTED)
     build.records += [*trajectories.values(), visual, text]
     for sample in samples:
@@ -121,12 +122,12 @@ def _observations(sample: ProgressSample, steps: int, demo_camera: str, cross: l
         make_record(Observation(demo_id=visual.id, frame=frame_name(demo_camera, sample.frame), view="same",
                                 closest_idx=reference,
                                 delta=percent_delta(sample.progress, (reference - 1) / steps), **common),
-                    benchmark=Benchmark.PROGRESS, producer=producer, parents=[visual.id], blobs=[seen],
+                    benchmark="progress", producer=producer, parents=[visual.id], blobs=[seen],
                     status=Status.ACCEPTED, status_reason=CONSTRUCTED),
         make_record(Observation(demo_id=text.id, frame=frame_name(demo_camera, sample.frame), view="same",
                                 closest_idx=text_reference,
                                 delta=percent_delta(sample.progress, text_reference / steps), **common),
-                    benchmark=Benchmark.PROGRESS, producer=producer, parents=[text.id], blobs=[seen],
+                    benchmark="progress", producer=producer, parents=[text.id], blobs=[seen],
                     status=Status.ACCEPTED, status_reason=CONSTRUCTED),
     ]
     for camera in cross:
@@ -134,7 +135,7 @@ def _observations(sample: ProgressSample, steps: int, demo_camera: str, cross: l
             Observation(demo_id=visual.id, frame=frame_name(camera, sample.frame), view="cross",
                         closest_idx=reference, delta=percent_delta(sample.progress, (reference - 1) / steps),
                         camera_combination=f"{demo_camera}+{camera}", **common),
-            benchmark=Benchmark.PROGRESS, producer=producer, parents=[visual.id],
+            benchmark="progress", producer=producer, parents=[visual.id],
             blobs=[blob(camera, sample.frame, "observation")], status=Status.ACCEPTED, status_reason=CONSTRUCTED))
     return records
 
@@ -172,7 +173,7 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
                 continue  # a backfill of other episodes is no place to report this one
             counts["episodes"] += 1
             source = None
-            built = EpisodeBuild(quarantined=[quarantine(benchmark=Benchmark.PROGRESS, source=str(folder),
+            built = EpisodeBuild(quarantined=[quarantine(benchmark="progress", source=str(folder),
                                                          locator=locator, reason=str(error), raw="",
                                                          producer=producer)])
         _store_episode(storage, built, source, str(folder), locator, producer.task, run_id, counts)

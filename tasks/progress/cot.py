@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from schemas import ChainOfThought, Demo, Observation
 from tasks.models.base import ChatBackend, Generation, Message
 from tasks.models.structured import parse_tags
+from tasks.progress.payloads import ChainOfThought, Demo, Observation
 
 PROMPT_VERSION = "cot-v1"
 FIELDS = ["ref_think", "ref", "score_think", "score"]
@@ -122,7 +122,7 @@ def build_cot(items: list[tuple[Any, Any, list[str]]], *, producer: Any, chat: C
               image_of: Any = None, demo_images_of: Any = None) -> tuple[list[Any], list[Any]]:
     """A ``cot`` record per (demo record, observation record, step texts); observations whose generated answer
     never matches the ground truth are quarantined with every problem met."""
-    from schemas import Benchmark, Status, make_record
+    from schemas import Status, make_record
     from tasks.quarantine import quarantine
 
     records, quarantined = [], []
@@ -135,13 +135,13 @@ def build_cot(items: list[tuple[Any, Any, list[str]]], *, producer: Any, chat: C
                                         observation_image=image_of(observation_record))
             method = "chat"
         if fields is None:
-            quarantined.append(quarantine(benchmark=Benchmark.PROGRESS, source="chain-of-thought",
+            quarantined.append(quarantine(benchmark="progress", source="chain-of-thought",
                                           locator=f"observation {observation_record.id}",
                                           reason="no reasoning matching the ground truth: " + "; ".join(problems),
                                           raw="", producer=producer))
             continue
         records.append(make_record(ChainOfThought(observation_id=observation_record.id, method=method, **fields),
-                                   benchmark=Benchmark.PROGRESS, producer=producer,
+                                   benchmark="progress", producer=producer,
                                    parents=[observation_record.id], status=Status.ACCEPTED,
                                    status_reason="ground-truth-guided; <ref> and <score> checked"))
     return records, quarantined

@@ -180,7 +180,8 @@ def build_text_negatives(demos: list[Any], observations: list[Any], *, producer:
     ``image_of(observation)`` gives the observation's image bytes for the chat method (the paper shows the model
     the state to estimate). A demo whose rewrite fails validation is quarantined with every problem met.
     """
-    from schemas import Benchmark, Demo, Observation, Status, make_record
+    from schemas import Status, make_record
+    from tasks.progress.payloads import Demo, Observation
     from tasks.quarantine import quarantine
 
     by_demo: dict[str, list[Any]] = {}
@@ -201,7 +202,7 @@ def build_text_negatives(demos: list[Any], observations: list[Any], *, producer:
                                                  spacy_model=spacy_model)
         if negative is None:
             build.quarantined.append(quarantine(
-                benchmark=Benchmark.PROGRESS, source="text-negatives", locator=f"demo {record.id}",
+                benchmark="progress", source="text-negatives", locator=f"demo {record.id}",
                 reason="no valid text negative: " + "; ".join(problems), raw="\n".join([demo.task_goal, *demo.steps]),
                 producer=producer))
             continue
@@ -211,7 +212,7 @@ def build_text_negatives(demos: list[Any], observations: list[Any], *, producer:
             Demo(trajectory_id=demo.trajectory_id, modality="text", task_goal=negative.task_goal,
                  steps=negative.steps, total_steps=demo.total_steps, data_source=demo.data_source,
                  negative="text"),
-            benchmark=Benchmark.PROGRESS, producer=producer, parents=[record.id], status=Status.ACCEPTED,
+            benchmark="progress", producer=producer, parents=[record.id], status=Status.ACCEPTED,
             status_reason=reason)
         build.records.append(rewritten)
         for observation in own:
@@ -219,6 +220,6 @@ def build_text_negatives(demos: list[Any], observations: list[Any], *, producer:
             build.records.append(make_record(
                 Observation(demo_id=rewritten.id, frame=original.frame, view=original.view, answerable=False,
                             negative="text", strategy=original.strategy, source_frame=original.source_frame),
-                benchmark=Benchmark.PROGRESS, producer=producer, parents=[rewritten.id, observation.id],
+                benchmark="progress", producer=producer, parents=[rewritten.id, observation.id],
                 blobs=observation.blobs, status=Status.ACCEPTED, status_reason=reason))
     return build

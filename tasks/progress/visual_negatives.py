@@ -15,9 +15,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from schemas import Benchmark, Observation, Producer, Record, ReviewItem, Status, make_record
+from schemas import Producer, Record, ReviewItem, Status, make_record
 from tasks.models.base import ChatBackend, Detector, EditRequest, ImageEditor, Message
 from tasks.models.structured import ask_structured
+from tasks.progress.payloads import Observation
 from tasks.quarantine import quarantine
 
 PROMPT_VERSION = "visual-negative-v1"
@@ -136,7 +137,7 @@ def build_visual_negatives(items: list[tuple[Record, Record, list[str]]], *, ima
             edited = editor.edit(image, EditRequest(prompt=plan.prompt, strategy=plan.strategy, target=plan.target,
                                                     box=box, new_value=plan.new_value or None))
         except ValueError as error:
-            build.quarantined.append(quarantine(benchmark=Benchmark.PROGRESS, source="visual-negatives",
+            build.quarantined.append(quarantine(benchmark="progress", source="visual-negatives",
                                                 locator=f"observation {observation_record.id}", reason=str(error),
                                                 raw="", producer=producer))
             continue
@@ -144,13 +145,13 @@ def build_visual_negatives(items: list[tuple[Record, Record, list[str]]], *, ima
         candidate = make_record(
             Observation(demo_id=demo_record.id, frame=f"{stem}_edit.jpg", view="same", answerable=False,
                         negative="visual", strategy=observation.strategy, source_frame=observation.source_frame),
-            benchmark=Benchmark.PROGRESS, producer=producer, parents=[observation_record.id],
+            benchmark="progress", producer=producer, parents=[observation_record.id],
             blobs=[put_image(edited)], status=Status.CANDIDATE, status_reason="awaiting the human YES/NO filter")
         review = make_record(
             ReviewItem(target_id=candidate.id, queue=QUEUE, question=REVIEW_QUESTION,
                        suggestion={"strategy": plan.strategy, "prompt": plan.prompt, "target": plan.target,
                                    "reasoning": plan.reasoning, "step": step_texts[index - 1],
                                    "task_goal": demo.task_goal, "original": observation_record.id}),
-            benchmark=Benchmark.PROGRESS, producer=producer, parents=[candidate.id])
+            benchmark="progress", producer=producer, parents=[candidate.id])
         build.records += [candidate, review]
     return build

@@ -1,0 +1,20 @@
+"""PROGRESS-BENCH's section of the configuration: how observations are sampled.
+
+Mounted by ``schemas.config.Settings`` through the plugin's ``settings_section``/``settings_model``: read from the
+``[progress]`` section of benchwright.toml (and ``BENCHWRIGHT_PROGRESS__<KEY>``), as ``settings.progress``.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ProgressSettings(BaseModel):
+    """How PROGRESS-BENCH samples observations. Scheduled runs and backfills read the same values, so a nightly
+    run never undoes a backfill; change them here (or per run on the CLI) and backfill to rebuild."""
+
+    interval_per_segment: int = Field(default=2, ge=0)
+    boundary_offsets: tuple[float, ...] = (0.1,)
+    demo_camera: str = "front"
+    cross_cameras: tuple[str, ...] = ("top", "side")
+    visual_negatives_per_demo: int = Field(default=1, ge=0)
