@@ -64,6 +64,16 @@ class Evaluation(Protocol):
         """The evaluation options with what this benchmark adds from the configuration."""
         ...
 
+    def run_options(self, strategy: str, options: dict[str, Any]) -> dict[str, Any]:
+        """Its evaluation options as a run under ``strategy`` uses them (``EvalSettings.options``, part of the run
+        key): defaults filled in, a None value meaning not given. A name it does not know, or a value or
+        combination that does not go with the strategy, is a ValueError."""
+        ...
+
+    def variant(self, settings: EvalSettings) -> str:
+        """The strategy with its options as predictions and reports name it (``multi-turn:window=10``)."""
+        ...
+
     def item_name(self, item: Any) -> str:
         """How a person finds the item in a message."""
         ...

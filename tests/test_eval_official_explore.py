@@ -101,7 +101,7 @@ def test_official_annotations_import_and_the_official_predictions_score_every_it
     assert s_obj["u1"] == pytest.approx(100 * 2 / 3, abs=1e-3)
     assert s_obj["u2"] == pytest.approx(100.0, abs=1e-3)  # laptop and desk both named
     assert s_obj["u4"] == pytest.approx(100 / 2, abs=1e-3)  # cup of cup and table
-    full = result.scoring.explore
+    full = result.scoring.tables
     assert full["Short"].instances == 3 and full["Medium"].instances == 1
     assert result.metrics["S_obj"] == pytest.approx(sum(s_obj.values()) / 4, abs=1e-6)
 

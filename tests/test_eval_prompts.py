@@ -105,3 +105,26 @@ def test_evaluation_settings_default_to_the_papers_and_refuse_what_does_not_appl
                 {"strategy": "final-scene", "scoring": "lenient"}):
         with pytest.raises(ValueError):
             eval_settings("explore", **bad)
+    with pytest.raises(ValueError, match="EXPLORE-Bench has no evaluation option windows; its options: "
+                                         "segment_num, window_size, scoring, s_obj_pipeline"):
+        eval_settings("explore", "multi-turn", options={"windows": 10})
+    assert eval_settings("explore", "multi-turn", options={"window_size": 10}) == explore
+
+
+def test_a_runs_key_holds_the_same_settings_as_before_the_options_moved_to_the_benchmarks():
+    """Run keys (and so predictions' ids) hash ``as_dict``: the benchmark's options keep their names and values."""
+    from schemas import canonical_json
+    from tasks.evaluate.run import eval_settings
+
+    assert canonical_json(eval_settings("progress").as_dict()) == (
+        '{"benchmark":"progress","generation":{"max_tokens":4096,"seed":0,"stop":[],"temperature":0.6,"top_k":50,'
+        '"top_p":0.9},"judge_fallback":false,"prompt_version":"progress-eval-v1","scoring":"correct",'
+        '"segment_num":null,"strategy":"direct","window_size":null}')
+    explore = eval_settings("explore", "single-turn", segment_num=3, scoring="official",
+                            s_obj_pipeline="en_core_web_lg")
+    assert explore.variant == "single-turn:segments=3" and explore.options == {
+        "segment_num": 3, "window_size": None, "scoring": "official", "s_obj_pipeline": "en_core_web_lg"}
+    assert canonical_json(explore.as_dict()) == (
+        '{"benchmark":"explore","generation":{"max_tokens":8192,"seed":0,"stop":[],"temperature":0.0,"top_p":1.0},'
+        '"judge_fallback":false,"prompt_version":"explore-eval-v1","s_obj_pipeline":"en_core_web_lg",'
+        '"scoring":"official","segment_num":3,"strategy":"single-turn","window_size":null}')

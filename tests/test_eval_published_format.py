@@ -82,7 +82,7 @@ def test_published_files_are_scored_by_the_official_definitions(settings, tmp_pa
     path.write_text("".join(json.dumps(a) + "\n" for a in answers))
     _, collected, result = evaluate(settings, release=tag, model="harness", predictions=str(path))
     assert len(collected.answers) == 12 and result.counts["unparsed"] == 0
-    report = result.scoring.progress
+    report = result.scoring.tables
     same, cross, text_ = report.groups["same"], report.groups["cross"], report.groups["text"]
     # same view: t1 exact (rho 1, NSE 0); t2 constant 50% against 25/75%: NSE 1/3 each, no rho (skipped)
     assert same.nse == pytest.approx(2 / 15) and same.prc == pytest.approx(1.0)

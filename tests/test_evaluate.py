@@ -202,7 +202,7 @@ def test_answers_from_a_file_are_keyed_by_the_published_row(settings, tmp_path):
     from tasks.progress.published import import_into_catalog
 
     storage = open_storage(settings)
-    bundled = ROOT / "tasks" / "sources" / "samples" / "progress_bench"
+    bundled = ROOT / "tasks" / "progress" / "samples" / "progress_bench"
     import_into_catalog(bundled, storage, Producer(task="import"))
     manifest = create_release(storage.catalog, storage.blobs, "published",
                               selection=ReleaseSelection(benchmarks=("progress",), kinds=("demo", "observation")))
@@ -248,7 +248,7 @@ def test_the_noiseless_oracle_scores_perfectly(settings, strategy):
     assert result.metrics["AFRR"] == 0.0 and result.metrics["UDA"] == 1.0
     _, _, constant = evaluate(settings, release=tag, model="baseline:constant?value=50", strategy=strategy)
     assert constant.metrics["PRC"] is None and constant.metrics["UDA"] == 0.0
-    assert constant.scoring.progress.groups["micro"].constant_predictions == 2 * 2  # trajectory x setting
+    assert constant.scoring.tables.groups["micro"].constant_predictions == 2 * 2  # trajectory x setting
 
 
 def explore_release(settings: Settings, lacking: bool = False) -> str:

@@ -1,7 +1,6 @@
 """What scoring an evaluation gives the engine: per-sample values, per-subset metric rows, headline figures.
 
-Each benchmark fills it (``Evaluation.score``); the fields after ``headline`` hold a benchmark's own tables for its
-report parts."""
+Each benchmark fills it (``Evaluation.score``); ``tables`` and ``scored`` hold what its own report parts read."""
 
 from __future__ import annotations
 
@@ -14,8 +13,8 @@ class Scoring:
     per_sample: dict[str, dict[str, Any]] = field(default_factory=dict)  # item key -> metric values
     rows: list[tuple[str, str, float | None, int]] = field(default_factory=list)  # metric, subset, value, n
     headline: dict[str, float | None] = field(default_factory=dict)
-    # Named after the benchmarks whose tables they hold; phase 2 of issue 16 turns them into one field per plugin.
-    progress: Any = None  # a ProgressReport
-    explore: dict[str, Any] | None = None  # subset -> SubsetScores
-    instances: list[Any] = field(default_factory=list)  # InstanceScores
-    samples: list[Any] = field(default_factory=list)  # ProgressSample
+    # The benchmark's own results for its report parts (Evaluation.report_tables, report_plots), whatever shape it
+    # gives them: its tables (a ProgressReport; subset -> SubsetScores) and each scored item (ProgressSample,
+    # InstanceScores).
+    tables: Any = None
+    scored: list[Any] = field(default_factory=list)

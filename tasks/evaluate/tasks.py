@@ -22,6 +22,7 @@ from tasks import benchmark as benchmarks
 from tasks.evaluate.answerers import Answerer, build_answerer, parse_model_spec
 from tasks.evaluate.items import load_items
 from tasks.evaluate.run import (
+    GENERATION_FIELDS,
     Collected,
     EvalSettings,
     collect_answers,
@@ -50,15 +51,22 @@ class EvaluationPlan:
 @task(name="prepare-evaluation", cache_policy=NONE)
 def prepare_evaluation(settings: Settings, release: str, model: str | None, strategy: str | None = None,
                        predictions: str | None = None, limit: int | None = None, concurrency: int | None = None,
-                       **options: Any) -> EvaluationPlan:
-    """The release's items, the answerer the model spec names and the run's key."""
+                       options: dict[str, Any] | None = None, judge_fallback: bool = False,
+                       **given: Any) -> EvaluationPlan:
+    """The release's items, the answerer the model spec names and the run's key. ``given`` overrides the paper's
+    decoding (``temperature``, ``top_p``, ``top_k``, ``max_tokens``, ``seed``); the benchmark's own evaluation
+    options come in ``options`` (any other name in ``given`` is taken as one too), with what the benchmark adds
+    from the configuration (``Evaluation.options``)."""
     storage = open_storage(settings)
     manifest = load_release(storage.catalog, release)
     benchmark, items = load_items(storage.catalog, manifest)
     if limit:
         items = items[:limit]
     evaluation = benchmarks.get(benchmark).evaluation
-    chosen = eval_settings(benchmark, strategy, **evaluation.options(settings, options))
+    decoding = {k: v for k, v in given.items() if k in GENERATION_FIELDS}
+    named = {k: v for k, v in given.items() if k not in GENERATION_FIELDS}
+    chosen = eval_settings(benchmark, strategy, options=evaluation.options(settings, {**named, **(options or {})}),
+                           judge_fallback=judge_fallback, **decoding)
     if predictions:
         digest = hashlib.sha256(Path(predictions).read_bytes()).hexdigest()
         label = model or f"file:{Path(predictions).stem}"

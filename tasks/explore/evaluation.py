@@ -72,14 +72,14 @@ def score_explore(items: list[ExploreItem], parsed: dict[str, Parsed], nlp: Any,
             scoring.per_sample[item.key] = {"skipped": "no annotated object"}
             continue
         plans.append(plan)
-    scoring.instances = score_plans(plans, lambda pairs, aspect: scorer.score_many(pairs, aspect), mode)
-    for instance in scoring.instances:
+    scoring.scored = score_plans(plans, lambda pairs, aspect: scorer.score_many(pairs, aspect), mode)
+    for instance in scoring.scored:
         scoring.per_sample[instance.key] = {"S_obj": instance.s_obj, "S_att": instance.s_att,
                                             "S_rel": instance.s_rel, "S_key": instance.s_key,
                                             "S_uni": instance.s_uni, "words": instance.words,
                                             "subset": instance.subset, **instance.details}
-    table = explore_table(scoring.instances)
-    scoring.explore = table
+    table = explore_table(scoring.scored)
+    scoring.tables = table
     for subset, scores in table.items():
         scoring.rows += [("S_obj", subset, scores.s_obj, scores.instances),
                          ("S_att", subset, scores.s_att, scores.instances),
@@ -123,7 +123,36 @@ def baseline_answer(baseline: str, options: dict[str, Any], request: Request, rn
 def _segments(item: ExploreItem, settings: EvalSettings) -> list[list[str]]:
     if settings.strategy == "final-scene":
         return [list(item.actions)]
-    return prompts.segments(list(item.actions), segment_num=settings.segment_num, window_size=settings.window_size)
+    return prompts.segments(list(item.actions), segment_num=settings.option("segment_num"),
+                            window_size=settings.option("window_size"))
+
+
+STEPWISE = ("single-turn", "multi-turn")
+SCORINGS = ("correct", "official")  # relation alignment: each phrase with its own sentences, or the official code's
+OPTIONS = ("segment_num", "window_size", "scoring", "s_obj_pipeline")
+
+
+def run_options(strategy: str, options: dict[str, Any]) -> dict[str, Any]:
+    """EXPLORE-Bench's evaluation options: segments of the stepwise strategies (``segment_num`` or
+    ``window_size``), relation ``scoring`` and the spaCy pipeline S_obj's nouns come from (``s_obj_pipeline``,
+    added from the configuration); the keys and values every run key has held."""
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"EXPLORE-Bench has no evaluation option {', '.join(unknown)}; its options: "
+                         f"{', '.join(OPTIONS)}")
+    segment_num, window_size = options.get("segment_num"), options.get("window_size")
+    if (segment_num or window_size) and strategy not in STEPWISE:
+        raise ValueError("--segment-num and --window-size go with the single-turn and multi-turn strategies")
+    if segment_num and window_size:
+        raise ValueError("give --segment-num or --window-size, not both")
+    if strategy in STEPWISE and not (window_size or (segment_num or 0) >= 2):
+        raise ValueError(f"the {strategy} strategy needs --segment-num 2 or more, or --window-size")
+    scoring = options.get("scoring") or "correct"
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be {' or '.join(SCORINGS)}")
+    pipeline = options.get("s_obj_pipeline")
+    return {"segment_num": segment_num, "window_size": window_size, "scoring": scoring,
+            **({"s_obj_pipeline": pipeline} if pipeline else {})}
 
 
 class ExploreEvaluation:
@@ -147,6 +176,16 @@ class ExploreEvaluation:
         from tasks.explore.metrics import s_obj_pipeline
 
         return {**options, "s_obj_pipeline": s_obj_pipeline(settings.nlp.s_obj_model)}
+
+    def run_options(self, strategy: str, options: dict[str, Any]) -> dict[str, Any]:
+        return run_options(strategy, options)
+
+    def variant(self, settings: EvalSettings) -> str:
+        if settings.strategy in STEPWISE:
+            window = settings.option("window_size")
+            option = f"window={window}" if window else f"segments={settings.option('segment_num') or 1}"
+            return f"{settings.strategy}:{option}"
+        return settings.strategy
 
     def item_name(self, item: ExploreItem) -> str:
         return f"instance {item.key[:12]} (clip {item.clip_id})"
@@ -196,8 +235,8 @@ class ExploreEvaluation:
 
         scorer = load_backend(settings, "scorer", cache=catalog)
         embedder = getattr(scorer, "embedder", None) or load_backend(settings, "embedder")  # one model, not two
-        return score_explore(items, parsed, load_nlp(eval_settings.s_obj_pipeline), embedder, scorer,
-                             eval_settings.scoring)  # type: ignore[arg-type]
+        return score_explore(items, parsed, load_nlp(eval_settings.option("s_obj_pipeline")), embedder,
+                             scorer, eval_settings.option("scoring", "correct"))  # type: ignore[arg-type]
 
     def report_tables(self, scoring: Scoring, label: str) -> str:
         from tasks.explore.report import explore_tables
@@ -212,12 +251,13 @@ class ExploreEvaluation:
     def report_summary(self, eval_settings: EvalSettings) -> list[tuple[str, str]]:
         from tasks.explore.metrics import OFFICIAL_S_OBJ_PIPELINE
 
-        pipeline = eval_settings.s_obj_pipeline
+        pipeline = eval_settings.option("s_obj_pipeline")
+        scoring = eval_settings.option("scoring", "correct")
         pairing = ("the official code's relation pairing, to reproduce its numbers)"
-                   if eval_settings.scoring == "official" else "each relation phrase with its own sentences)")
+                   if scoring == "official" else "each relation phrase with its own sentences)")
         source = ("the official one)" if pipeline == OFFICIAL_S_OBJ_PIPELINE else
                   f"the official code uses {OFFICIAL_S_OBJ_PIPELINE}; see docs/fidelity.md)")
-        return [("relation scoring", f"{eval_settings.scoring} (" + pairing),
+        return [("relation scoring", f"{scoring} (" + pairing),
                 ("S_obj spaCy pipeline", f"{pipeline} (" + source)]
 
     def baseline_answer(self, baseline: str, options: dict[str, Any], request: Request, rng: random.Random,

@@ -11,7 +11,7 @@ from tasks.plots import pyplot, save_figure
 
 
 def explore_tables(scoring: Scoring, label: str) -> str:
-    table = scoring.explore
+    table = scoring.tables
     assert table is not None
     header = ["Model"] + [f"{s} {m}" for s in SUBSETS for m in ("S_obj", "S_att", "S_rel", "S_uni")]
     row = [label] + [value for s in SUBSETS for value in (num(table[s].s_obj), num(table[s].s_att),
@@ -32,7 +32,7 @@ def plot_explore(scoring: Scoring, folder: Path, label: str) -> list[Path]:
     plt = pyplot()
     import numpy as np
 
-    table = scoring.explore
+    table = scoring.tables
     assert table is not None
     figure, axes = plt.subplots(1, 2, figsize=(12, 4))
     metrics = ("S_obj", "20·S_att", "20·S_rel", "S_uni")
@@ -47,8 +47,8 @@ def plot_explore(scoring: Scoring, folder: Path, label: str) -> list[Path]:
     axes[0].set_ylim(0, 100)
     axes[0].set_title("scores per subset (0-100)", fontsize=10)
     axes[0].legend(fontsize=8)
-    words = [s.words for s in scoring.instances]
-    unified = [s.s_uni for s in scoring.instances]
+    words = [s.words for s in scoring.scored]
+    unified = [s.s_uni for s in scoring.scored]
     axes[1].scatter(words, unified, s=14, alpha=0.7)
     axes[1].set_xlabel("description length (words)")
     axes[1].set_ylabel("S_uni")

@@ -85,7 +85,7 @@ def score_progress(items: list[ProgressItem], parsed: dict[str, Parsed]) -> Scor
         sample = ProgressSample(trajectory=item.trajectory, setting=item.setting, answerable=item.answerable,
                                 truth=item.truth, predicted=predicted, parsed=ok, ref=value.get("ref"),
                                 closest=item.closest, step_progress=item.step_progress)
-        scoring.samples.append(sample)
+        scoring.scored.append(sample)
         per: dict[str, Any] = {"setting": item.setting, "answerable": item.answerable, "parsed": ok,
                                "abstained": bool(ok and predicted is None)}
         if ok and item.answerable and predicted is not None and item.truth is not None:
@@ -94,8 +94,8 @@ def score_progress(items: list[ProgressItem], parsed: dict[str, Parsed]) -> Scor
         if item.closest is not None and value.get("ref") is not None:
             per["ref_correct"] = value["ref"] == item.closest
         scoring.per_sample[item.key] = per
-    report = progress_report(scoring.samples)
-    scoring.progress = report
+    report = progress_report(scoring.scored)
+    scoring.tables = report
     for group, scores in report.groups.items():
         scoring.rows += [("NSE", group, scores.nse, scores.answerable), ("PRC", group, scores.prc,
                                                                          scores.prc_trajectories),
@@ -137,6 +137,9 @@ def baseline_answer(baseline: str, options: dict[str, Any], request: Request, rn
             f"<score_think>{baseline} baseline</score_think><score>{score}</score>")
 
 
+LEGACY_OPTIONS = ("segment_num", "window_size", "scoring")
+
+
 class ProgressEvaluation:
     """The ``tasks.benchmark.Evaluation`` of PROGRESS-BENCH."""
 
@@ -156,6 +159,24 @@ class ProgressEvaluation:
 
     def options(self, settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
         return options
+
+    def run_options(self, strategy: str, options: dict[str, Any]) -> dict[str, Any]:
+        """PROGRESS-BENCH has no option of its own. Its run keys have always carried the keys below, unused, from
+        when the engine held EXPLORE-Bench's options: kept, so a run's key (and so its predictions' ids) stays what
+        it was; only the values that never changed a PROGRESS-BENCH run are accepted."""
+        unknown = sorted(set(options) - set(LEGACY_OPTIONS))
+        if unknown:
+            raise ValueError(f"PROGRESS-BENCH has no evaluation option {', '.join(unknown)}")
+        if options.get("segment_num") or options.get("window_size"):
+            raise ValueError("--segment-num and --window-size go with EXPLORE-Bench's single-turn and multi-turn "
+                             "strategies, not with PROGRESS-BENCH")
+        scoring = options.get("scoring") or "correct"
+        if scoring not in ("correct", "official"):
+            raise ValueError("scoring must be correct or official")
+        return {"segment_num": None, "window_size": None, "scoring": scoring}
+
+    def variant(self, settings: EvalSettings) -> str:
+        return settings.strategy
 
     def item_name(self, item: ProgressItem) -> str:
         where = f"row {item.source_row}" if item.source_row else f"trajectory {item.trajectory}"

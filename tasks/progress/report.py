@@ -10,7 +10,7 @@ from tasks.plots import pyplot, save_figure
 
 
 def progress_tables(scoring: Scoring, label: str) -> str:
-    report = scoring.progress
+    report = scoring.tables
     assert report is not None
     groups = report.groups
     table1 = markdown_table(
@@ -52,9 +52,9 @@ def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
     plt = pyplot()
     import numpy as np
 
-    report = scoring.progress
+    report = scoring.tables
     assert report is not None
-    samples = scoring.samples
+    samples = scoring.scored
     paths = []
     figure, axes = plt.subplots(1, 2, figsize=(11, 4))
     predicted = [100 * s.predicted for s in samples if s.parsed and s.predicted is not None]
