@@ -5,12 +5,17 @@ then checks the caller's role, so an annotator cannot reach admin functions from
 answers only go to items leased to the caller. Text that comes from data (task goals, steps, model output) is
 escaped before it is shown. Keyboard: y accept / yes, n reject / no, s skip, u undo (never while a field, an editor or
 a table has focus). Opening a page leases nothing: an item is leased when the person asks for the next one.
+
+A benchmark's queues are drawn by one generic tab from the review view each declares (``tasks.benchmark.ReviewView``:
+title, instructions, verdict buttons, what an item shows, an editable table whose edits are the correction), so the
+app names no benchmark; the shared recheck queue and the admin view are the app's own.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,22 +29,19 @@ from annotation_ui.accounts import Accounts
 from annotation_ui.agreement import fleiss_kappa, pairwise_cohen, percent_agreement
 from annotation_ui.limits import LockoutStore, LoginLimiter, lockouts_path
 from annotation_ui.views import (
+    FIT_PX,
     HEAD,
     RECHECK_HELP,
-    SCENE_HELP,
     SINGLE_FIT_PX,
-    VISUAL_NEGATIVE_HELP,
     default_zoom,
     escaped,
     frame,
     zoomable,
 )
-from annotation_ui.work import QUEUES, Work, WorkError
+from annotation_ui.work import Work, WorkError, queues
 from schemas.config import Settings
 from storage import open_storage
-
-SCENE_COLUMNS = ["id", "category", "description", "relation (; between phrases)", "key_state"]
-
+from tasks.benchmark import Picture, ReviewCheck, ReviewTable, ReviewView
 
 _escaped = escaped
 
@@ -76,7 +78,7 @@ class App:
              ) -> dict[str, Any] | None:
         """The caller's current item of ``queue`` with everything a view shows, or None when the queue is empty
         for them. With ``lease=False`` (a page being opened) only an item they already hold: nothing is leased."""
-        if queue not in QUEUES:
+        if queue not in queues():
             raise ValueError(f"unknown queue {queue!r}")
         name = self.user(request)
         item = (self.work.next_item(queue, name, skipped=skipped) if lease
@@ -84,20 +86,14 @@ class App:
         if item is None:
             return None
         target = self.storage.catalog.get_record(item.payload["target_id"])
-        view: dict[str, Any] = {"item_id": item.id, "queue": queue, "question": item.payload["question"],
-                                "suggestion": item.payload["suggestion"], "target_id": target.id,
-                                "target_kind": target.kind, "target": target.payload,
-                                "images": {b.role: b.sha256 for b in target.blobs}}
-        if queue == "visual_negative":
-            original = item.payload["suggestion"].get("original")
-            if original:
-                source = self.storage.catalog.get_record(original)
-                view["images"]["original"] = source.blobs[0].sha256
-        if queue == "scene_correction":
-            instance = self.storage.catalog.get_record(target.payload["instance_id"])
-            view["images"]["final"] = next(b.sha256 for b in instance.blobs if b.role == "final")
-            view["actions"] = instance.payload["atomic_actions"]
-        return view
+        found: dict[str, Any] = {"item_id": item.id, "queue": queue, "question": item.payload["question"],
+                                 "suggestion": item.payload["suggestion"], "target_id": target.id,
+                                 "target_kind": target.kind, "target": target.payload,
+                                 "images": {b.role: b.sha256 for b in target.blobs}}
+        view = _view_of(queue)
+        if view is not None and view.gather is not None:  # what the queue's benchmark shows besides the item
+            found = view.gather(found, self.storage.catalog)
+        return found
 
     def answer(self, item_id: str, verdict: str, request: Any, *, correction: dict | None = None,
                note: str = "", shown: dict | None = None) -> str:
@@ -122,7 +118,7 @@ class App:
         takes no corrections."""
         from tasks import benchmark
 
-        review = benchmark.get(item.benchmark.value).review(item.payload["queue"])
+        review = benchmark.get(item.benchmark).review(item.payload["queue"])
         if review is None or review.correction_problems is None:
             raise WorkError(f"the {item.payload['queue']} queue takes no corrections")
         problems = review.correction_problems(correction, self.settings)
@@ -162,12 +158,12 @@ class App:
         self.admin(request)
         progress = self.work.progress()
         agreement = {}
-        for queue in QUEUES:
+        for queue in queues():
             answers = self.work.answers_by_item(queue)
             items, fleiss = fleiss_kappa(answers, self.settings.annotation.overlap_of(queue))
             agreement[queue] = {"percent": percent_agreement(answers), "fleiss_items": items, "fleiss": fleiss,
                                 "cohen": {f"{a} / {b}": v for (a, b), v in pairwise_cohen(answers).items()}}
-        return {"progress": progress, "throughput": self.work.throughput(), "agreement": agreement,
+        return {"queues": progress, "throughput": self.work.throughput(), "agreement": agreement,
                 "conflicts": [i.id for i in self.work.conflicts()]}
 
     def export(self, request: Any) -> str:
@@ -291,147 +287,70 @@ def _wire_queue(app: App, blocks: Any, q: _Queue, answer: Callable[[str, dict[An
     blocks.load(_guarded(opened), None, q.outputs, api_visibility="private")
 
 
-def _queue_buttons(prefix: str, answers: list[tuple[str, str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(verdict buttons, the skip, undo and next buttons) in one row; ``answers``: (verdict, label, id suffix)."""
+def _queue_buttons(prefix: str, answers: list[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(verdict buttons, the skip, undo and next buttons) in one row; ``answers``: (verdict, label). A button's id
+    ends with its verdict: the page's keys press ``-accept`` and ``-reject``."""
     with gr.Row():
-        verdicts = {verdict: gr.Button(label, elem_id=f"{prefix}-{suffix}", variant="primary" if i == 0 else
-                                       "secondary") for i, (verdict, label, suffix) in enumerate(answers)}
+        verdicts = {verdict: gr.Button(label, elem_id=f"{prefix}-{verdict}", variant="primary" if i == 0 else
+                                       "secondary") for i, (verdict, label) in enumerate(answers)}
         buttons = {"skip": gr.Button("Skip (s)", elem_id=f"{prefix}-skip"),
                    "undo": gr.Button("Undo (u)", elem_id=f"{prefix}-undo"),
                    "next": gr.Button("Next item", elem_id=f"{prefix}-next")}
     return verdicts, buttons
 
 
-def _visual_negative_tab(app: App, wire: Any) -> None:
-    with gr.Tab("Visual negatives"):
-        item = gr.State(None)
-        progress = gr.Markdown(elem_id="vn-progress")
-        notice = gr.Markdown(elem_id="vn-notice")
-        text = gr.HTML(elem_id="vn-text")
-        pictures = gr.HTML(elem_id="vn-images")
-        verdicts, buttons = _queue_buttons("vn", [("accept", "Yes (y): a valid unanswerable edit", "accept"),
-                                                  ("reject", "No (n): the edit failed", "reject")])
-        with gr.Accordion("What the answers mean", open=False):
-            gr.Markdown(VISUAL_NEGATIVE_HELP)
+def _review_views() -> list[tuple[ReviewCheck, ReviewView]]:
+    """Every registered benchmark's review queues that declare a view, in registry order (the tabs' order)."""
+    from tasks import benchmark
 
-    def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = ""
-             ) -> tuple[Any, ...]:
-        view = app.take("visual_negative", request, skipped, lease=lease)
-        line = app.progress_line("visual_negative", request)
-        if view is None:
-            return None, line, _nothing(lease), "", notice
-        s = view["suggestion"]
-        html_text = (f"<p><b>Task goal:</b> {_escaped(s.get('task_goal', ''))}</p>"
-                     f"<p><b>Step in progress:</b> {_escaped(s.get('step', ''))}</p>"
-                     f"<p><b>Strategy:</b> {_escaped(s.get('strategy', ''))} · <b>Edit prompt:</b> "
-                     f"{_escaped(s.get('prompt', ''))}</p><p>{_escaped(view['question'])}</p>")
-        images = view["images"]
-        shown = [(caption, app.image(sha)) for caption, sha in
-                 (("original", images.get("original")),
-                  ("edited", images.get("observation") or next(iter(images.values()), None))) if sha]
-        zoom = default_zoom([data for _, data in shown])
-        return (view["item_id"], line, html_text, zoomable([frame(data, c, zoom) for c, data in shown], zoom),
-                notice)
-
-    def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> None:
-        app.answer(data[item], verdict, request, shown={"queue": "visual_negative"})
-
-    wire(_Queue("visual_negative", show, [item], [item, progress, text, pictures, notice]), answer, verdicts,
-         buttons)
+    found: list[tuple[ReviewCheck, ReviewView]] = []
+    for plugin in benchmark.plugins():
+        for review in plugin.reviews:
+            view = review.review_view()
+            if view is not None:
+                found.append((review, view))
+    return found
 
 
-def _scene_rows_to_objects(table: Any) -> list[dict[str, Any]]:
-    """The table's rows as correction objects; a row without an id gets ``category.k`` with k unused so far."""
-    rows = table.values.tolist() if hasattr(table, "values") else list(table or [])
-    objects = []
-    for row in rows:
-        object_id, category, description, relation, key_state = [*row, "", "", "", "", ""][:5]
-        if not str(category or "").strip() and not str(description or "").strip():
-            continue  # an empty row left by the table editor
-        entry = {"category": str(category or "").strip(), "description": str(description or ""),
-                 "relation": [r.strip() for r in str(relation or "").split(";") if r.strip()],
-                 "key_state": str(key_state or "").strip() or None}
-        if str(object_id or "").strip():
-            entry["id"] = str(object_id).strip()
-        objects.append(entry)
-    used = {o["id"] for o in objects if "id" in o}
-    for entry in objects:
-        if "id" not in entry:
-            k = 0
-            while f"{entry['category'].lower()}.{k}" in used:
-                k += 1
-            entry["id"] = f"{entry['category'].lower()}.{k}"
-            used.add(entry["id"])
-    return objects
+def _view_of(queue: str) -> ReviewView | None:
+    return next((view for review, view in _review_views() if review.queue == queue), None)
 
 
-def _scene_edits(table: Any, shown: Any) -> str | None:
-    """What differs between the table and the rows shown (None: nothing), as a request to save or revert."""
-    if not shown or _scene_rows_to_objects(table) == _scene_rows_to_objects(shown):
-        return None
-    return ("the table has unsaved edits. Press **Save correction** to keep them, or **Revert edits** to drop "
-            "them and answer again.")
+def _pictures(pictures: list[Picture]) -> str:
+    """A view's images side by side at one zoom; a view's only image gets the room of two, for its small objects
+    and their labels."""
+    if not pictures:
+        return ""
+    zoom = default_zoom([p.data for p in pictures], SINGLE_FIT_PX if len(pictures) == 1 else FIT_PX)
+    return zoomable([frame(p.data, p.caption, zoom, p.boxes) for p in pictures], zoom,
+                    box_toggle=any(p.boxes is not None for p in pictures))
 
 
-def _scene_view(app: App, view: dict[str, Any]) -> tuple[str, str, list[list[str]]]:
-    """(the text above, the final frame with its boxes, the table rows) of a scene item."""
-    actions = view.get("actions", [])
-    html_text = (f"<p><b>{len(actions)} atomic actions</b>, the last: "
-                 f"{_escaped(' | '.join(actions[-5:]))}</p><p>{_escaped(view['question'])}</p>")
-    objects = view["target"]["objects"]
-    rows = [[o["id"], o["category"], o["description"], "; ".join(o.get("relation", [])), o.get("key_state") or ""]
-            for o in objects]
-    final = app.image(view["images"].get("final"))
-    zoom = default_zoom([final], SINGLE_FIT_PX)
-    picture = zoomable([frame(final, "final frame", zoom, {o["id"]: o.get("box") for o in objects})], zoom,
-                       box_toggle=True)
-    return html_text, picture, rows
+def _element_prefix(queue: str) -> str:
+    # a queue name becomes element ids the page's CSS selectors and key script must be able to name
+    return re.sub(r"[^A-Za-z0-9_-]", "-", queue)
 
 
-def _scene_correction_tab(app: App, wire: Any) -> None:
-    with gr.Tab("Scene correction"):
-        item, shown = gr.State(None), gr.State([])
-        progress = gr.Markdown(elem_id="sc-progress")
-        notice = gr.Markdown(elem_id="sc-notice")
-        text = gr.HTML(elem_id="sc-text")
-        picture = gr.HTML(elem_id="sc-image")
-        table = gr.Dataframe(headers=SCENE_COLUMNS, datatype=["str"] * 5, interactive=True, type="array",
-                             static_columns=[0], show_row_numbers=True, wrap=True, elem_id="sc-table",
-                             label="objects: double-click a cell to edit, Enter to keep it; + adds a row")
-        with gr.Row():
-            row_number = gr.Number(None, label="row number to delete", precision=0, elem_id="sc-row")
-            delete = gr.Button("Delete row", elem_id="sc-delete-row")
-            revert = gr.Button("Revert edits", elem_id="sc-revert")
-        verdicts, buttons = _queue_buttons("sc", [("accept", "Accept as is (y)", "accept"),
-                                                  ("correct", "Save correction", "save"),
-                                                  ("reject", "Reject (n)", "reject")])
-        with gr.Accordion("What the columns and answers mean", open=False):
-            gr.Markdown(SCENE_HELP)
+@dataclass
+class _Table:
+    """A view's editable table as drawn: the table, the rows it was shown with (to tell edits from what was shown,
+    and to revert them), and the view's declaration."""
 
-    def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = ""
-             ) -> tuple[Any, ...]:
-        view = app.take("scene_correction", request, skipped, lease=lease)
-        line = app.progress_line("scene_correction", request)
-        if view is None:
-            return None, line, _nothing(lease), "", [], [], notice
-        return (view["item_id"], line, *_scene_view(app, view), _scene_view(app, view)[2], notice)
+    rows: Any
+    shown: Any
+    spec: ReviewTable
 
-    def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> str | None:
-        correction = None
-        if verdict == "correct":
-            if not _scene_edits(data[table], data[shown]):
-                return "**Not saved:** the table is as shown; press **Accept as is (y)** if it is right."
-            correction = {"objects": _scene_rows_to_objects(data[table])}
-        try:
-            app.answer(data[item], verdict, request, correction=correction, shown={"queue": "scene_correction"})
-        except WorkError as error:
-            if verdict != "correct":
-                raise
-            return f"**Not saved.** {_escaped(error)}"
-        return None
 
-    def pending(data: dict[Any, Any], action: str) -> str | None:
-        return None if action == "correct" else _scene_edits(data[table], data[shown])
+def _editable_table(prefix: str, spec: ReviewTable) -> _Table:
+    """The table with its delete-row and revert controls, wired."""
+    shown = gr.State([])
+    table = gr.Dataframe(headers=list(spec.columns), datatype=["str"] * len(spec.columns), interactive=True,
+                         type="array", static_columns=list(spec.fixed_columns), show_row_numbers=True, wrap=True,
+                         elem_id=f"{prefix}-table", label=spec.label or None)
+    with gr.Row():
+        row_number = gr.Number(None, label="row number to delete", precision=0, elem_id=f"{prefix}-row")
+        delete = gr.Button("Delete row", elem_id=f"{prefix}-delete-row")
+        revert = gr.Button("Revert edits", elem_id=f"{prefix}-revert")
 
     def delete_row(rows: Any, number: float | None) -> Any:
         rows = list(rows or [])
@@ -441,8 +360,62 @@ def _scene_correction_tab(app: App, wire: Any) -> None:
 
     delete.click(delete_row, [table, row_number], table, api_visibility="private")
     revert.click(lambda rows: rows, shown, table, api_visibility="private")
-    wire(_Queue("scene_correction", show, [item, table, shown], [item, progress, text, picture, table, shown, notice],
-                pending), answer, verdicts, buttons)
+    return _Table(table, shown, spec)
+
+
+def _review_tab(app: App, wire: Any, review: ReviewCheck, view: ReviewView) -> None:
+    """A benchmark's queue as its view declares it: the text and images its render gives, its verdict buttons,
+    and its editable table, whose edits are the answer ``correct`` (checked by the queue's correction check)."""
+    queue, prefix, labels = review.queue, _element_prefix(review.queue), dict(view.buttons)
+    unknown = sorted(set(labels) - set(review.verdicts))
+    if unknown or ("correct" in labels and view.table is None):
+        raise ValueError(f"the {queue} view has buttons for {', '.join(unknown) or 'correct'}, which the queue does "
+                         f"not take (a correction is an edited table)")
+    with gr.Tab(view.title):
+        item = gr.State(None)
+        progress = gr.Markdown(elem_id=f"{prefix}-progress")
+        notice = gr.Markdown(elem_id=f"{prefix}-notice")
+        text = gr.HTML(elem_id=f"{prefix}-text")
+        pictures = gr.HTML(elem_id=f"{prefix}-images")
+        table = _editable_table(prefix, view.table) if view.table else None
+        verdicts, buttons = _queue_buttons(prefix, list(view.buttons))
+        with gr.Accordion("What the columns and answers mean" if table else "What the answers mean", open=False):
+            gr.Markdown(view.instructions)
+    edits = [table.rows, table.shown] if table else []
+
+    def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = ""
+             ) -> tuple[Any, ...]:
+        data = app.take(queue, request, skipped, lease=lease)
+        line = app.progress_line(queue, request)
+        if data is None:
+            return None, line, _nothing(lease), "", *[[]] * len(edits), notice
+        html_text, images = view.render(data, app.image)
+        rows = table.spec.rows(data) if table else []
+        return data["item_id"], line, html_text, _pictures(images), *[rows] * len(edits), notice
+
+    def edited(data: dict[Any, Any]) -> dict[str, Any] | None:
+        return table.spec.correction(data[table.rows], data[table.shown]) if table else None
+
+    def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> str | None:
+        correction = edited(data) if verdict == "correct" else None
+        if verdict == "correct" and correction is None:
+            return f"**Not saved:** the table is as shown; press **{labels.get('accept', 'accept')}** if it is right."
+        try:
+            app.answer(data[item], verdict, request, correction=correction, shown={"queue": queue})
+        except WorkError as error:
+            if correction is None:
+                raise
+            return f"**Not saved.** {_escaped(error)}"  # the guidelines' refusal, the edits kept to fix
+        return None
+
+    def pending(data: dict[Any, Any], action: str) -> str | None:
+        if action == "correct" or edited(data) is None:
+            return None
+        return (f"the table has unsaved edits. Press **{labels.get('correct', 'correct')}** to keep them, or "
+                "**Revert edits** to drop them and answer again.")
+
+    wire(_Queue(queue, show, [item, *edits], [item, progress, text, pictures, *edits, notice], pending), answer,
+         verdicts, buttons)
 
 
 def _recheck_tab(app: App, wire: Any) -> None:
@@ -455,8 +428,7 @@ def _recheck_tab(app: App, wire: Any) -> None:
         picture = gr.HTML(elem_id="rc-image")
         comment = gr.Textbox(label="comment (stored with the answer)", elem_id="rc-comment",
                              max_length=app.settings.annotation.max_note_chars or None)
-        verdicts, buttons = _queue_buttons("rc", [("accept", "Accept (y)", "accept"), ("reject", "Reject (n)",
-                                                                                       "reject")])
+        verdicts, buttons = _queue_buttons("rc", [("accept", "Accept (y)"), ("reject", "Reject (n)")])
         with gr.Accordion("What the answers mean", open=False):
             gr.Markdown(RECHECK_HELP)
 
@@ -467,8 +439,7 @@ def _recheck_tab(app: App, wire: Any) -> None:
         if view is None:
             return None, line, _nothing(lease), None, "", "", notice
         first = app.image(next(iter(view["images"].values()), None))
-        zoom = default_zoom([first] if first else [], SINGLE_FIT_PX)
-        picture = zoomable([frame(first, "image", zoom)], zoom) if first else ""
+        picture = _pictures([Picture("image", first)] if first else [])
         return view["item_id"], line, f"<p>{_escaped(view['question'])}</p>", view["target"], picture, "", notice
 
     def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> None:
@@ -513,7 +484,7 @@ def _admin_tab(app: App, blocks: Any) -> None:
         def number(value: float | None) -> str:
             return "n/a" if value is None else f"{value:.2f}"
 
-        rows = [[q, row["done"], row["remaining"]] for q, row in report["progress"].items()]
+        rows = [[q, row["done"], row["remaining"]] for q, row in report["queues"].items()]
         rates = [[name, count, "n/a" if rate is None else rate] for name, count, rate in report["throughput"]]
         kappas = [[q, number(a["percent"]), number(a["fleiss"]), a["fleiss_items"],
                    "; ".join(f"{pair}: {number(kappa)} ({n})" for pair, (n, kappa) in a["cohen"].items())]
@@ -566,8 +537,8 @@ def build(settings: Settings, app: App | None = None) -> Any:
         gr.Markdown("## benchwright annotation\nKeys: **y** yes/accept · **n** no/reject · **s** skip · **u** undo "
                     "(not while a field or the table has focus: press Esc or click outside first)")
         wire = functools.partial(_wire_queue, app, blocks)
-        _visual_negative_tab(app, wire)
-        _scene_correction_tab(app, wire)
+        for review, view in _review_views():
+            _review_tab(app, wire, review, view)
         _recheck_tab(app, wire)
         _admin_tab(app, blocks)
         _api(app)

@@ -1,5 +1,6 @@
 """What the queue tabs draw, apart from Gradio's own components: images at full resolution with a zoom shared by
-the images of one view, labelled boxes that can be hidden, the help texts, and the page script for keys and zoom.
+the images of one view, labelled boxes that can be hidden, the recheck queue's help text, and the page script for
+keys and zoom. What a benchmark's queue shows is its own (``tasks/<name>/review_view.py``).
 
 Images are sent as the stored bytes (no resampling), so an inpainting smear looks as it is; enlarging is the
 browser's, pixelated, so a zoomed pixel stays one visible pixel instead of a blur.
@@ -65,33 +66,6 @@ document.addEventListener("change", (event) => {
   event.target.closest(".bw-zoomable").classList.toggle("bw-nobox", !event.target.checked);
 });
 </script>
-"""
-
-VISUAL_NEGATIVE_HELP = """
-**Yes (y)**: the edited image is a valid *unanswerable* case: the edit changed the scene so that the step in
-progress can no longer be judged from it (the object of the step is gone, replaced or altered), and the edit looks
-real (no smear, no leftover outline, no object half-removed). **No (n)**: the edit failed (nothing changed, the
-step can still be judged, or the edit shows). **Skip (s)**: leave it to someone else. **Undo (u)**: take back your
-last answer in this queue; the page says which.
-"""
-
-SCENE_HELP = """
-Each row is one object in the **final** frame; the label on each box is the row's **id**.
-
-- **id**: the object's id, also drawn on its box (not editable; a new row gets one when saved).
-- **category**: what the object is, a bare noun phrase (`mug`, `cutting board`): no colour or other adjective, no
-  body parts.
-- **description**: how it looks: colour, size, shape, material (`a small red ceramic mug`); no relations here.
-- **relation**: its relations to other objects, `;` between phrases, each lowercase and starting with the category
-  (`mug on table; mug next to kettle`).
-- **key_state**: the state the actions left the object in, when they changed one: a short phrase such as `open`,
-  `closed`, `sliced`, `switched on`, `filled with water`; empty when the actions changed nothing about it. The
-  benchmark asks models to predict this state from the actions.
-
-**Accept as is (y)**: the table is right as shown. **Save correction**: store your edited table (checked against
-the guidelines first; a new human version replaces the machine one). **Reject (n)**: the scene cannot be annotated
-(wrong frame, unusable image). **Revert edits**: put the table back as shown. **Skip (s)**, **Undo (u)** as in the
-other queues. With unsaved edits, `y` and `n` ask first instead of answering.
 """
 
 RECHECK_HELP = """

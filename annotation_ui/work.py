@@ -28,15 +28,17 @@ Verdict = Literal["accept", "reject", "correct"]
 RECHECK = "recheck"  # the queue every benchmark shares: a released record sent back to people, YES/NO
 
 
-def _benchmark_verdicts() -> dict[str, tuple[str, ...]]:
+def verdicts() -> dict[str, tuple[str, ...]]:
+    """What each queue's question lets an annotator answer, as each benchmark declares it for its queues. Asked
+    each time, not fixed at import: a benchmark registered at run time (a test's toy one) has its queues too."""
     from tasks import benchmark
 
-    return {review.queue: review.verdicts for plugin in benchmark.plugins() for review in plugin.reviews}
+    declared = {review.queue: review.verdicts for plugin in benchmark.plugins() for review in plugin.reviews}
+    return {**declared, RECHECK: ("accept", "reject")}
 
 
-# what each queue's question lets an annotator answer, as each benchmark declares it for its queues
-VERDICTS: dict[str, tuple[str, ...]] = {**_benchmark_verdicts(), RECHECK: ("accept", "reject")}
-QUEUES = tuple(VERDICTS)
+def queues() -> tuple[str, ...]:
+    return tuple(verdicts())
 
 
 class WorkError(ValueError):
@@ -192,7 +194,7 @@ class Work:
         rows = self.catalog.query(
             """SELECT r.payload->>'queue', r.status, count(*) FROM records r WHERE r.kind = 'review_item'
                GROUP BY ALL""")
-        table: dict[str, dict[str, int]] = {q: {"done": 0, "remaining": 0, "mine": 0} for q in QUEUES}
+        table: dict[str, dict[str, int]] = {q: {"done": 0, "remaining": 0, "mine": 0} for q in queues()}
         for queue, status, count in rows:
             entry = table.setdefault(queue, {"done": 0, "remaining": 0, "mine": 0})
             entry["remaining" if status == "candidate" else "done"] += count
@@ -230,7 +232,7 @@ class Work:
 
 
 def _check_answer(queue: str, verdict: str, correction: dict | None, note: str, max_note_chars: int) -> None:
-    allowed = VERDICTS.get(queue, ("accept", "reject"))
+    allowed = verdicts().get(queue, ("accept", "reject"))
     if verdict not in allowed:
         raise WorkError(f"verdict {verdict!r} is not an answer on the {queue} queue (allowed: {', '.join(allowed)})")
     if verdict == "correct" and not correction:

@@ -60,7 +60,7 @@ def test_every_route_needs_a_login_and_admin_routes_an_admin(running):
         with pytest.raises(Exception, match="ann1 is not an admin"):
             annotator.predict(*args, api_name=endpoint)
     report = client(url, "boss").predict(api_name="/admin_report")
-    assert report["progress"]["recheck"] == {"done": 0, "remaining": 1, "mine": 0}
+    assert report["queues"]["recheck"] == {"done": 0, "remaining": 1, "mine": 0}
 
 
 def test_an_annotator_cannot_answer_an_item_leased_to_another(running):
@@ -103,3 +103,39 @@ def test_eight_clients_work_one_queue_at_once(running, overlap):
     pairs = catalog.query("SELECT item_id, annotator, count(*) FROM review_decisions GROUP BY ALL HAVING count(*) > 1")
     assert pairs == []  # nobody answered an item twice
     assert {r.status for r in catalog.get_records([i.id for i in items])} == {Status.ACCEPTED}  # all resolved
+
+
+def test_each_benchmark_queue_is_a_tab_drawn_from_the_view_it_declares(tmp_path):
+    from annotation_ui.app import App, build
+    from tasks import benchmark
+
+    app = App(app_settings(tmp_path))
+    blocks = build(app.settings, app)
+    ids = {block.elem_id for block in blocks.blocks.values() if getattr(block, "elem_id", None)}
+    declared = [review for plugin in benchmark.plugins() for review in plugin.reviews if review.view]
+    assert {r.queue for r in declared} == {"visual_negative", "scene_correction"}
+    for review in declared:
+        view = review.review_view()
+        assert set(dict(view.buttons)) <= set(review.verdicts)
+        assert {f"{review.queue}-{part}" for part in ("progress", "notice", "text", "images", "next", "skip",
+                                                      "undo")} <= ids
+        assert {f"{review.queue}-{verdict}" for verdict, _ in view.buttons} <= ids
+        assert (f"{review.queue}-table" in ids) == (view.table is not None)
+    blocks.close()
+
+
+def test_an_edited_scene_table_is_the_correction_and_cosmetic_edits_are_none():
+    from tasks.explore.review_view import correction, rows
+
+    view = {"target": {"objects": [{"id": "ball.0", "category": "ball", "description": "a red ball",
+                                    "relation": ["ball on table"], "key_state": None}]}}
+    shown = rows(view)
+    assert shown == [["ball.0", "ball", "a red ball", "ball on table", ""]]
+    assert correction(shown, shown) is None
+    assert correction([[*shown[0][:3], " ball on table ;", ""], ["", "", "", "", ""]], shown) is None
+    edited = correction([*shown, ["", "Cup", "a blue cup", "cup next to ball", "full"]], shown)
+    assert edited == {"objects": [
+        {"id": "ball.0", "category": "ball", "description": "a red ball", "relation": ["ball on table"],
+         "key_state": None},
+        {"id": "cup.0", "category": "Cup", "description": "a blue cup", "relation": ["cup next to ball"],
+         "key_state": "full"}]}

@@ -8,12 +8,15 @@ from contextlib import contextmanager
 
 from PIL import Image
 
-from schemas import Benchmark, Observation, Producer, ReviewItem, Status, make_record
+from schemas import Producer, ReviewItem, Status, make_record
 from storage import open_storage
+from tasks.progress.payloads import Observation
 from tests.test_annotation_app import app_settings
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 GOAL = "<script>window.injected = 1</script><b>stack</b> the cubes"
+# the element ids of a review tab start with its queue's name
+VN, SC = "#visual_negative", "#scene_correction"
 
 
 def png(colour: tuple[int, int, int]) -> bytes:
@@ -51,18 +54,18 @@ def publish_visual_negatives(settings, n: int) -> list:
     items = []
     for i in range(n):
         original = make_record(Observation(demo_id=f"demo{i}", frame=f"front_{i:04d}.jpg"),
-                               benchmark=Benchmark.PROGRESS, producer=Producer(task="test"),
+                               benchmark="progress", producer=Producer(task="test"),
                                blobs=[storage.put_blob(png((10 * i, 100, 50)), role="observation",
                                                        media_type="image/png")], status=Status.ACCEPTED)
         edited = make_record(Observation(demo_id=f"demo{i}", frame=f"front_{i:04d}_edit.jpg", answerable=False,
                                          negative="visual"),
-                             benchmark=Benchmark.PROGRESS, producer=Producer(task="test"), parents=[original.id],
+                             benchmark="progress", producer=Producer(task="test"), parents=[original.id],
                              blobs=[storage.put_blob(png((200, 10 * i, 50)), role="observation",
                                                      media_type="image/png")])
         item = make_record(ReviewItem(target_id=edited.id, queue="visual_negative", question="Is the edit valid?",
                                       suggestion={"original": original.id, "task_goal": GOAL, "step": "pick up",
                                                   "strategy": "color", "prompt": "make the cube red"}),
-                           benchmark=Benchmark.PROGRESS, producer=Producer(task="test"), parents=[edited.id])
+                           benchmark="progress", producer=Producer(task="test"), parents=[edited.id])
         storage.catalog.put_records([original, edited, item])
         items.append(item)
     return items
@@ -76,11 +79,11 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
     with app_in_browser(settings) as (browser, url):
         page = browser.new_page()
         log_in(page, url, "ann1")
-        progress = page.locator("#vn-progress")
+        progress = page.locator(f"{VN}-progress")
         expect(progress).to_contain_text("0 answered by you", timeout=30_000)
-        page.locator("#vn-next").click()
-        expect(page.locator("#vn-text")).to_contain_text("<script>window.injected = 1</script>",  # as text
-                                                         timeout=30_000)
+        page.locator(f"{VN}-next").click()
+        expect(page.locator(f"{VN}-text")).to_contain_text("<script>window.injected = 1</script>",  # as text
+                                                           timeout=30_000)
         assert page.evaluate("window.injected") is None
         page.locator("body").click(position={"x": 5, "y": 5})
         for key, answered in (("y", 1), ("n", 2), ("y", 3)):
@@ -88,7 +91,7 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
             expect(progress).to_contain_text(f"{answered} answered by you", timeout=30_000)
         page.keyboard.press("u")
         expect(progress).to_contain_text("2 answered by you", timeout=30_000)
-        expect(page.locator("#vn-notice")).to_contain_text(f"Undone: your accept of item {items[2].id[:12]}")
+        expect(page.locator(f"{VN}-notice")).to_contain_text(f"Undone: your accept of item {items[2].id[:12]}")
         expect(page.get_by_role("tab", name="Admin")).to_have_count(0)  # not shown to annotators
         admin = browser.new_context().new_page()
         log_in(admin, url, "boss")
@@ -126,23 +129,23 @@ def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
         page = browser.new_page()
         log_in(page, url, "ann2")
         page.get_by_role("tab", name="Scene correction").click()
-        expect(page.locator("#sc-progress")).to_contain_text("1 remaining", timeout=30_000)
-        page.locator("#sc-next").click()
-        cell = page.locator("#sc-table").get_by_role("gridcell", name="ball", exact=True).first
+        expect(page.locator(f"{SC}-progress")).to_contain_text("1 remaining", timeout=30_000)
+        page.locator(f"{SC}-next").click()
+        cell = page.locator(f"{SC}-table").get_by_role("gridcell", name="ball", exact=True).first
         expect(cell).to_be_visible(timeout=30_000)
         cell.dblclick()
         page.keyboard.press("ControlOrMeta+a")
         page.keyboard.type("green ball")  # a colour in the category: the guidelines refuse it
         page.keyboard.press("Enter")
-        page.locator("#sc-save").click()
-        expect(page.locator("#sc-notice")).to_contain_text("colour word(s) green", timeout=30_000)
-        cell = page.locator("#sc-table").get_by_role("gridcell", name="green ball", exact=True).first
+        page.locator(f"{SC}-correct").click()
+        expect(page.locator(f"{SC}-notice")).to_contain_text("colour word(s) green", timeout=30_000)
+        cell = page.locator(f"{SC}-table").get_by_role("gridcell", name="green ball", exact=True).first
         cell.dblclick()
         page.keyboard.press("ControlOrMeta+a")
         page.keyboard.type("marble")
         page.keyboard.press("Enter")
-        page.locator("#sc-save").click()
-        expect(page.locator("#sc-progress")).to_contain_text("1 answered by you", timeout=30_000)
+        page.locator(f"{SC}-correct").click()
+        expect(page.locator(f"{SC}-progress")).to_contain_text("1 answered by you", timeout=30_000)
     (decision,) = storage.catalog.find_records(kind="decision")
     assert decision.payload["verdict"] == "correct" and decision.payload["item_id"] == item.id
     categories = [o["category"] for o in decision.payload["correction"]["objects"]]
@@ -165,7 +168,7 @@ def edit_cell(page, old: str, new: str) -> None:
     """Double-click the table cell showing ``old``, type ``new`` over it and press Enter (the cell stays selected)."""
     from playwright.sync_api import expect
 
-    cell = page.locator("#sc-table").get_by_role("gridcell", name=old, exact=True).first
+    cell = page.locator(f"{SC}-table").get_by_role("gridcell", name=old, exact=True).first
     expect(cell).to_be_visible(timeout=30_000)
     cell.dblclick()
     page.keyboard.press("ControlOrMeta+a")
@@ -178,14 +181,14 @@ def take_scene(page, url: str, name: str) -> None:
 
     log_in(page, url, name)
     page.get_by_role("tab", name="Scene correction").click()
-    expect(page.locator("#sc-progress")).to_contain_text("remaining", timeout=30_000)
-    page.locator("#sc-next").click()
+    expect(page.locator(f"{SC}-progress")).to_contain_text("remaining", timeout=30_000)
+    page.locator(f"{SC}-next").click()
 
 
 def test_an_undone_correction_then_accept_releases_the_machine_scene_not_the_undone_text(tmp_path):
     from playwright.sync_api import expect
 
-    from tasks.explore.tasks import apply_scene_corrections, final_scenes, freeze_explore_release
+    from tasks.explore.stages import apply_scene_corrections, final_scenes, freeze_explore_release
 
     settings = scene_settings(tmp_path)
     catalog = open_storage(settings).catalog
@@ -194,19 +197,19 @@ def test_an_undone_correction_then_accept_releases_the_machine_scene_not_the_und
         page = browser.new_page()
         take_scene(page, url, "ann1")
         edit_cell(page, "ball", "marble")
-        page.locator("#sc-save").click()
-        expect(page.locator("#sc-progress")).to_contain_text("1 answered by you", timeout=30_000)
-        made = apply_scene_corrections.fn(settings, None)  # a run between the correction and its undo
+        page.locator(f"{SC}-correct").click()
+        expect(page.locator(f"{SC}-progress")).to_contain_text("1 answered by you", timeout=30_000)
+        made = apply_scene_corrections(settings, None)  # a run between the correction and its undo
         assert made["corrections"] == 1
         page.locator("body").click(position={"x": 5, "y": 5})
         page.keyboard.press("u")
-        expect(page.locator("#sc-notice")).to_contain_text("Undone: your correct of item", timeout=30_000)
-        expect(page.locator("#sc-progress")).to_contain_text("0 answered by you")
-        expect(page.locator("#sc-table").get_by_role("gridcell", name="marble", exact=True)).to_have_count(0)
+        expect(page.locator(f"{SC}-notice")).to_contain_text("Undone: your correct of item", timeout=30_000)
+        expect(page.locator(f"{SC}-progress")).to_contain_text("0 answered by you")
+        expect(page.locator(f"{SC}-table").get_by_role("gridcell", name="marble", exact=True)).to_have_count(0)
         page.locator("body").click(position={"x": 5, "y": 5})
         page.keyboard.press("y")
-        expect(page.locator("#sc-progress")).to_contain_text("1 answered by you", timeout=30_000)
-    applied = apply_scene_corrections.fn(settings, None)
+        expect(page.locator(f"{SC}-progress")).to_contain_text("1 answered by you", timeout=30_000)
+    applied = apply_scene_corrections(settings, None)
     assert applied["corrections"] == 0 and applied["withdrawn"] == 1
     machine = catalog.get_record(item.payload["target_id"])
     assert machine.status == Status.ACCEPTED
@@ -215,7 +218,7 @@ def test_an_undone_correction_then_accept_releases_the_machine_scene_not_the_und
     assert [s.id for s in final_scenes(catalog).values()] == [machine.id]
     from storage.releases import load_release
 
-    released = load_release(catalog, freeze_explore_release.fn(settings, "t", {}))
+    released = load_release(catalog, freeze_explore_release(settings, "t", {}))
     assert machine.id in {r.id for r in released.records} and human.id not in {r.id for r in released.records}
 
 
@@ -231,16 +234,16 @@ def test_a_typed_edit_followed_by_y_is_never_lost(tmp_path):
         page.keyboard.press("y")  # the edited cell still has focus: the key neither answers nor edits it
         page.keyboard.press("n")
         page.locator("body").click(position={"x": 5, "y": 5})
-        expect(page.locator("#sc-table").get_by_role("gridcell", name="marble", exact=True)).to_have_count(1)
+        expect(page.locator(f"{SC}-table").get_by_role("gridcell", name="marble", exact=True)).to_have_count(1)
         page.keyboard.press("y")  # now the key acts: it asks instead of dropping the edit
-        expect(page.locator("#sc-notice")).to_contain_text("Not answered: the table has unsaved edits",
+        expect(page.locator(f"{SC}-notice")).to_contain_text("Not answered: the table has unsaved edits",
                                                            timeout=30_000)
         page.keyboard.press("n")
-        expect(page.locator("#sc-notice")).to_contain_text("Not answered: the table has unsaved edits")
+        expect(page.locator(f"{SC}-notice")).to_contain_text("Not answered: the table has unsaved edits")
         assert catalog.find_records(kind="decision") == []
-        expect(page.locator("#sc-table").get_by_role("gridcell", name="marble", exact=True)).to_have_count(1)
-        page.locator("#sc-save").click()
-        expect(page.locator("#sc-progress")).to_contain_text("1 answered by you", timeout=30_000)
+        expect(page.locator(f"{SC}-table").get_by_role("gridcell", name="marble", exact=True)).to_have_count(1)
+        page.locator(f"{SC}-correct").click()
+        expect(page.locator(f"{SC}-progress")).to_contain_text("1 answered by you", timeout=30_000)
     (decision,) = catalog.find_records(kind="decision")
     assert decision.payload["verdict"] == "correct"
     assert "marble" in [o["category"] for o in decision.payload["correction"]["objects"]]
@@ -255,10 +258,10 @@ def test_answer_undo_answer_stores_two_decisions_and_counts_one(tmp_path):
     with app_in_browser(settings) as (browser, url):
         page = browser.new_page()
         log_in(page, url, "ann1")
-        progress = page.locator("#vn-progress")
+        progress = page.locator(f"{VN}-progress")
         expect(progress).to_contain_text("0 answered by you", timeout=30_000)
-        page.locator("#vn-next").click()
-        expect(page.locator("#vn-images img")).to_have_count(2, timeout=30_000)
+        page.locator(f"{VN}-next").click()
+        expect(page.locator(f"{VN}-images img")).to_have_count(2, timeout=30_000)
         page.locator("body").click(position={"x": 5, "y": 5})
         for key, shown in (("y", "1 answered by you"), ("u", "0 answered by you"), ("y", "1 answered by you")):
             page.keyboard.press(key)
@@ -284,18 +287,19 @@ def test_opening_pages_and_the_admin_tab_leases_nothing(tmp_path):
     with app_in_browser(settings) as (browser, url):
         admin = browser.new_page()
         log_in(admin, url, "boss")
-        for tab, queue in (("Visual negatives", "vn"), ("Scene correction", "sc"), ("Recheck", "rc")):
+        for tab, prefix in (("Visual negatives", "visual_negative"), ("Scene correction", "scene_correction"),
+                            ("Recheck", "rc")):
             admin.get_by_role("tab", name=tab).click()  # each tab's opening handler has run
-            expect(admin.locator(f"#{queue}-progress")).to_contain_text("boss", timeout=30_000)
+            expect(admin.locator(f"#{prefix}-progress")).to_contain_text("boss", timeout=30_000)
         admin.get_by_role("tab", name="Admin").click()
         expect(admin.locator("#ad-queues").get_by_role("row", name="visual_negative 0 1")).to_be_visible(
             timeout=30_000)
         assert catalog.query("SELECT count(*) FROM leases") == [(0,)]
         page = browser.new_context().new_page()
         log_in(page, url, "ann1")
-        expect(page.locator("#vn-progress")).to_contain_text("1 remaining", timeout=30_000)
-        expect(page.locator("#vn-text")).to_contain_text("Press Next item")
+        expect(page.locator(f"{VN}-progress")).to_contain_text("1 remaining", timeout=30_000)
+        expect(page.locator(f"{VN}-text")).to_contain_text("Press Next item")
         assert catalog.query("SELECT count(*) FROM leases") == [(0,)]
-        page.locator("#vn-next").click()  # asking for the next item is what leases it
-        expect(page.locator("#vn-images img")).to_have_count(2, timeout=30_000)
+        page.locator(f"{VN}-next").click()  # asking for the next item is what leases it
+        expect(page.locator(f"{VN}-images img")).to_have_count(2, timeout=30_000)
         assert catalog.query("SELECT item_id, annotator FROM leases") == [(item.id, "ann1")]

@@ -35,10 +35,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "flows/build_progress.py": (4, "PROGRESS-BENCH build flow; becomes the generic flow over declared stages"),
     "flows/main_job.py": (28, "calls each benchmark's sources, build, freeze, stats and export by name"),
     "flows/cli.py": (21, "build progress/explore commands and options, stats, the main job's source options"),
-    # the annotation app draws the visual_negative and scene_correction tabs by hand; phase 2 renders each
-    # plugin's review views as data with one tab renderer
-    "annotation_ui/app.py": (12, "the two benchmark queues' tabs, and the admin report's 'progress' key (the word, "
-                                 "tested as report['progress']; rename it to 'done' when the tabs move)"),
 }
 
 
