@@ -17,8 +17,8 @@ import pytest
 from schemas import Producer, Status
 from schemas.config import BlobSettings, CatalogSettings, Settings
 from tasks.progress.construct import build_folder
-from tasks.progress.sampling import SamplingPlan
 from tasks.progress.published import SAMPLE_DIR, import_into_catalog
+from tasks.progress.sampling import SamplingPlan
 from tasks.sources.sample_world import generate_episode, write_episode
 from tests.test_progress_construct import _camera_frames, to_lerobot, write_hdf5
 
