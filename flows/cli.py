@@ -110,6 +110,18 @@ def _progress() -> Progress:
 # -- main job ---------------------------------------------------------------------------------------------
 
 
+def _key_values(entries: list[str] | None, flag: str) -> dict[str, Any]:
+    """``KEY=VALUE`` entries as a dict; a number-looking value as a number (pydantic and the benchmarks check the
+    rest)."""
+    found: dict[str, Any] = {}
+    for entry in entries or []:
+        key, _, value = entry.partition("=")
+        if not key or not _:
+            raise typer.BadParameter(f"{flag} {entry!r}: expected KEY=VALUE")
+        found[key.replace("-", "_")] = int(value) if value.lstrip("-").isdigit() else value
+    return found
+
+
 def _sources(entries: list[str] | None) -> dict[str, dict[str, Any]]:
     """``NAME.OPTION=VALUE`` entries as build options per benchmark, checked against each benchmark's options."""
     from tasks import benchmark as registry
@@ -788,9 +800,12 @@ def evaluate(
         "baseline:oracle?noise=0.1 (the truth plus noise). With --predictions: the name to file the answers "
         "under."))] = None,
     strategy: Annotated[str | None, typer.Option(help=(
-        "PROGRESS-BENCH: direct (default) or two-stage (<ref_think>, <ref>, <score_think>, <score>). "
-        "EXPLORE-Bench: final-scene (default), single-turn or multi-turn (with --segment-num or --window-size)."))]
-    = None,
+        "How the benchmark asks; default: its paper's. PROGRESS-BENCH: direct (default) or two-stage (<ref_think>, "
+        "<ref>, <score_think>, <score>). EXPLORE-Bench: final-scene (default), single-turn or multi-turn (with "
+        "--segment-num or --window-size)."))] = None,
+    option: Annotated[list[str] | None, typer.Option(help=(
+        "KEY=VALUE: an evaluation option of the release's benchmark (repeatable); an unknown key is an error that "
+        "lists the benchmark's options. The three below are shorthands."))] = None,
     segment_num: Annotated[int | None, typer.Option(help="Stepwise strategies: split the actions into N parts.")]
     = None,
     window_size: Annotated[int | None, typer.Option(help="Stepwise strategies: W actions per part.")] = None,
@@ -800,9 +815,9 @@ def evaluate(
         "or the official EXPLORE-Bench harness's files as they are (<model>.json keyed by start_frame, "
         "results.json)."),
         exists=True, dir_okay=False)] = None,
-    scoring: Annotated[str, typer.Option(help=(
-        "EXPLORE relation scoring: correct (every relation phrase against its own sentences) or official (the "
-        "official code's misaligned pairing, to reproduce published numbers)."))] = "correct",
+    scoring: Annotated[str | None, typer.Option(help=(
+        "EXPLORE relation scoring: correct (the default: every relation phrase against its own sentences) or "
+        "official (the official code's misaligned pairing, to reproduce published numbers)."))] = None,
     judge_fallback: Annotated[bool, typer.Option(help=(
         "Answers the rules cannot read go to an LLM judge (--judge, default the \\[models.chat] role).")
     )] = False,
@@ -835,18 +850,18 @@ def evaluate(
     prepare_prefect(settings)
     from flows.evaluate import evaluate_release
 
+    given = {"segment_num": segment_num, "window_size": window_size, "scoring": scoring}
+    options = {**_key_values(option, "--option"), **{k: v for k, v in given.items() if v is not None}}
     with _failures_as_messages():
-        result = evaluate_release(settings, release=release, model=model, strategy=strategy,
-                                  segment_num=segment_num, window_size=window_size,
-                                  predictions=str(predictions) if predictions else None, scoring=scoring,
+        result = evaluate_release(settings, release=release, model=model, strategy=strategy, options=options,
+                                  predictions=str(predictions) if predictions else None,
                                   judge_fallback=judge_fallback, judge=judge, limit=limit, temperature=temperature,
                                   top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed,
                                   out_dir=str(out) if out else None, concurrency=concurrency,
                                   show_progress=True)
     console.print(f"[bold]{result['model']}[/bold] on {result['release']} ({result['strategy']})")
-    if result.get("scoring"):
-        console.print(f"relation scoring: {result['scoring']['relations']}; S_obj spaCy pipeline: "
-                      f"{result['scoring']['s_obj_pipeline']}", soft_wrap=True)
+    for label, text in result["how scored"].items():
+        console.print(f"{label}: {text}", soft_wrap=True)
     table = _table(("metric", "value"))
     for name, value in result["metrics"].items():
         table.add_row(name, _metric(result["benchmark"], value))

@@ -8,26 +8,27 @@ from prefect import flow
 
 from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings, load_settings
+from tasks import benchmark as registry
 from tasks.evaluate.tasks import gather_answers, prepare_evaluation, report_evaluation, report_folder, score_and_store
 
 
 @flow(name="benchwright-evaluate")
 @recorded_run
 def evaluate_release(settings: Settings | None = None, release: str = "benchwright-progress",
-                     model: str | None = None, strategy: str | None = None, segment_num: int | None = None,
-                     window_size: int | None = None, predictions: str | None = None, scoring: str = "correct",
+                     model: str | None = None, strategy: str | None = None,
+                     options: dict[str, Any] | None = None, predictions: str | None = None,
                      judge_fallback: bool = False, judge: str | None = None, limit: int | None = None,
                      temperature: float | None = None, top_p: float | None = None, top_k: int | None = None,
                      max_tokens: int | None = None, seed: int | None = None, out_dir: str | None = None,
                      concurrency: int | None = None, show_progress: bool = False) -> dict[str, Any]:
     """Evaluate ``model`` (a spec: ``openai:NAME@URL``, ``transformers:PATH``, ``chat``, ``baseline:oracle``...)
     on ``release`` (``name`` or ``name@version``), or score the answers in ``predictions`` (JSONL of key and
-    answer). Decoding defaults to the paper's settings; ``strategy`` to the release's benchmark's default."""
+    answer). Decoding defaults to the paper's settings; ``strategy`` to the release's benchmark's default;
+    ``options`` are the benchmark's own evaluation options (an unknown one is an error that lists them)."""
     settings = settings or load_settings()
     run_id = current_flow_run_id()
     plan = prepare_evaluation(settings, release, model, strategy, predictions, limit, concurrency,
-                              segment_num=segment_num,
-                              window_size=window_size, scoring=scoring, judge_fallback=judge_fallback,
+                              options=options, judge_fallback=judge_fallback,
                               temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed)
     collected = gather_answers(settings, plan, show_progress)
     folder = out_dir or str(report_folder(settings, plan))
@@ -36,6 +37,5 @@ def evaluate_release(settings: Settings | None = None, release: str = "benchwrig
     return {"release": plan.manifest.tag, "benchmark": plan.benchmark, "model": plan.label,
             "strategy": plan.settings.variant, "key": plan.key,
             "evaluation": result.record_id, "metrics": result.metrics, "counts": result.counts,
-            "problems": result.problems, "report": files,
-            "scoring": {"relations": plan.settings.scoring, "s_obj_pipeline": plan.settings.s_obj_pipeline}
-            if plan.settings.s_obj_pipeline else {}}
+            "problems": result.problems, "report": files, "options": plan.settings.options,
+            "how scored": dict(registry.get(plan.benchmark).evaluation.report_summary(plan.settings))}
