@@ -859,6 +859,10 @@ def evaluate(
                                   top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed,
                                   out_dir=str(out) if out else None, concurrency=concurrency,
                                   show_progress=True)
+    _print_evaluation(result)
+
+
+def _print_evaluation(result: dict[str, Any]) -> None:
     console.print(f"[bold]{result['model']}[/bold] on {result['release']} ({result['strategy']})")
     for label, text in result["how scored"].items():
         console.print(f"{label}: {text}", soft_wrap=True)
@@ -878,14 +882,15 @@ def evaluate(
 def leaderboard(
     release: Annotated[str | None, typer.Option(help="Only this release name (any version) or NAME@VERSION.")]
     = None,
-    benchmark: Annotated[str | None, typer.Option(help="Only progress or explore.")] = None,
+    benchmark: Annotated[str | None, typer.Option(help="Only this benchmark (progress, explore...).")] = None,
     out: Annotated[Path | None, typer.Option(help=(
-        "Also write leaderboard.md, a PNG of the headline metrics per benchmark and, for PROGRESS-BENCH, the "
-        "predicted-score distribution of every run, here."))] = None,
+        "Also write leaderboard.md, a PNG of the headline metrics per benchmark and what each benchmark draws of "
+        "its runs (PROGRESS-BENCH: the predicted-score distribution of every run), here."))] = None,
 ) -> None:
     """Compare evaluation runs across models and releases: the headline metrics of every current run."""
     from schemas import Status
-    from tasks.evaluate.report import leaderboard_markdown, leaderboard_rows, plot_leaderboard, plot_score_distributions
+    from tasks import benchmark as registry
+    from tasks.evaluate.report import leaderboard_markdown, leaderboard_rows, plot_leaderboard
 
     catalog = _storage().catalog
     runs = catalog.find_records(kind="evaluation", status=Status.ACCEPTED)
@@ -917,12 +922,7 @@ def leaderboard(
         sections.append(f"## {name}\n\n{leaderboard_markdown(chosen)}")
         if out:
             plot_leaderboard(chosen, out / f"leaderboard-{name}.png")
-            if name == "progress":
-                distributions = [(f"{r.payload['model']} ({r.payload['strategy']}, {r.payload['release']})",
-                                  [p.payload["parsed"] or {} for p in catalog.find_records(
-                                      kind="prediction", payload_equals={"run": r.payload["key"]})])
-                                 for r in chosen]
-                plot_score_distributions(distributions, out / "predicted-scores-progress.png")
+            registry.get(name).evaluation.leaderboard_plots(chosen, catalog, out)
     if out:
         out.mkdir(parents=True, exist_ok=True)
         (out / "leaderboard.md").write_text("# Leaderboard\n\n" + "\n\n".join(sections) + "\n")

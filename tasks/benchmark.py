@@ -104,6 +104,11 @@ class Evaluation(Protocol):
 
     def report_plots(self, scoring: Scoring, folder: Path, label: str) -> list[Path]: ...
 
+    def leaderboard_plots(self, runs: list[Any], catalog: Any, folder: Path) -> list[Path]:
+        """What ``benchwright leaderboard --out`` draws of this benchmark's runs (``evaluation`` records) besides
+        their headline metrics."""
+        ...
+
     def report_summary(self, eval_settings: EvalSettings) -> list[tuple[str, str]]:
         """Lines of the report's summary that say how this benchmark scored."""
         ...

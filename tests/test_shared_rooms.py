@@ -5,8 +5,8 @@ identifier made of a benchmark's name (``PROGRESS``, ``explore_items``, ``freeze
 that is a benchmark's name, one of its review queues or one of its modules. Prose (comments, docstrings that merely
 mention a paper) is not looked at.
 
-What phase 1 of issue 16 left is listed in ``ALLOWED`` with its count and why; the count may only go down: a new
-violation fails, and so does an entry whose file now has fewer (lower the count, or drop the entry at zero).
+``ALLOWED`` may list a file with a count and why (empty since issue 16); a count may only go down: a new violation
+fails, and so does an entry whose file now has fewer. No function in the shared rooms is over 80 lines either.
 """
 
 from __future__ import annotations
@@ -27,15 +27,10 @@ SHARED_ROOMS = ("schemas", "storage", "flows", "annotation_ui", "tasks/evaluate"
 GENERIC_IDENTIFIERS = {"progress_line", "show_progress_bar", "set_progress_bar_config"}
 GENERIC_NAMES = {"progress"}  # bare, as a variable or parameter: a progress bar or a share done
 
-# file -> (violations left, why they are still there). Phase 2 of issue 16 empties this.
-ALLOWED: dict[str, tuple[int, str]] = {
-    # per-benchmark build flows and the main job: phase 2 builds from each plugin's declared stages and loops the
-    # main job over the registry
-    "flows/build_explore.py": (10, "EXPLORE-Bench build flow; becomes the generic flow over declared stages"),
-    "flows/build_progress.py": (4, "PROGRESS-BENCH build flow; becomes the generic flow over declared stages"),
-    "flows/main_job.py": (28, "calls each benchmark's sources, build, freeze, stats and export by name"),
-    "flows/cli.py": (21, "build progress/explore commands and options, stats, the main job's source options"),
-}
+# file -> (violations left, why they are still there); the count may only go down. Issue 16 emptied it: a new
+# entry needs a reason a reviewer accepts.
+ALLOWED: dict[str, tuple[int, str]] = {}
+LONGEST_FUNCTION = 80  # lines, in the shared rooms
 
 
 def _patterns() -> tuple[re.Pattern[str], set[str]]:
@@ -110,3 +105,11 @@ def test_the_guard_sees_each_way_of_naming_a_benchmark(tmp_path):
         "2: import tasks.explore.export", "3: import tasks.progress", "4: string 'progress'",
         "4: string 'scene_correction'", "5: identifier EXPLORE", "5: identifier load_explore_items",
         "5: identifier freeze_progress_releases"]
+
+
+def test_no_function_in_the_shared_rooms_is_over_80_lines():
+    long = [f"{path.relative_to(ROOT)}:{node.lineno} {node.name} ({node.end_lineno - node.lineno + 1} lines)"
+            for path in shared_files() for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and (node.end_lineno or node.lineno) - node.lineno + 1 > LONGEST_FUNCTION]
+    assert not long, "split these:\n" + "\n".join(long)

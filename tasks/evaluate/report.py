@@ -136,23 +136,3 @@ def plot_leaderboard(evaluations: list[Any], path: Path) -> Path:
     axis.spines[["top", "right"]].set_visible(False)
     figure.tight_layout()
     return save_figure(figure, path)
-
-
-def plot_score_distributions(runs: list[tuple[str, list[dict[str, Any]]]], path: Path) -> Path:
-    """One panel per PROGRESS-BENCH run: the distribution of its predicted scores, with its n/a and unparseable
-    counts, so collapsed or discrete predictions (ProgressLM Sec. 5.1) show at a glance. ``runs`` holds
-    (title, parsed answers) pairs."""
-    plt = pyplot()
-    import numpy as np
-
-    figure, axes = plt.subplots(len(runs), 1, figsize=(8, 1.7 * len(runs) + 0.6), sharex=True, squeeze=False)
-    for axis, (title, parsed) in zip(axes[:, 0], runs, strict=True):
-        scores = [100 * p["score"] for p in parsed if p.get("score") is not None]
-        abstained = sum(bool(p.get("abstained")) for p in parsed)
-        unread = sum(p.get("ok") is False for p in parsed)
-        axis.hist(scores, bins=np.linspace(0, 100, 41), color="#4C72B0")
-        axis.set_title(f"{title}: {len(scores)} scores, {abstained} n/a, {unread} unparseable", fontsize=9)
-        axis.spines[["top", "right"]].set_visible(False)
-    axes[-1, 0].set_xlabel("predicted progress (%)")
-    figure.tight_layout()
-    return save_figure(figure, path)

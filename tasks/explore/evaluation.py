@@ -248,6 +248,9 @@ class ExploreEvaluation:
 
         return plot_explore(scoring, folder, label)
 
+    def leaderboard_plots(self, runs: list[Any], catalog: Any, folder: Path) -> list[Path]:
+        return []  # its per-subset scores are in the leaderboard table itself
+
     def report_summary(self, eval_settings: EvalSettings) -> list[tuple[str, str]]:
         from tasks.explore.metrics import OFFICIAL_S_OBJ_PIPELINE
 

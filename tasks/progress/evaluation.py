@@ -221,6 +221,11 @@ class ProgressEvaluation:
 
         return plot_progress(scoring, folder, label)
 
+    def leaderboard_plots(self, runs: list[Any], catalog: Any, folder: Path) -> list[Path]:
+        from tasks.progress.report import leaderboard_plots
+
+        return leaderboard_plots(runs, catalog, folder)
+
     def report_summary(self, eval_settings: EvalSettings) -> list[tuple[str, str]]:
         return [("scoring", "ProgressLM's definitions (docs/fidelity.md)")]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tasks.evaluate.report import markdown_table, pct
 from tasks.evaluate.scoring import Scoring
@@ -97,3 +98,32 @@ def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
         figure.tight_layout()
         paths.append(save_figure(figure, folder / "anchor_heatmap.png"))
     return paths
+
+
+def leaderboard_plots(runs: list[Any], catalog: Any, folder: Path) -> list[Path]:
+    """The predicted-score distribution of every run on the leaderboard, one panel each."""
+    distributions = [(f"{r.payload['model']} ({r.payload['strategy']}, {r.payload['release']})",
+                      [p.payload["parsed"] or {} for p in catalog.find_records(
+                          kind="prediction", payload_equals={"run": r.payload["key"]})]) for r in runs]
+    return [plot_score_distributions(distributions, folder / "predicted-scores-progress.png")]
+
+
+def plot_score_distributions(runs: list[tuple[str, list[dict[str, Any]]]], path: Path) -> Path:
+    """One panel per PROGRESS-BENCH run: the distribution of its predicted scores, with its n/a and unparseable
+    counts, so collapsed or discrete predictions (ProgressLM Sec. 5.1) show at a glance. ``runs`` holds
+    (title, parsed answers) pairs."""
+    import numpy as np
+
+    plt = pyplot()
+
+    figure, axes = plt.subplots(len(runs), 1, figsize=(8, 1.7 * len(runs) + 0.6), sharex=True, squeeze=False)
+    for axis, (title, parsed) in zip(axes[:, 0], runs, strict=True):
+        scores = [100 * p["score"] for p in parsed if p.get("score") is not None]
+        abstained = sum(bool(p.get("abstained")) for p in parsed)
+        unread = sum(p.get("ok") is False for p in parsed)
+        axis.hist(scores, bins=np.linspace(0, 100, 41), color="#4C72B0")
+        axis.set_title(f"{title}: {len(scores)} scores, {abstained} n/a, {unread} unparseable", fontsize=9)
+        axis.spines[["top", "right"]].set_visible(False)
+    axes[-1, 0].set_xlabel("predicted progress (%)")
+    figure.tight_layout()
+    return save_figure(figure, path)

@@ -92,6 +92,9 @@ class DotsEvaluation:
     def report_plots(self, scoring: Any, folder: Path, label: str) -> list[Path]:
         return []
 
+    def leaderboard_plots(self, runs: list[Any], catalog: Any, folder: Path) -> list[Path]:
+        return []
+
     def report_summary(self, eval_settings: Any) -> list[tuple[str, str]]:
         return []
 
