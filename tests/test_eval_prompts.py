@@ -111,6 +111,16 @@ def test_evaluation_settings_default_to_the_papers_and_refuse_what_does_not_appl
     assert eval_settings("explore", "multi-turn", options={"window_size": 10}) == explore
 
 
+def test_options_given_as_key_value_pairs():
+    from tasks.evaluate.run import eval_settings, parse_options
+
+    options = parse_options(["window_size=10", "scoring=official", "s_obj_pipeline=en_core_web_lg"])
+    assert options == {"window_size": 10, "scoring": "official", "s_obj_pipeline": "en_core_web_lg"}
+    assert eval_settings("explore", "multi-turn", options=options).variant == "multi-turn:window=10"
+    with pytest.raises(ValueError, match="write KEY=VALUE"):
+        parse_options(["window_size"])
+
+
 def test_a_runs_key_holds_the_same_settings_as_before_the_options_moved_to_the_benchmarks():
     """Run keys (and so predictions' ids) hash ``as_dict``: the benchmark's options keep their names and values."""
     from schemas import canonical_json

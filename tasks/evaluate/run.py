@@ -77,6 +77,21 @@ def eval_settings(benchmark: str, strategy: str | None = None, *, options: dict[
     return EvalSettings(benchmark, strategy, chosen, judge_fallback, options=chosen_options)
 
 
+def parse_options(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``KEY=VALUE`` strings (a CLI's repeated ``--option``) as a benchmark's evaluation options: a value that reads
+    as JSON (``3``, ``true``, ``null``) is taken as such, anything else as a string."""
+    options: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"option {pair!r}: write KEY=VALUE, e.g. segment_num=3")
+        try:
+            options[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            options[key.strip()] = value
+    return options
+
+
 def run_key(release_tag: str, release_sha: str, fingerprint: str, settings: EvalSettings,
             predictions_sha: str | None = None) -> str:
     return hashlib.sha256(canonical_json({"release": release_tag, "manifest": release_sha, "model": fingerprint,
