@@ -45,13 +45,6 @@ class EvalSettings:
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
 
-    def __getattr__(self, name: str) -> Any:
-        # Transitional (issue 16): flows/evaluate.py still reads plan.settings.scoring and .s_obj_pipeline; an
-        # option by attribute, None when the benchmark has no such option. Remove once flows read ``options``.
-        if name.startswith("_") or name == "options":
-            raise AttributeError(name)
-        return self.options.get(name)
-
     def as_dict(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "strategy": self.strategy, **self.options,
                 "generation": self.generation.as_dict(), "judge_fallback": self.judge_fallback,
