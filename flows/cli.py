@@ -111,33 +111,36 @@ def _progress() -> Progress:
 
 
 def _key_values(entries: list[str] | None, flag: str) -> dict[str, Any]:
-    """``KEY=VALUE`` entries as a dict; a number-looking value as a number (pydantic and the benchmarks check the
-    rest)."""
-    found: dict[str, Any] = {}
-    for entry in entries or []:
-        key, _, value = entry.partition("=")
-        if not key or not _:
-            raise typer.BadParameter(f"{flag} {entry!r}: expected KEY=VALUE")
-        found[key.replace("-", "_")] = int(value) if value.lstrip("-").isdigit() else value
-    return found
+    """``KEY=VALUE`` entries as a dict, a value that reads as JSON (``3``, ``true``) as such."""
+    from tasks.evaluate.run import parse_options
+
+    try:
+        return {key.replace("-", "_"): value for key, value in parse_options(entries or []).items()}
+    except ValueError as error:
+        raise typer.BadParameter(f"{flag}: {error}") from None
 
 
 def _sources(entries: list[str] | None) -> dict[str, dict[str, Any]]:
     """``NAME.OPTION=VALUE`` entries as build options per benchmark, checked against each benchmark's options."""
+    from pydantic import ValidationError
+
     from tasks import benchmark as registry
 
     sources: dict[str, dict[str, Any]] = {}
     for entry in entries or []:
-        target, _, value = entry.partition("=")
-        name, _, option = target.partition(".")
-        if not option or not value:
+        name, _, option = entry.partition(".")
+        if not option or "=" not in option:
             raise typer.BadParameter(f"--source {entry!r}: expected BENCHMARK.OPTION=VALUE, e.g. "
                                      "progress.published_dir=/data/progress_bench")
-        sources.setdefault(name, {})[option.replace("-", "_")] = value
+        sources.setdefault(name, {}).update(_key_values([option], "--source"))
     for name, options in sources.items():
         try:
             registry.get(name).options(options)
-        except Exception as error:  # unknown benchmark, unknown option or a bad value: say which
+        except ValidationError as error:  # a bad value: which option, and why
+            problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e['input']!r})"
+                                 for e in error.errors())
+            raise typer.BadParameter(f"--source {name}: {problems}") from None
+        except ValueError as error:  # an unknown benchmark or option
             raise typer.BadParameter(f"--source {name}: {error}") from None
     return sources
 
@@ -628,7 +631,7 @@ def records_list(
                                                 status=Status(status) if status else None, limit=limit)
     table = _table(("id", "benchmark", "kind", "status", "reason"))
     for record in found:
-        table.add_row(record.id[:16], record.benchmark.value, record.kind, record.status.value,
+        table.add_row(record.id[:16], record.benchmark, record.kind, record.status.value,
                       record.status_reason or "")
     console.print(table)
 

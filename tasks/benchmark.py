@@ -7,9 +7,10 @@ error, never a fallback to another one. Plugins are named here as ``"module:attr
 ``tasks.models.registry`` does for backends), so importing the contract pulls in no benchmark and no heavy library.
 
 A plugin module stays light (it names its heavier pieces as ``"module:attr"`` too), so the CLI can list what the
-registry offers when it starts. Phase 1 of issue 16 declares the evaluation pieces, the review checks and the
-export formats; build stages, release freezing, review views rendered from data, CLI options and sample sources
-still live in ``flows/`` and ``annotation_ui/`` (see docs/adding-a-benchmark.md).
+registry offers when it starts. A plugin declares its settings section and payloads, its build stages and options
+(the generic build flow runs them, the CLI mounts its command as ``benchwright build <name>``), how it freezes and
+publishes its releases, its export formats, its review views (drawn by the annotation app's one generic tab) and its
+evaluation; docs/adding-a-benchmark.md walks through them.
 """
 
 from __future__ import annotations
