@@ -27,11 +27,11 @@ def main_job(settings: Settings | None = None, sources: dict[str, dict[str, Any]
              benchmarks: list[str] | None = None, unattended_review: str = "wait", review_wait_s: float = 0.0,
              release_prefix: str = "benchwright", export_release: bool = True,
              evaluate_models: tuple[str, ...] = CANARY) -> dict[str, Any]:
-    """Build every registered benchmark (or those named in ``benchmarks``) from ``sources`` (per benchmark, its
-    build options; default: its bundled sample sources), freeze, verify and export each release, then evaluate each
-    model spec of ``evaluate_models`` on each benchmark's evaluated releases. The default, a noisy oracle, is a
-    canary: it must score close to perfect, so a broken release or metric shows on the very run that broke it. The
-    summary says per benchmark what was released and what waits for people."""
+    """Build every registered benchmark (or those named in ``benchmarks``) from ``sources`` (per benchmark, build
+    options over its ``sample_options``; default: its bundled sample sources), freeze, verify and export each
+    release, then evaluate each model spec of ``evaluate_models`` on each benchmark's evaluated releases. The
+    default, a noisy oracle, is a canary: it must score close to perfect, so a broken release or metric shows on the
+    very run that broke it. The summary says per benchmark what was released and what waits for people."""
     assert settings is not None  # recorded_run resolved it
     plugins = [registry.get(name) for name in (benchmarks or registry.names())]
     unknown = sorted(set(sources or {}) - {p.name for p in plugins})
@@ -43,7 +43,8 @@ def main_job(settings: Settings | None = None, sources: dict[str, dict[str, Any]
               "evaluate_models": list(evaluate_models)}
     summary: dict[str, Any] = {"run_id": current_flow_run_id(), "built": {}, "releases": {}}
     for plugin in plugins:
-        summary["built"][plugin.name] = build(plugin.name, settings, options=(sources or {}).get(plugin.name),
+        options = {**plugin.sample_options, **(sources or {}).get(plugin.name, {})}
+        summary["built"][plugin.name] = build(plugin.name, settings, options=options,
                                               unattended_review=unattended_review, review_wait_s=review_wait_s)
     before = set(_release_tags(catalog))
     for plugin in plugins:

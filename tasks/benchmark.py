@@ -84,15 +84,26 @@ class Evaluation(Protocol):
         ...
 
     def rounds(self, item: Any, settings: EvalSettings) -> int:
-        """Requests the item takes under the strategy (one per turn)."""
+        """Requests the item takes under the strategy at most (one per turn)."""
         ...
 
     def messages(self, item: Any, settings: EvalSettings, image: Callable[[str], bytes], turn: int,
-                 previous: str | None) -> tuple[list[Message], int]:
-        """The request of one round and how many answers (scenes, scores) it asks for."""
+                 previous: list[str]) -> tuple[list[Message], int]:
+        """The request of one round, given the replies of the earlier rounds, and how many answers (scenes,
+        scores) it asks for. An agent loop replays ``previous`` through its simulator to show the new state."""
+        ...
+
+    def finished(self, item: Any, settings: EvalSettings, replies: list[str]) -> bool:
+        """Whether an item needs no further round before ``rounds`` is reached (an agent gave its final answer)."""
         ...
 
     def parse(self, item: Any, text: str, settings: EvalSettings) -> tuple[dict[str, Any], bool]: ...
+
+    def parse_conversation(self, item: Any, replies: list[str], settings: EvalSettings
+                           ) -> tuple[dict[str, Any], bool]:
+        """The value of a whole conversation (every round's reply, the last one final): an agent loop replays
+        its actions; a one-answer strategy reads ``replies[-1]`` with ``parse``."""
+        ...
 
     def judge_prompt(self, item: Any, answer: str) -> str: ...
 
@@ -278,6 +289,9 @@ class BenchmarkPlugin:
     # "module:attr" of ``(run: BuildRunner) -> command function`` mounted by the CLI
     stages: tuple[BuildStage, ...] = field(default_factory=tuple)
     build_options: type[BaseModel] | None = None
+    # what the main job builds from when a run names no sources: the bundled samples, sized for a demo run (a
+    # benchmark whose options default to its full size says so here)
+    sample_options: dict[str, Any] = field(default_factory=dict)
     cli: str | None = None
     # releasing: "module:attr" of ``(settings, prefix, params) -> [tags]`` freezing what was accepted (a new
     # version only when the content changed), and of ``(settings, tag) -> dict`` run on each frozen release

@@ -135,13 +135,14 @@ def collect_answers(items: list[Any], answerer: Answerer, settings: EvalSettings
             progress(1)
 
     for turn in range(last_round):
-        this_round = [i for i in ready if i.key not in collected.failed and (turn == 0 or rounds_of[i.key] > turn)]
+        this_round = [i for i in ready if i.key not in collected.failed and (turn == 0 or (
+            rounds_of[i.key] > turn and not evaluation.finished(i, settings, collected.turns.get(i.key, []))))]
         for start in range(0, len(this_round), settings.chunk_size):
             chunk = this_round[start:start + settings.chunk_size]
             fetch = _chunk_images(image)
             requests = []
             for item in chunk:
-                messages, count = evaluation.messages(item, settings, fetch, turn, collected.answers.get(item.key))
+                messages, count = evaluation.messages(item, settings, fetch, turn, collected.turns.get(item.key, []))
                 requests.append(Request(item, messages, settings.strategy, count))
             answers = answerer.answer(requests, settings.generation, counted)
             for item, answer in zip(chunk, answers, strict=True):
@@ -277,7 +278,7 @@ def parse_answers(items: list[Any], collected: Collected, settings: EvalSettings
         text = collected.answers.get(item.key)
         if text is None:
             continue
-        value, ok = evaluation.parse(item, text, settings)
+        value, ok = evaluation.parse_conversation(item, collected.turns.get(item.key) or [text], settings)
         parsed[item.key] = Parsed(value, "rule" if ok else "failed")
         if not ok:
             unread.append(item)

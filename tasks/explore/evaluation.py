@@ -204,14 +204,14 @@ class ExploreEvaluation:
         return len(_segments(item, settings)) if settings.strategy == "multi-turn" else 1
 
     def messages(self, item: ExploreItem, settings: EvalSettings, image: Callable[[str], bytes], turn: int,
-                 previous: str | None) -> tuple[list[Message], int]:
+                 previous: list[str]) -> tuple[list[Message], int]:
         parts_of = _segments(item, settings)
         if settings.strategy == "single-turn":
             text = prompts.single_turn_prompt(parts_of)
         elif turn == 0:
             text = prompts.final_scene_prompt(parts_of[0])
         else:
-            text = prompts.next_turn_prompt(previous or "", parts_of[turn])
+            text = prompts.next_turn_prompt(previous[-1] if previous else "", parts_of[turn])
         return [Message.user(image(item.initial_image), text)], len(parts_of)  # type: ignore[arg-type]
 
     def parse(self, item: ExploreItem, text: str, settings: EvalSettings) -> tuple[dict[str, Any], bool]:
@@ -220,6 +220,12 @@ class ExploreEvaluation:
         if scene.problem:
             value["problem"] = scene.problem
         return value, scene.ok
+
+    def finished(self, item: Any, settings: Any, replies: list[str]) -> bool:
+        return False  # every round of a strategy is asked
+
+    def parse_conversation(self, item: Any, replies: list[str], settings: Any) -> tuple[dict[str, Any], bool]:
+        return self.parse(item, replies[-1], settings)
 
     def judge_prompt(self, item: ExploreItem, answer: str) -> str:
         return prompts.JUDGE_PROMPT.format(answer=answer[-12000:])

@@ -190,7 +190,7 @@ class ProgressEvaluation:
         return 1
 
     def messages(self, item: ProgressItem, settings: EvalSettings, image: Callable[[str], bytes], turn: int,
-                 previous: str | None) -> tuple[list[Message], int]:
+                 previous: list[str]) -> tuple[list[Message], int]:
         parts = prompts.progress_prompt(settings.strategy, item.modality, item.goal, list(item.steps),
                                         item.total_steps, [image(s) for s in item.demo_images],
                                         image(item.observation_image))  # type: ignore[arg-type]
@@ -199,6 +199,12 @@ class ProgressEvaluation:
     def parse(self, item: ProgressItem, text: str, settings: EvalSettings) -> tuple[dict[str, Any], bool]:
         answer = prompts.parse_progress_answer(text)
         return answer.as_dict(), answer.ok
+
+    def finished(self, item: Any, settings: Any, replies: list[str]) -> bool:
+        return False  # every round of a strategy is asked
+
+    def parse_conversation(self, item: Any, replies: list[str], settings: Any) -> tuple[dict[str, Any], bool]:
+        return self.parse(item, replies[-1], settings)
 
     def judge_prompt(self, item: ProgressItem, answer: str) -> str:
         return prompts.judge_prompt(answer)

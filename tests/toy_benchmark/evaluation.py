@@ -57,12 +57,18 @@ class DotsEvaluation:
         return 1
 
     def messages(self, item: DotsItem, settings: Any, image: Callable[[str], bytes], turn: int,
-                 previous: str | None) -> tuple[list[Message], int]:
+                 previous: list[str]) -> tuple[list[Message], int]:
         return [Message.user(image(item.image), PROMPT)], 1
 
     def parse(self, item: DotsItem, text: str, settings: Any) -> tuple[dict[str, Any], bool]:
         numbers = re.findall(r"\d+", text)
         return ({"dots": int(numbers[-1])}, True) if numbers else ({}, False)
+
+    def finished(self, item: Any, settings: Any, replies: list[str]) -> bool:
+        return False  # every round of a strategy is asked
+
+    def parse_conversation(self, item: Any, replies: list[str], settings: Any) -> tuple[dict[str, Any], bool]:
+        return self.parse(item, replies[-1], settings)
 
     def judge_prompt(self, item: DotsItem, answer: str) -> str:
         return f"Which number of dots does this answer give? Reply with the number only.\n\n{answer}"
