@@ -1,0 +1,189 @@
+"""The jigsaw's image pool: a folder of images or the colour photos scikit-image ships, and an optional quality ranking.
+
+The paper builds its pool from text-to-image models and keeps the 250 best by a manual weighted score of T2I
+consistency, reasonableness and realism (Eq. 1; the weights are lost, and none of the three can be measured offline
+without the prompts). Here the pool is any folder of images; the ranking is an offline no-reference score (sharpness,
+colourfulness, exposure) with its weights as a setting, and a scorer (a chat model asked for a rating) can replace it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+# The colour photos bundled in scikit-image 0.26 that need no download (those behind pooch are left out, the grey
+# ones too; `cat` is `chelsea` again, and the right stereo frame is the left one shifted). name -> (loader, index of
+# the frame when the loader returns several).
+BUNDLED: dict[str, tuple[str, int | None]] = {
+    "astronaut": ("astronaut", None),
+    "chelsea": ("chelsea", None),
+    "coffee": ("coffee", None),
+    "rocket": ("rocket", None),
+    "hubble_deep_field": ("hubble_deep_field", None),
+    "immunohistochemistry": ("immunohistochemistry", None),
+    "retina": ("retina", None),
+    "colorwheel": ("colorwheel", None),
+    "motorcycle_left": ("stereo_motorcycle", 0),
+    "logo": ("logo", None),
+}
+
+# Images smaller than the puzzle (224 px) would be enlarged into blur; the pool reports them instead of using them.
+MIN_SIDE = 224
+
+# The quality score's default weights (they sum to 1, as the paper says its Eq. 1 weights do) and the values at
+# which each raw measure scores 0.5 once squashed into [0, 1] by x / (x + half): a variance of the Laplacian of 100
+# is the usual blur threshold, a Hasler-Suesstrunk colourfulness of 33 is their "moderately colourful".
+QUALITY_WEIGHTS: dict[str, float] = {"sharpness": 0.4, "colourfulness": 0.3, "exposure": 0.3}
+SHARPNESS_HALF = 100.0
+COLOURFULNESS_HALF = 33.0
+# The measures are taken on the image at the puzzle's size, so the score rates what the model will see.
+SCORE_SIZE = 224
+
+
+@dataclass(frozen=True)
+class PoolImage:
+    """One image of the pool: its name (the path under the folder, or ``skimage:<name>``) and RGB pixels."""
+
+    name: str
+    pixels: np.ndarray  # H x W x 3, uint8
+
+    def png(self) -> bytes:
+        from PIL import Image
+
+        buffer = io.BytesIO()
+        Image.fromarray(self.pixels).save(buffer, format="PNG")
+        return buffer.getvalue()
+
+    def digest(self) -> str:
+        return hashlib.sha256(np.ascontiguousarray(self.pixels).tobytes()).hexdigest()
+
+
+def _to_rgb(image: Any) -> Any:
+    """RGB, with transparency flattened on white (a transparent background has no colour of its own)."""
+    from PIL import Image
+
+    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def read_image(path: Path) -> np.ndarray:
+    """The RGB pixels of an image file, upright by its EXIF orientation, the first frame of an animation."""
+    from PIL import Image, ImageOps
+
+    with Image.open(path) as opened:
+        opened.seek(0)
+        upright = ImageOps.exif_transpose(opened)
+        upright.load()
+        return np.asarray(_to_rgb(upright), dtype=np.uint8).copy()
+
+
+def load_folder(images_dir: str | Path, min_side: int = MIN_SIDE) -> tuple[list[PoolImage], list[tuple[str, str]]]:
+    """Every image under ``images_dir`` (recursively, sorted by path) that Pillow reads, and (path, reason) for each
+    file it skips: unreadable, or smaller than ``min_side`` on a side. Skipped files do not stop the rest."""
+    root = Path(images_dir)
+    if not root.is_dir():
+        raise FileNotFoundError(f"images_dir {root} is not a folder")
+    images: list[PoolImage] = []
+    rejected: list[tuple[str, str]] = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        name = path.relative_to(root).as_posix()
+        try:
+            pixels = read_image(path)
+        except Exception as error:  # Pillow raises many kinds (UnidentifiedImageError, OSError, bombs, SyntaxError)
+            rejected.append((str(path), f"unreadable: {type(error).__name__}: {error}"))
+            continue
+        height, width = pixels.shape[:2]
+        if min(height, width) < min_side:
+            rejected.append((str(path), f"too small: {width}x{height}, the pool needs {min_side} px on each side"))
+            continue
+        images.append(PoolImage(name=name, pixels=pixels))
+    return images, rejected
+
+
+def bundled_images(names: Iterable[str] | None = None) -> list[PoolImage]:
+    """The colour photos scikit-image ships, named ``skimage:<name>``, in the order of ``BUNDLED``."""
+    import skimage.data
+
+    chosen = list(BUNDLED) if names is None else list(names)
+    unknown = [name for name in chosen if name not in BUNDLED]
+    if unknown:
+        raise ValueError(f"no bundled image {unknown}; known: {sorted(BUNDLED)}")
+    images = []
+    for name in chosen:
+        loader, index = BUNDLED[name]
+        data = getattr(skimage.data, loader)()
+        pixels = np.asarray(data[index] if index is not None else data)
+        if pixels.shape[-1] == 4:
+            from PIL import Image
+
+            pixels = np.asarray(_to_rgb(Image.fromarray(pixels, mode="RGBA")))
+        images.append(PoolImage(name=f"skimage:{name}", pixels=np.ascontiguousarray(pixels, dtype=np.uint8)))
+    return images
+
+
+def load_pool(options: dict[str, Any]) -> tuple[list[PoolImage], list[tuple[str, str]]]:
+    """The pool a build uses: ``options["images_dir"]`` when given, else the bundled photos (those named in
+    ``options["bundled"]``, all when None); then, when ``options["quality_top_n"]`` is set, the best that many by
+    ``rank_images`` (``options["quality_weights"]``, ``options["quality_scorer"]``)."""
+    images_dir = options.get("images_dir")
+    if images_dir:
+        images, rejected = load_folder(images_dir, int(options.get("min_side") or MIN_SIDE))
+    else:
+        images, rejected = bundled_images(options.get("bundled")), []
+    top_n = options.get("quality_top_n")
+    if top_n is not None:
+        images = rank_images(images, int(top_n), options.get("quality_weights"), options.get("quality_scorer"))
+    return images, rejected
+
+
+# -- the quality score ---------------------------------------------------------------------------------------------
+
+def quality_measures(pixels: np.ndarray) -> dict[str, float]:
+    """The raw no-reference measures of an image at ``SCORE_SIZE``: variance of the 4-neighbour Laplacian of the
+    grey image, Hasler-Suesstrunk colourfulness, and the exposure 1 - |mean luminance - 127.5| / 127.5."""
+    from PIL import Image
+
+    small = np.asarray(Image.fromarray(pixels).resize((SCORE_SIZE, SCORE_SIZE), Image.Resampling.BILINEAR),
+                       dtype=np.float64)
+    red, green, blue = small[..., 0], small[..., 1], small[..., 2]
+    grey = 0.299 * red + 0.587 * green + 0.114 * blue
+    laplacian = (grey[:-2, 1:-1] + grey[2:, 1:-1] + grey[1:-1, :-2] + grey[1:-1, 2:] - 4 * grey[1:-1, 1:-1])
+    rg = red - green
+    yb = 0.5 * (red + green) - blue
+    colourfulness = float(np.hypot(rg.std(), yb.std()) + 0.3 * np.hypot(rg.mean(), yb.mean()))
+    return {"sharpness": float(laplacian.var()), "colourfulness": colourfulness,
+            "exposure": float(1.0 - abs(grey.mean() - 127.5) / 127.5)}
+
+
+def quality_score(pixels: np.ndarray, weights: dict[str, float] | None = None) -> float:
+    """The weighted sum of the three measures, each in [0, 1] (sharpness and colourfulness squashed by x/(x+half))."""
+    chosen = QUALITY_WEIGHTS if weights is None else weights
+    unknown = set(chosen) - set(QUALITY_WEIGHTS)
+    if unknown:
+        raise ValueError(f"unknown quality weights {sorted(unknown)}; known: {sorted(QUALITY_WEIGHTS)}")
+    raw = quality_measures(pixels)
+    normalised = {"sharpness": raw["sharpness"] / (raw["sharpness"] + SHARPNESS_HALF),
+                  "colourfulness": raw["colourfulness"] / (raw["colourfulness"] + COLOURFULNESS_HALF),
+                  "exposure": raw["exposure"]}
+    return float(sum(weight * normalised[name] for name, weight in chosen.items()))
+
+
+def rank_images(images: list[PoolImage], top_n: int, weights: dict[str, float] | None = None,
+                scorer: Callable[[bytes], float] | None = None) -> list[PoolImage]:
+    """The ``top_n`` best images, best first (ties by name). ``scorer`` (PNG bytes -> score, e.g. a chat model's
+    rating) replaces the built-in score when given."""
+    if top_n < 0:
+        raise ValueError("top_n must be 0 or more")
+    scored = [(scorer(image.png()) if scorer is not None else quality_score(image.pixels, weights), image)
+              for image in images]
+    scored.sort(key=lambda pair: (-pair[0], pair[1].name))
+    return [image for _, image in scored[:top_n]]
