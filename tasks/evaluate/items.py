@@ -6,16 +6,20 @@ in the blob store; an item names them by sha256 and the runner fetches them a ch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from schemas.releases import ReleaseManifest
 from tasks import benchmark
 
 
-def load_items(catalog: Any, manifest: ReleaseManifest) -> tuple[str, list[Any]]:
-    """The release's benchmark and its items; an error when no registered benchmark finds items in it."""
+def load_items(catalog: Any, manifest: ReleaseManifest, images: Callable[[str], bytes] | None = None
+               ) -> tuple[str, list[Any]]:
+    """The release's benchmark and its items (which may read their images through ``images``, sha256 -> bytes,
+    when they are scored: an agent loop replays its simulator); an error when no registered benchmark finds items
+    in it."""
     plugin = benchmark.evaluated_benchmark(manifest)
-    return plugin.name, plugin.evaluation.items(catalog, manifest)
+    return plugin.name, plugin.evaluation.items(catalog, manifest, images)
 
 
 def item_name(item: Any, benchmark_name: str) -> str:

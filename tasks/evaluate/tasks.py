@@ -59,7 +59,7 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
     from the configuration (``Evaluation.options``)."""
     storage = open_storage(settings)
     manifest = load_release(storage.catalog, release)
-    benchmark, items = load_items(storage.catalog, manifest)
+    benchmark, items = load_items(storage.catalog, manifest, storage.blobs.get)
     if limit:
         items = items[:limit]
     evaluation = benchmarks.get(benchmark).evaluation

@@ -169,7 +169,7 @@ class ExploreEvaluation:
         return (any(e.benchmark == "explore" for e in manifest.records)
                 and any(e.kind == "explore_instance" for e in manifest.records))
 
-    def items(self, catalog: Any, manifest: ReleaseManifest) -> list[Any]:
+    def items(self, catalog: Any, manifest: ReleaseManifest, images: Any = None) -> list[Any]:
         return explore_items(catalog, manifest)
 
     def options(self, settings: Settings, options: dict[str, Any]) -> dict[str, Any]:

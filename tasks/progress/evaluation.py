@@ -154,7 +154,7 @@ class ProgressEvaluation:
         return (any(e.benchmark == "progress" for e in manifest.records)
                 and any(e.kind == "observation" for e in manifest.records))
 
-    def items(self, catalog: Any, manifest: ReleaseManifest) -> list[Any]:
+    def items(self, catalog: Any, manifest: ReleaseManifest, images: Any = None) -> list[Any]:
         return progress_items(catalog, manifest)
 
     def options(self, settings: Settings, options: dict[str, Any]) -> dict[str, Any]:

@@ -229,6 +229,13 @@ class CountingTask:
         return {r: first[r] for r in REGIONS if r in first}
 
 
+    def answer_text(self, instance: VicInstance) -> str:
+        counts = instance.meta["counts"]
+        return "<Begin> " + " ".join(f"({region}, {counts[region]})" for region in REGIONS) + " </End>"
+
+    def oracle_actions(self, instance: VicInstance) -> list[str]:
+        return [f"region {region}: {instance.meta['counts'][region]}" for region in REGIONS]
+
 def settle(options: dict[str, Any]) -> dict[str, Any]:
     """The settings: the defaults overridden by ``options``; an unknown key is an error, pairs become tuples."""
     unknown = sorted(set(options) - set(DEFAULTS))

@@ -716,7 +716,16 @@ class JigsawTask:
     def parse_action(self, text: str) -> str | None:
         return parse_action_text(text)
 
-    def before_retrospection(self, instance: VicInstance, actions: list[str]) -> Pairs:
-        """A_b: each patch's first placement over ``actions`` (append the final answer's text as the last item so
-        patches no action placed take their final region: without a retrospection A_b is then the final answer)."""
-        return first_placements(actions, self.first_use)
+    def before_retrospection(self, instance: VicInstance, actions: list[str], final: Any = None) -> Pairs:
+        """A_b: each patch's first placement over ``actions``, then the ``final`` answer's pairs for the patches no
+        action placed: without a retrospection A_b is the final answer."""
+        closing = [", ".join(f"{patch}:{region}" for patch, region in as_pairs(final))] if final else []
+        return first_placements([*actions, *closing], self.first_use)
+
+    def answer_text(self, instance: VicInstance) -> str:
+        return ", ".join(f"{patch}:{region}" for patch, region in sorted(
+            (int(p), r) for p, r in instance.meta["mapping"].items()))
+
+    def oracle_actions(self, instance: VicInstance) -> list[str]:
+        return [f"{patch}:{region}" for patch, region in sorted(
+            (int(p), r) for p, r in instance.meta["mapping"].items())]

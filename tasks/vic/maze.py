@@ -564,8 +564,15 @@ class MazeTask:
     def parse_action(self, text: str) -> str | None:
         return parse_action(text)
 
-    def before_retrospection(self, instance: VicInstance, actions: list[str]) -> list[str]:
-        """A_b: the actions before the first retrospection, scored like a final answer; all of them when the agent
-        never retrospects."""
+    def before_retrospection(self, instance: VicInstance, actions: list[str], final: Any = None
+                             ) -> list[str] | None:
+        """A_b: the actions before the first retrospection, scored like a final answer; None when the agent never
+        retrospects (A_b is then the final answer: ThinkGain 0)."""
         index = retrospection_index(instance.meta, actions, self.retrospection)
-        return list(actions if index is None else actions[:index])
+        return None if index is None else list(actions[:index])
+
+    def answer_text(self, instance: VicInstance) -> str:
+        return ", ".join(instance.open_form.answer)
+
+    def oracle_actions(self, instance: VicInstance) -> list[str]:
+        return list(instance.open_form.answer)

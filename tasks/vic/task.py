@@ -110,9 +110,29 @@ class VicTask(Protocol):
         """The one action a Stage-3 turn sends (None: no action, e.g. the final answer)."""
         ...
 
-    def before_retrospection(self, instance: VicInstance, actions: list[str]) -> Any:
-        """The answer state before the first retrospection (A_b of ThinkGain), in the task's answer structure."""
+    def before_retrospection(self, instance: VicInstance, actions: list[str], final: Any) -> Any:
+        """A_b of ThinkGain: the answer state before the first retrospection, in the task's answer structure, built
+        from the loop's ``actions`` and, for what no action touched, the ``final`` answer; None when the agent
+        never retrospected (A_b is then A_a and ThinkGain 0)."""
         ...
+
+    def answer_text(self, instance: VicInstance) -> str:
+        """The right open answer written as the prompt asks (inside <answer>): what the oracle baseline says."""
+        ...
+
+    def oracle_actions(self, instance: VicInstance) -> list[str]:
+        """Stage-3 actions that build the right answer, one per turn, as ``parse_action`` reads them."""
+        ...
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """An input a task's generator could not use (an unreadable image, a malformed annotation row), quarantined by
+    the build with the reason; a task keeps the last generate's in ``rejected``."""
+
+    locator: str
+    reason: str
+    raw: str = ""
 
 
 # -- the answer conventions every task's prompts state and its parsers read ---------------------------------------

@@ -32,7 +32,7 @@ class DotsEvaluation:
     def holds_items(self, manifest: Any) -> bool:
         return any(e.kind == "dots_image" for e in manifest.records)
 
-    def items(self, catalog: Any, manifest: Any) -> list[DotsItem]:
+    def items(self, catalog: Any, manifest: Any, images: Any = None) -> list[DotsItem]:
         records = catalog.get_records([e.id for e in manifest.records if e.kind == "dots_image"])
         return [DotsItem(r.id, r.payload["dots"], r.blobs[0].sha256) for r in sorted(records, key=lambda r: r.id)]
 

@@ -1,0 +1,80 @@
+"""A ViC-Bench release in the ``vic`` format, and the importer that reads it back.
+
+Per task and stage a JSON file, ``<task>_stage<1|2|3>.json``, holds a list of instances: ``id``, ``task``,
+``stage``, ``images`` (file names under ``images/``: the input image first, then Stage 1's option images),
+``question``, ``options`` (Stage 1: letter -> text), ``answer`` (Stage 1: the letter; Stages 2-3: the task's answer:
+a maze path of [row, col] cells, a jigsaw patch->region map, an embodied plan, counting's per-region counts) and
+``meta``, the ground truth (mazes: ``size``, ``start``, ``end``, ``path``, ``edges``; jigsaw: the patch->region map;
+embodied: the plan and the environment seed; counting: the per-region counts). Stages 2 and 3 share their input and
+answer; Stage 3 is asked as an agent loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from storage.paths import SourceRoot, export_path
+from storage.releases import load_release
+from tasks.vic.task import OpenForm, StageOne, VicInstance
+
+
+def _name(text: str) -> str:
+    """A file stem from an instance key: no separators, never ``.``/``..``."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
+    return safe or "_"
+
+
+def export_vic(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
+    manifest = load_release(catalog, tag)
+    records = catalog.get_records(sorted(e.id for e in manifest.records if e.kind == "vic_instance"))
+    out_dir = Path(os.path.abspath(out_dir))
+    files: dict[str, list[dict[str, Any]]] = {}
+    for record in sorted(records, key=lambda r: (r.payload["task"], r.payload["key"])):
+        payload, stem = record.payload, f"{record.payload['task']}_{_name(record.payload['key'])}"
+        names = {}
+        for blob in record.blobs:
+            path = export_path(out_dir, "images", f"{stem}_{blob.role}.png")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                store.get_to_file(blob.sha256, path)
+            names[blob.role] = str(path.relative_to(out_dir).as_posix())
+        options = [names[r] for r in sorted(names) if r.startswith("option_")]
+        extra = [names[r] for r in sorted(names) if r not in ("stage1", "open") and not r.startswith("option_")]
+        common = {"id": payload["key"], "task": payload["task"], "meta": payload["meta"]}
+        files.setdefault(f"{payload['task']}_stage1.json", []).append(
+            {**common, "stage": 1, "images": [names["stage1"], *options, *extra],
+             "question": payload["stage_one_question"], "options": payload["stage_one_options"],
+             "answer": payload["stage_one_answer"]})
+        for stage in (2, 3):
+            files.setdefault(f"{payload['task']}_stage{stage}.json", []).append(
+                {**common, "stage": stage, "images": [names["open"], *extra], "question": payload["open_question"],
+                 "answer": payload["open_answer"]})
+    for name, entries in files.items():
+        (out_dir / name).write_text(json.dumps(entries, indent=1, ensure_ascii=False))
+    return {name.removesuffix(".json"): len(entries) for name, entries in sorted(files.items())}
+
+
+def import_vic(folder: Path) -> list[VicInstance]:
+    """The instances of a ``vic`` export (its Stage-1 and Stage-2 files), images read from inside ``folder``."""
+    root = SourceRoot(folder)
+    stage_two = {}
+    for path in sorted(root.path.glob("*_stage2.json")):
+        stage_two.update({(e["task"], e["id"]): e for e in json.loads(path.read_text())})
+    instances = []
+    for path in sorted(root.path.glob("*_stage1.json")):
+        for entry in json.loads(path.read_text()):
+            opened = stage_two[(entry["task"], entry["id"])]
+            images = [root.inside(Path(name)).read_bytes() for name in entry["images"]]
+            letters = sorted(entry["options"])
+            option_images = dict(zip(letters, images[1:1 + len(letters)], strict=False)) \
+                if len(images) > len(opened["images"]) else {}
+            instances.append(VicInstance(
+                task=entry["task"], key=entry["id"],
+                stage_one=StageOne(entry["question"], images[0], entry["options"], entry["answer"], option_images),
+                open_form=OpenForm(opened["question"], root.inside(Path(opened["images"][0])).read_bytes(),
+                                   opened["answer"]),
+                meta=entry["meta"]))
+    return instances

@@ -1,0 +1,16 @@
+"""The options of one ViC-Bench build."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class VicBuildOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tasks: tuple[str, ...] | None = Field(None, description="maze, jigsaw, embodied, counting; default: [vic] tasks")
+    count: int | None = Field(None, ge=1, description="instances per task; default: [vic] instances_per_task")
+    seed: int | None = Field(None, description="default: [vic] seed")
+    images_dir: str | None = Field(None, description="jigsaw image pool; default: the photos scikit-image ships")
+    crowd_dir: str | None = Field(None, description="counting: real crowd photos (JHU-CROWD++ layout) with "
+                                                    "regions.json, instead of composed scenes")

@@ -1,0 +1,119 @@
+"""ViC-Bench's build stage, freezing and publishing: instances generated per task, each verified by the task's
+independent check in the same run (a failure is quarantined with the reason, never released), stored as
+candidates with a recheck item for people; a release takes what people accepted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from schemas import Producer, Status, make_record
+from schemas.config import Settings
+from storage import open_storage
+from tasks.benchmark import BuildContext
+from tasks.vic.options import VicBuildOptions
+
+NAME = "vic"
+QUEUE = "vic_recheck"
+RECHECK_QUESTION = ("Is this instance right: do the images show what the question says, and is the marked answer "
+                    "correct for every stage?")
+
+
+def _task_options(name: str, options: VicBuildOptions) -> dict[str, Any]:
+    """What one task's generator reads of the build options."""
+    if name == "jigsaw" and options.images_dir:
+        return {"images_dir": options.images_dir}
+    if name == "counting" and options.crowd_dir:
+        return {"crowd": options.crowd_dir}
+    return {}
+
+
+def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
+    """Every task's instances: generated, verified, stored as candidates with a recheck item each. A backfill names
+    tasks as its units."""
+    options: VicBuildOptions = context.options
+    configured = settings.vic
+    names = list(context.units or options.tasks or configured.tasks)
+    count = options.count or configured.instances_per_task
+    seed = configured.seed if options.seed is None else options.seed
+    storage = open_storage(settings)
+    counts: dict[str, Any] = {"instances": 0, "records": 0, "new": 0, "quarantined": 0}
+    for name in names:
+        built = build_task(storage, name, count, seed, _task_options(name, options), context.run_id)
+        counts[name] = built
+        for key in ("instances", "records", "new", "quarantined"):
+            counts[key] += built[key]
+    return counts
+
+
+def build_task(storage: Any, name: str, count: int, seed: int, task_options: dict[str, Any],
+               run_id: str | None) -> dict[str, int]:
+    from schemas.payloads import ReviewItem
+    from tasks.quarantine import quarantine
+    from tasks.vic.records import as_stored, instance_record
+    from tasks.vic.suite import task
+
+    chosen = task(name)
+    producer = Producer(task=f"generate-vic-{name}", flow_run_id=run_id,
+                        params={"count": count, "seed": seed, **task_options})
+    generated = chosen.generate(count, seed, task_options)
+    source = f"{name} source" + (f" {next(iter(task_options.values()))}" if task_options else "")
+    records, quarantined = [], [quarantine(benchmark=NAME, source=source, locator=locator, reason=reason, raw=raw,
+                                           producer=producer) for locator, reason, raw in _rejected(chosen)]
+    with storage.batched_blob_meta():
+        for instance in generated:
+            stored = as_stored(instance)
+            problems = chosen.verify(stored)
+            if problems:
+                quarantined.append(quarantine(benchmark=NAME, source=f"{name} generator (seed {seed})",
+                                              locator=instance.key, reason="; ".join(problems), raw="",
+                                              producer=producer))
+                continue
+            record = instance_record(stored, producer, lambda data, role: storage.put_blob(
+                data, role=role, media_type="image/png"), verified_by=getattr(chosen, "verified_by", "verify"))
+            review = make_record(ReviewItem(target_id=record.id, queue=QUEUE, question=RECHECK_QUESTION,
+                                            suggestion={"task": name, "key": instance.key}),
+                                 benchmark=NAME, producer=producer, parents=[record.id])
+            records += [record, review]
+    new = storage.catalog.put_records(records + quarantined, run_id=run_id)
+    return {"instances": len(records) // 2, "records": len(records), "new": new, "quarantined": len(quarantined)}
+
+
+def _rejected(chosen: Any) -> list[tuple[str, str, str]]:
+    """(locator, reason, raw) of each input the task's last generate could not use (``task.Rejected`` or a
+    (locator, reason) pair)."""
+    found = []
+    for entry in getattr(chosen, "rejected", []):
+        if isinstance(entry, tuple):
+            found.append((str(entry[0]), str(entry[1]), ""))
+        else:
+            found.append((entry.locator, entry.reason, getattr(entry, "raw", "")))
+    return found
+
+
+def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
+    """``<prefix>-vic``: the instances people accepted."""
+    from schemas.releases import ReleaseSelection
+    from storage.releases import create_release
+
+    storage = open_storage(settings)
+    accepted = storage.catalog.find_records(kind="vic_instance", benchmark=NAME, status=Status.ACCEPTED)
+    if not accepted:
+        return []
+    selection = ReleaseSelection(benchmarks=(NAME,), kinds=("vic_instance",),
+                                 only_ids=tuple(sorted(r.id for r in accepted)),
+                                 subset="instances verified by their task's check and accepted by a person")
+    return [create_release(storage.catalog, storage.blobs, f"{prefix}-vic", selection=selection, params=params,
+                           only_if_changed=True).tag]
+
+
+def publish_release(settings: Settings, tag: str) -> dict[str, Any]:
+    """The release in the ``vic`` format beside the other exports."""
+    from storage.releases import load_release
+    from tasks.vic.export import export_vic
+
+    storage = open_storage(settings)
+    manifest = load_release(storage.catalog, tag)
+    target = Path(settings.export.folder) / f"{manifest.name}-v{manifest.version}-vic"
+    written = export_vic(storage.catalog, storage.blobs, tag, target)
+    return {"vic format": {"folder": str(target), **written}, "notes": [f"ViC-Bench format: {target}"]}
