@@ -59,7 +59,10 @@ class Evaluation(Protocol):
 
     def holds_items(self, manifest: ReleaseManifest) -> bool: ...
 
-    def items(self, catalog: Any, manifest: ReleaseManifest) -> list[Any]: ...
+    def items(self, catalog: Any, manifest: ReleaseManifest, images: Callable[[str], bytes] | None = None
+              ) -> list[Any]:
+        """Its items of the release; ``images`` (sha256 -> bytes) for items that need theirs when scored."""
+        ...
 
     def options(self, settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
         """The evaluation options with what this benchmark adds from the configuration."""
