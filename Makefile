@@ -11,7 +11,7 @@ demo: setup
 test: setup
 	.venv/bin/python -m pytest -q
 
-lock:  # re-resolve pyproject.toml's dependencies into requirements.lock (then make test)
+lock:  # re-resolve pyproject.toml's dependencies (and scripts/no-deps.txt) into requirements.lock (then make test)
 	@bash scripts/lock.sh
 
 lint: setup

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Create or reuse ./.venv and install what benchwright needs: Debian packages from scripts/apt-packages.txt and
-# the Python package with its test extras, every Python package at the version in requirements.lock (the versions
-# the tests passed with; `make lock` refreshes it). A rerun with nothing changed takes a second.
+# the Python package with its extras, every Python package at the version in requirements.lock (the versions
+# the tests passed with; `make lock` refreshes it), then the packages in scripts/no-deps.txt without their declared
+# dependencies (`pip check` then reports maze-dataset's jupyter and ipykernel as missing: expected). A rerun with
+# nothing changed takes a second.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,7 +14,8 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 fi
 
 stamp=.venv/.setup-stamp
-want=$(cat pyproject.toml requirements.lock scripts/apt-packages.txt scripts/setup.sh | sha256sum | cut -d' ' -f1)
+want=$(cat pyproject.toml requirements.lock scripts/apt-packages.txt scripts/no-deps.txt scripts/setup.sh \
+  | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/benchwright ]; then
   exit 0
 fi
@@ -39,7 +42,8 @@ pip_install() {  # quiet on success; the whole log, less the index's location no
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 echo "installing Python packages into .venv (a few minutes on a fresh machine)"
-pip_install -c requirements.lock -e ".[models,dev]"
+pip_install -c requirements.lock -e ".[models,dev,vic]"
+pip_install -c requirements.lock --no-deps -r scripts/no-deps.txt
 .venv/bin/benchwright --help >/dev/null
 echo "$want" > "$stamp"
 echo "benchwright is installed in .venv"
