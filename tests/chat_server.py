@@ -37,7 +37,8 @@ MALFORMED = {
 class ScriptedChatServer:
     """Each request takes the next behaviour (the last one repeats): ``("text", content)``, ``("status", code)``,
     ``("sleep", seconds, content)``, ``("echo", [seconds])`` which answers with the request's own text,
-    ``("body", text or bytes, [content type])`` which answers 200 with exactly that body, or ``("cut", content)``
+    ``("call", function, [seconds])`` which answers with ``function(request body)``, ``("body", text or bytes,
+    [content type])`` which answers 200 with exactly that body, or ``("cut", content)``
     which announces a whole completion and closes the connection halfway through it."""
 
     def __init__(self) -> None:
@@ -86,6 +87,9 @@ class ScriptedChatServer:
                 if kind == "sleep":
                     time.sleep(behaviour[1])
                     content = behaviour[2]
+                elif kind == "call":  # a reply computed from the request (an agent that reads its conversation)
+                    time.sleep(behaviour[2] if len(behaviour) > 2 else 0)
+                    content = behaviour[1](body)
                 elif kind == "echo":
                     time.sleep(behaviour[1] if len(behaviour) > 1 else 0)
                     content = " ".join(p["text"] for m in body["messages"] for p in m["content"]

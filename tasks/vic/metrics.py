@@ -78,8 +78,9 @@ def score_run(items: list[Any], parsed: dict[str, Any], stage: int) -> Scoring:
         value = dict(answer.value) if answer.method != "failed" or UNPARSED_COUNTS else None
         if value is None:
             continue
-        if answer.method == "failed":  # unreadable: 0 everywhere (Legality stays None where the task has none)
-            value.update({m: 0.0 for m in METRICS[stage] if value.get(m) is not None or m != "Legality"})
+        if answer.method == "failed":  # unreadable: wrong, no recall, no gain; Legality is as scored (Stage 2: 0,
+            # no step could be read; Stage 3: the actions the loop ran, each judged by the simulator)
+            value.update({m: 0.0 for m in METRICS[stage] if m != "Legality"})
         scoring.per_sample[item.key] = {"task": item.task, **{m: value.get(m) for m in METRICS[stage]}}
         for metric in METRICS[stage]:
             if value.get(metric) is not None:
