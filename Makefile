@@ -24,3 +24,4 @@ bench: setup
 	.venv/bin/python bench/annotation_latency.py
 	.venv/bin/python bench/login_attack.py
 	.venv/bin/python bench/eval_throughput.py
+	.venv/bin/python bench/vic_build.py
