@@ -207,7 +207,7 @@ def _print_main_job(summary: dict[str, Any]) -> None:
         shown = ", ".join(f"{name} {_metric(evaluation['benchmark'], value)}"
                           for name, value in evaluation["metrics"].items())
         console.print(f"evaluated {evaluation['model']} on {evaluation['release']}: {shown}; report "
-                      f"{evaluation['report']['html']}")
+                      f"{evaluation['report']['html']}", soft_wrap=True)
 
 
 def _print_built(summary: dict[str, Any]) -> None:
