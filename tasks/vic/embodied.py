@@ -16,8 +16,11 @@ to them was unreliable; here navigation is exact, so pick-up and unlock missions
 
 Settings (every choice the paper leaves open, with its default):
 
-- generation (keys of ``generate``'s ``options``): ``envs`` ``DEFAULT_ENVS`` (missions whose shortest plans fall in
-  the band; BabyAI-Unlock/Synth are slow to plan, BlockedUnlockPickup needs 10 actions); ``plan_actions`` (3, 8)
+- generation (keys of ``generate``'s ``options``): ``envs`` ``DEFAULT_ENVS`` (DoorKey 5x5 and 8x8, Unlock,
+  UnlockLocal, UnlockPickup: missions whose shortest plans have 4-7 actions, planned in well under a second; measured
+  and left out: BabyAI-UnlockPickupDist, 7 actions but about 5 s an instance; KeyCorridorS3R2, 8 actions in about
+  one episode of 30, about 20 s an instance; KeyCorridorS3R1 and BlockedUnlockPickup need 9-10 actions; BabyAI-SynthS5R2
+  took 0.7-7.7 s an episode to plan); ``plan_actions`` (3, 8)
   [guess: the paper's band is lost; its ``[x, y]`` counted AI2-THOR steps]; ``planner_budget`` 3,000 expanded
   actions per episode; ``max_tries`` 30 episodes per instance asked for; ``tile_size`` 32 px per cell (MiniGrid's);
   ``distractors`` "latest" (the three latest earlier frames of the trace, the hardest to tell apart from the final,
@@ -35,6 +38,11 @@ start-up, and MiniLM cosine rejects true paraphrases at 0.95 ("pick up the red k
 "grab", "pickup", "unlock"...), articles and numbering dropped, a missing colour filled in when only one thing of that
 type is present — and matched exactly. Non-critical steps (observe, move forward, turn left/right...) are ignored, as
 in the paper: they are neither executed nor counted.
+
+Scoring details: an unreadable step (no verb, or a thing the rules cannot name) is a step and an illegal one; an
+answer with no readable step is unparseable (parsed False) and one with no step at all scores 0 (Legality 0 too).
+Kept episodes: no two things share colour and type (``go to red key`` names one thing), and the GT plan has no
+repeated ``go to`` / ``pick up`` of one thing, which would read as a reflective adjustment (ThinkGain's A_b).
 """
 
 from __future__ import annotations
@@ -61,8 +69,8 @@ from tasks.vic.task import (
 )
 from tasks.vic.worlds import PICKABLE, Action, MiniGridWorld, Thing
 
-DEFAULT_ENVS = ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-DoorKey-8x8-v0", "BabyAI-UnlockLocal-v0",
-                "BabyAI-UnlockPickup-v0", "BabyAI-KeyCorridorS3R2-v0")
+DEFAULT_ENVS = ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-DoorKey-8x8-v0", "MiniGrid-Unlock-v0", "BabyAI-UnlockLocal-v0",
+                "BabyAI-UnlockPickup-v0")
 PLAN_ACTIONS = (3, 8)
 PLANNER_BUDGET = 3000
 MAX_TRIES = 30
@@ -431,8 +439,7 @@ STAGE1_PROMPT = (
 STAGE2_PROMPT = (
     "{world}\nThe image shows the initial state (left) and the final state (right). Write the sequence of actions "
     "that takes the agent from the initial state to the final state. Think step by step, then give the actions "
-    "inside <answer>...</answer>, one action per line (or separated by ';'), e.g. <answer>go to red key; pick up red "
-    "key</answer>.")
+    "inside <answer>...</answer>, one action per line (or separated by ';'), each in one of the forms above.")
 
 
 def stage_prompt(meta: dict[str, Any], stage: int) -> str:
