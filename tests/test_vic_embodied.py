@@ -145,6 +145,7 @@ def test_canonical_action_synonyms_and_colours() -> None:
     assert embodied.canonical_action("pickup red key", things) == Action("pick up", "red", "key")
     assert embodied.canonical_action("unlock the door", things) == Action("open", "red", "door")
     assert embodied.canonical_action("put down the key", things) == Action("drop")
+    assert embodied.canonical_action("use the red key to open the red door", things) == Action("open", "red", "door")
     assert embodied.canonical_action("pick up the key", things) is None  # two keys: the colour is needed
     assert embodied.canonical_action("dance", things) is None
     assert embodied.canonical_action("move forward", things) == NON_CRITICAL

@@ -110,6 +110,9 @@ def canonical_action(step: str, things: list[Thing] | None = None) -> Action | s
         return NON_CRITICAL
     if _NON_CRITICAL.fullmatch(text):
         return NON_CRITICAL
+    means = re.fullmatch(r"use\s+.*?\s+to\s+((?:open|unlock|close)\s+.*)", text)
+    if means:  # "use the red key to open the red door" names the door's action, not a toggle of the key
+        text = means.group(1)
     for pattern, verb in _VERBS:
         match = re.match(rf"(?:{pattern})\b\s*(.*)", text)
         if match:
