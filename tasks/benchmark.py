@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 PLUGINS: dict[str, str] = {
     "progress": "tasks.progress.plugin:PLUGIN",
     "explore": "tasks.explore.plugin:PLUGIN",
+    "vic": "tasks.vic.plugin:PLUGIN",
 }
 
 

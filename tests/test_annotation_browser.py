@@ -92,10 +92,10 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
         page.keyboard.press("u")
         expect(progress).to_contain_text("2 answered by you", timeout=30_000)
         expect(page.locator(f"{VN}-notice")).to_contain_text(f"Undone: your accept of item {items[2].id[:12]}")
-        expect(page.get_by_role("tab", name="Admin")).to_have_count(0)  # not shown to annotators
+        expect(page.get_by_role("tab", name="Admin", exact=True)).to_have_count(0)  # not shown to annotators
         admin = browser.new_context().new_page()
         log_in(admin, url, "boss")
-        admin.get_by_role("tab", name="Admin").click()  # filled on opening, no Refresh needed
+        admin.get_by_role("tab", name="Admin", exact=True).click()  # filled on opening, no Refresh needed
         queues = admin.locator("#ad-queues")
         expect(queues.get_by_role("row", name="visual_negative 2 2")).to_be_visible(timeout=30_000)
         expect(admin.locator("#ad-people").get_by_role("row", name="ann1 2")).to_be_visible()
@@ -128,7 +128,7 @@ def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
     with app_in_browser(settings) as (browser, url):
         page = browser.new_page()
         log_in(page, url, "ann2")
-        page.get_by_role("tab", name="Scene correction").click()
+        page.get_by_role("tab", name="Scene correction", exact=True).click()
         expect(page.locator(f"{SC}-progress")).to_contain_text("1 remaining", timeout=30_000)
         page.locator(f"{SC}-next").click()
         cell = page.locator(f"{SC}-table").get_by_role("gridcell", name="ball", exact=True).first
@@ -180,7 +180,7 @@ def take_scene(page, url: str, name: str) -> None:
     from playwright.sync_api import expect
 
     log_in(page, url, name)
-    page.get_by_role("tab", name="Scene correction").click()
+    page.get_by_role("tab", name="Scene correction", exact=True).click()
     expect(page.locator(f"{SC}-progress")).to_contain_text("remaining", timeout=30_000)
     page.locator(f"{SC}-next").click()
 
@@ -268,7 +268,7 @@ def test_answer_undo_answer_stores_two_decisions_and_counts_one(tmp_path):
             expect(progress).to_contain_text(shown, timeout=30_000)
         admin = browser.new_context().new_page()
         log_in(admin, url, "boss")
-        admin.get_by_role("tab", name="Admin").click()
+        admin.get_by_role("tab", name="Admin", exact=True).click()
         expect(admin.locator("#ad-people").get_by_role("row", name="ann1 1")).to_be_visible(timeout=30_000)
         expect(admin.locator("#ad-queues").get_by_role("row", name="visual_negative 1 0")).to_be_visible()
     decisions = sorted(catalog.find_records(kind="decision"), key=lambda d: d.payload["sequence"])
@@ -288,10 +288,10 @@ def test_opening_pages_and_the_admin_tab_leases_nothing(tmp_path):
         admin = browser.new_page()
         log_in(admin, url, "boss")
         for tab, prefix in (("Visual negatives", "visual_negative"), ("Scene correction", "scene_correction"),
-                            ("Recheck", "rc")):
-            admin.get_by_role("tab", name=tab).click()  # each tab's opening handler has run
+                            ("ViC-Bench recheck", "vic_recheck"), ("Recheck", "rc")):
+            admin.get_by_role("tab", name=tab, exact=True).click()  # each tab's opening handler has run
             expect(admin.locator(f"#{prefix}-progress")).to_contain_text("boss", timeout=30_000)
-        admin.get_by_role("tab", name="Admin").click()
+        admin.get_by_role("tab", name="Admin", exact=True).click()
         expect(admin.locator("#ad-queues").get_by_role("row", name="visual_negative 0 1")).to_be_visible(
             timeout=30_000)
         assert catalog.query("SELECT count(*) FROM leases") == [(0,)]

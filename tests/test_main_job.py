@@ -96,13 +96,18 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
 
     items = open_items(catalog, "visual_negative")
     assert items
-    assert {i.payload["queue"] for i in open_items(catalog)} == {"visual_negative", "scene_correction"}
+    assert {i.payload["queue"] for i in open_items(catalog)} == {"visual_negative", "scene_correction", "vic_recheck"}
     decide(catalog, items[0], annotator="ann1", verdict="accept")
     for item in items[1:]:
         decide(catalog, item, annotator="ann1", verdict="reject")
     scene_items = open_items(catalog, "scene_correction")
     assert len(scene_items) == 4  # the sample clips that pass the checks (a pick-and-place is too short)
     for item in scene_items:
+        decide(catalog, item, annotator="ann1", verdict="accept")
+    rechecks = open_items(catalog, "vic_recheck")
+    assert len(rechecks) == 12  # ViC-Bench's demo: three verified instances of each of its four tasks
+    decide(catalog, rechecks[0], annotator="ann1", verdict="reject")
+    for item in rechecks[1:]:
         decide(catalog, item, annotator="ann1", verdict="accept")
     third = _run(args, tmp_path)
     assert third.returncode == 0, third.stderr
@@ -111,6 +116,14 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     # the canary evaluation: the noisy oracle, written from the annotation, covers most of each scene
     canary = next(line for line in third.stdout.splitlines() if line.startswith("evaluated baseline:oracle"))
     assert "on benchwright-explore@1" in canary and float(canary.split("S_obj ")[1].split(",")[0]) > 60
+    # ViC-Bench: what people accepted is released, exported in its own format and evaluated by the canary in the
+    # Stage-3 agent loop
+    assert "release benchwright-vic@1" in third.stdout
+    vic = next(line for line in third.stdout.splitlines() if "on benchwright-vic@1" in line)
+    assert float(vic.split("ACC ")[1].split(",")[0]) > 90
+    stage_two = [json.loads((exports / "benchwright-vic-v1-vic" / f"{task}_stage2.json").read_text())
+                 for task in ("maze", "jigsaw", "embodied", "counting")]
+    assert sum(len(entries) for entries in stage_two) == 11  # the one rejected instance is not released
     official = json.loads((exports / "benchwright-explore-v1-explore" / "explore_bench.json").read_text())
     assert len(official) == 4 and all(e["end_frame_info"] and "|" in e["atomic_actions"] for e in official)
     bumped = [name for name in ("sft", "rl") if f"benchwright-progress-{name}@2" in third.stdout]
