@@ -56,7 +56,7 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     assert "benchwright-progress-published@1" in main["summary"]["releases"]
     subflows = [r for r in catalog.runs(100) if r["parent_run_id"] == main["run_id"]]
     evaluated = {"benchwright-evaluate"} if main["summary"]["evaluations"] else set()
-    assert {r["flow"] for r in subflows} == {"build-progress", "build-explore", *evaluated}
+    assert {r["flow"] for r in subflows} == {"build-progress", "build-explore", "build-vic", *evaluated}
     assert all(r["state"] == "completed" and r["summary"] for r in subflows)
     listed = _run(["runs", "--limit", "100"], tmp_path)
     assert listed.returncode == 0, listed.stderr
