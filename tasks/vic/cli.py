@@ -24,6 +24,10 @@ def build_command(run: BuildRunner) -> Callable[..., None]:
         images: Annotated[Path | None, typer.Option(
             help="Jigsaw: a folder of images (any format Pillow reads; bring your own: the default pool is the ten "
                  "photos scikit-image ships).", exists=True, file_okay=False)] = None,
+        quality_top_n: Annotated[int | None, typer.Option(
+            help="Jigsaw: keep only the best N images of the pool (the paper keeps its best 250), rated 1-10 for "
+                 "coherence, reasonableness and realism by the chat model when \\[models.chat] is configured, else "
+                 "by the offline sharpness/colour/exposure score. Default: the whole pool.", min=1)] = None,
         crowd: Annotated[Path | None, typer.Option(
             help="Counting: real crowd photos in the JHU-CROWD++ layout (images/, gt/<name>.txt) with "
                  "regions.json, instead of composed scenes.", exists=True, file_okay=False)] = None,
@@ -39,7 +43,8 @@ def build_command(run: BuildRunner) -> Callable[..., None]:
 
         Idempotent: instances are keyed by content, so a rerun stores nothing twice.
         """
-        options = {"tasks": task, "count": count, "seed": seed, "images_dir": images, "crowd_dir": crowd}
+        options = {"tasks": task, "count": count, "seed": seed, "images_dir": images, "quality_top_n": quality_top_n,
+                   "crowd_dir": crowd}
         run({k: v for k, v in options.items() if v is not None}, stages=stage, unattended_review=unattended_review)
 
     return build_vic

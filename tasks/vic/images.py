@@ -180,10 +180,17 @@ def quality_score(pixels: np.ndarray, weights: dict[str, float] | None = None) -
 def rank_images(images: list[PoolImage], top_n: int, weights: dict[str, float] | None = None,
                 scorer: Callable[[bytes], float] | None = None) -> list[PoolImage]:
     """The ``top_n`` best images, best first (ties by name). ``scorer`` (PNG bytes -> score, e.g. a chat model's
-    rating) replaces the built-in score when given."""
+    rating) replaces the built-in score when given; one with a ``score_pool(images) -> scores`` method (the scorers
+    of ``tasks/vic/quality.py``) gets the whole pool at once, so it can ask a model concurrently and name an image
+    whose rating it cannot read."""
     if top_n < 0:
         raise ValueError("top_n must be 0 or more")
-    scored = [(scorer(image.png()) if scorer is not None else quality_score(image.pixels, weights), image)
-              for image in images]
+    score_pool = getattr(scorer, "score_pool", None)
+    if score_pool is not None:
+        scores = [float(s) for s in score_pool(images)]
+    else:
+        scores = [scorer(image.png()) if scorer is not None else quality_score(image.pixels, weights)
+                  for image in images]
+    scored = list(zip(scores, images, strict=True))
     scored.sort(key=lambda pair: (-pair[0], pair[1].name))
     return [image for _, image in scored[:top_n]]

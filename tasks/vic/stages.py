@@ -19,10 +19,17 @@ RECHECK_QUESTION = ("Is this instance right: do the images show what the questio
                     "correct for every stage?")
 
 
-def _task_options(name: str, options: VicBuildOptions) -> dict[str, Any]:
-    """What one task's generator reads of the build options."""
-    if name == "jigsaw" and options.images_dir:
-        return {"images_dir": options.images_dir}
+def _task_options(name: str, options: VicBuildOptions, settings: Settings, catalog: Any = None) -> dict[str, Any]:
+    """What one task's generator reads of the build options. The jigsaw's quality ranking gets its scorer here: the
+    chat role's rating when [models.chat] is configured (answers cached in ``catalog``), else the offline score;
+    the scorer's fields land in the producer params, so the records say which one ranked."""
+    if name == "jigsaw":
+        chosen: dict[str, Any] = {"images_dir": options.images_dir} if options.images_dir else {}
+        if options.quality_top_n is not None:
+            from tasks.vic.quality import pool_scorer
+
+            chosen |= {"quality_top_n": options.quality_top_n, "quality_scorer": pool_scorer(settings, catalog)}
+        return chosen
     if name == "counting" and options.crowd_dir:
         return {"crowd": options.crowd_dir}
     return {}
@@ -39,7 +46,10 @@ def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     storage = open_storage(settings)
     counts: dict[str, Any] = {"instances": 0, "records": 0, "new": 0, "quarantined": 0}
     for name in names:
-        built = build_task(storage, name, count, seed, _task_options(name, options), context.run_id)
+        task_options = _task_options(name, options, settings, storage.catalog)
+        built: dict[str, Any] = build_task(storage, name, count, seed, task_options, context.run_id)
+        if "quality_scorer" in task_options:  # which scorer ranked, and the images it could not rate
+            built = {**built, "quality ranking": task_options["quality_scorer"].report()}
         counts[name] = built
         for key in ("instances", "records", "new", "quarantined"):
             counts[key] += built[key]
