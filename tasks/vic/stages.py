@@ -67,7 +67,8 @@ def build_task(storage: Any, name: str, count: int, seed: int, task_options: dic
     producer = Producer(task=f"generate-vic-{name}", flow_run_id=run_id,
                         params={"count": count, "seed": seed, **task_options})
     generated = chosen.generate(count, seed, task_options)
-    source = f"{name} source" + (f" {next(iter(task_options.values()))}" if task_options else "")
+    folder = task_options.get("images_dir") or task_options.get("crowd")  # where unusable inputs came from
+    source = str(folder) if folder else f"{name} bundled source"
     records, quarantined = [], [quarantine(benchmark=NAME, source=source, locator=locator, reason=reason, raw=raw,
                                            producer=producer) for locator, reason, raw in _rejected(chosen)]
     with storage.batched_blob_meta():
