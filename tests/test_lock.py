@@ -13,7 +13,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 REPO = Path(__file__).resolve().parent.parent
-EXTRAS = ("models", "dev", "vic")  # what scripts/setup.sh installs
+EXTRAS = ("models", "dev", "vic", "web")  # what scripts/setup.sh installs
 
 
 def _normalise(name: str) -> str:

@@ -1,0 +1,1 @@
+"""The web-agent planning tests (temporal ordering, future state, plan assessment on MiniWob++ and web trajectories)."""

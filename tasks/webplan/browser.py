@@ -1,0 +1,184 @@
+"""A real browser on real MiniWob++ pages: one headless Chromium driven by Selenium, reused for every episode.
+
+The task pages are the ones the ``miniwob`` package ships (no download); an episode is started the way
+``miniwob``'s own environment starts one (``Math.seedrandom(seed)``, ``core.startEpisodeReal()``), so a seed gives
+the same instruction and form as ``gymnasium.make("miniwob/<task>-v1").reset(seed=seed)``. One browser serves every
+task (it opens another task's page when asked for one), because starting Chromium costs 2-4 s on these machines and
+a build runs hundreds of episodes. MiniWob++'s 10 s episode timer is disabled after each reset: a slow machine must
+not end an episode that is being verified (the reward is still reported on Submit).
+
+Chromium and ChromeDriver come from Debian (``chromium``, ``chromium-driver``); ``[webplan] chrome_binary`` and
+``chromedriver`` (or ``MINIWOB_CHROME_BINARY`` / ``MINIWOB_CHROMEDRIVER``) point elsewhere.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Without the background-networking flags Chromium keeps trying to reach Google's hosts, which this machine's closed
+# network refuses; headless and no-sandbox because tests and CI run as root without a screen.
+CHROME_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-quic",
+                "--disable-extensions", "--hide-scrollbars", "--window-size=500,700")
+READY_TIMEOUT_S = 10.0
+# The MiniWob++ episode timer, replaced by one that never fires (core.endEpisode needs a non-null timer to score).
+_DISARM_TIMER = "clearTimeout(core.EP_TIMER); core.EP_TIMER = setTimeout(function(){}, 1e9);"
+
+
+class BrowserUnavailableError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Episode:
+    task: str
+    seed: int
+    utterance: str  # the task's instruction as the page shows it
+    fields: dict[str, str]  # miniwob's own reading of the instruction (its field extractor), where it has one
+
+
+def miniwob_pages() -> Path:
+    """The folder of the task pages the ``miniwob`` package ships."""
+    import miniwob
+
+    return Path(miniwob.__file__).parent / "html" / "miniwob"
+
+
+def _executable(configured: str | None, environment: str, *candidates: str) -> str:
+    for value in (configured, os.environ.get(environment), *candidates):
+        if value and (Path(value).is_file() or shutil.which(value)):
+            return str(Path(value)) if Path(value).is_file() else str(shutil.which(value))
+    raise BrowserUnavailableError(
+        f"no {candidates[0]} found (set {environment} or [webplan] in benchwright.toml; on Debian: apt-get install "
+        "chromium chromium-driver, which scripts/setup.sh does)")
+
+
+class MiniWobBrowser:
+    """A headless Chromium with MiniWob++'s pages. Use as a context manager; ``reset(task, seed)`` starts an episode
+    and the element helpers act on it with real input events (clicks and key presses through ChromeDriver)."""
+
+    def __init__(self, chrome_binary: str | None = None, chromedriver: str | None = None, scale: int = 2) -> None:
+        self.chrome_binary = _executable(chrome_binary, "MINIWOB_CHROME_BINARY", "chromium", "chromium-browser",
+                                         "google-chrome")
+        self.chromedriver = _executable(chromedriver, "MINIWOB_CHROMEDRIVER", "chromedriver")
+        self.scale = scale  # device pixels per CSS pixel of screenshots (MiniWob's forms are 160 px wide)
+        self._driver: Any = None
+        self._profile: str | None = None
+        self._page: str | None = None
+        self.episodes = 0
+
+    def __enter__(self) -> MiniWobBrowser:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def driver(self) -> Any:
+        if self._driver is None:
+            self.start()
+        return self._driver
+
+    def start(self) -> None:
+        if self._driver is not None:
+            return
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+
+        self._profile = tempfile.mkdtemp(prefix="benchwright-chromium-")
+        options = webdriver.ChromeOptions()
+        options.binary_location = self.chrome_binary
+        for flag in (*CHROME_FLAGS, f"--user-data-dir={self._profile}", f"--force-device-scale-factor={self.scale}"):
+            options.add_argument(flag)
+        try:
+            self._driver = webdriver.Chrome(service=Service(executable_path=self.chromedriver), options=options)
+        except Exception as error:  # selenium's own errors say little about a missing or mismatched driver
+            shutil.rmtree(self._profile, ignore_errors=True)
+            raise BrowserUnavailableError(f"Chromium did not start ({self.chrome_binary} with "
+                                          f"{self.chromedriver}): {error}") from error
+
+    def close(self) -> None:
+        if self._driver is not None:
+            try:
+                self._driver.quit()
+            finally:
+                self._driver = None
+                self._page = None
+        if self._profile:
+            shutil.rmtree(self._profile, ignore_errors=True)
+            self._profile = None
+
+    def run(self, script: str, *args: Any) -> Any:
+        return self.driver.execute_script(script, *args)
+
+    def _open_page(self, task: str) -> None:
+        if self._page == task:
+            return
+        page = miniwob_pages() / f"{task}.html"
+        if not page.is_file():
+            raise ValueError(f"MiniWob++ has no task {task!r} (no {page.name} in {page.parent})")
+        self.driver.get(page.as_uri())
+        self._wait_for("return typeof core !== 'undefined' && document.getElementById('sync-task-cover') !== null;",
+                       f"the {task} page did not load")
+        self._page = task
+
+    def _wait_for(self, condition: str, failure: str) -> None:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not self.run(condition):
+            if time.monotonic() > deadline:
+                raise BrowserUnavailableError(failure)
+            time.sleep(0.02)
+
+    def reset(self, task: str, seed: int) -> Episode:
+        """A new episode of ``task`` generated from ``seed`` (as miniwob's environment does), timer disarmed."""
+        self._open_page(task)
+        self.run("core.endEpisode(0);")
+        self.run(f"Math.seedrandom({seed!r}); core.setDataMode('train'); core.startEpisodeReal();")
+        self._wait_for("return WOB_TASK_READY;", f"{task} (seed {seed}) did not become ready")
+        self.run(_DISARM_TIMER)
+        self.episodes += 1
+        utterance = self.run("var u = core.getUtterance(); return typeof u === 'string' ? u : u.utterance;")
+        return Episode(task=task, seed=seed, utterance=str(utterance), fields=self._fields(task, utterance))
+
+    @staticmethod
+    def _fields(task: str, utterance: str) -> dict[str, str]:
+        from miniwob.fields import get_field_extractor
+
+        try:
+            return {str(k): str(v) for k, v in get_field_extractor(task)(utterance)}
+        except KeyError:
+            return {}
+
+    def find(self, css: str) -> Any:
+        from selenium.webdriver.common.by import By
+
+        return self.driver.find_element(By.CSS_SELECTOR, css)
+
+    def find_all(self, css: str) -> list[Any]:
+        from selenium.webdriver.common.by import By
+
+        return self.driver.find_elements(By.CSS_SELECTOR, css)
+
+    def click(self, element: Any) -> None:
+        element.click()
+
+    def press(self, element: Any, keys: str) -> None:
+        element.send_keys(keys)
+
+    def result(self) -> dict[str, Any]:
+        """MiniWob++'s own verdict once Submit ended the episode: done, raw reward."""
+        return self.run("return {done: WOB_DONE_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL};")
+
+    def screenshot(self, css: str = "#wrap") -> bytes:
+        """PNG of one element (the task with its instruction banner by default), without the focus ring or caret:
+        the page's active element is blurred first, so nothing shows which field was touched last."""
+        self.run("if (document.activeElement) { document.activeElement.blur(); } "
+                 "window.getSelection && window.getSelection().removeAllRanges();")
+        return self.find(css).screenshot_as_png
