@@ -1,0 +1,97 @@
+"""The web-planning answers checked in a real browser: Debian's chromium on MiniWob++'s own pages, through Selenium
+and chromium-driver. Per form task, an edge case's right plan reaches the goal and each distractor does not; a
+future-state pair labelled Yes ends in equal DOM states, one labelled No does not."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tasks.webplan.browser import MiniWobBrowser
+from tasks.webplan.edge import confirm_edge, draft_edge
+from tasks.webplan.form_pages import execute, read_state
+from tasks.webplan.forms import FORM_TASKS, Action, goal_of, run_plan
+from tasks.webplan.future import confirm_pair, draft_pair
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[MiniWobBrowser]:
+    with MiniWobBrowser() as started:
+        yield started
+
+
+def _clean(browser: MiniWobBrowser, task: str, seed: int) -> tuple:
+    episode = browser.reset(task, seed)
+    state = read_state(browser)
+    return episode, state, goal_of(task, episode.utterance, state)
+
+
+def test_a_seed_gives_the_same_form_and_screenshot(browser: MiniWobBrowser) -> None:
+    first = browser.reset("form-sequence-2", 7), read_state(browser), browser.screenshot()
+    browser.reset("click-checkboxes", 7)
+    again = browser.reset("form-sequence-2", 7), read_state(browser), browser.screenshot()
+    assert first == again
+    assert first[0].fields["radio target"] in {"1", "2", "3"}
+
+
+@pytest.mark.parametrize("task", FORM_TASKS)
+def test_edge_case_right_plan_reaches_the_goal_and_distractors_do_not(browser: MiniWobBrowser, task: str) -> None:
+    checked = 0
+    for seed in range(3):
+        episode, clean, goal = _clean(browser, task, seed)
+        draft = draft_edge(task, seed, episode.utterance, clean, goal)
+        if isinstance(draft, str):
+            continue
+        runs: dict = {}
+
+        def run(setup: list[Action], plan: list[Action], seed: int = seed, runs: dict = runs) -> object:
+            done = execute(browser, task, seed, setup, plan)
+            runs[tuple(tuple(a.as_list()) for a in plan)] = done
+            return done
+
+        problems, rewards = confirm_edge(draft, run)
+        assert problems == []
+        for (rule, plan), reward in zip(draft.plans, rewards, strict=True):
+            done = runs[tuple(tuple(a.as_list()) for a in plan)]
+            assert done.before_submit == run_plan(draft.start, plan)
+            assert goal.reached(done.before_submit) is (rule == "right")
+            if rule == "right":
+                assert reward == 1.0
+        checked += 1
+    assert checked >= 2
+
+
+def test_a_wrong_plan_is_caught_by_the_browser(browser: MiniWobBrowser) -> None:
+    """The check is not circular: a draft whose 'right' plan is in fact wrong is refused after running it."""
+    episode, clean, goal = _clean(browser, "form-sequence", 1)
+    draft = draft_edge("form-sequence", 1, episode.utterance, clean, goal)
+    assert not isinstance(draft, str)
+    swapped = [("right" if rule != "right" else "misses a fix", plan) for rule, plan in draft.plans[:2]]
+    broken = type(draft)(**{**draft.__dict__, "plans": swapped + draft.plans[2:]})
+    problems, _ = confirm_edge(broken, lambda setup, plan: execute(browser, "form-sequence", 1, setup, plan))
+    assert any("does not reach the goal in the browser" in p or "reaches the goal in the browser" in p
+               for p in problems)
+
+
+@pytest.mark.parametrize("task", FORM_TASKS)
+def test_future_pairs_yes_ends_equal_and_no_ends_different(browser: MiniWobBrowser, task: str) -> None:
+    for same in (True, False):
+        episode, clean, _ = _clean(browser, task, 2)
+        pair = draft_pair(task, 2, episode.utterance, clean, "short", same)
+        assert not isinstance(pair, str)
+        ends = [execute(browser, task, 2, [], [a for a in plan if a.op != "submit"]).before_submit
+                for plan in (pair.plan_a, pair.plan_b)]
+        assert (ends[0] == ends[1]) is same
+        assert confirm_pair(pair, lambda setup, plan: execute(browser, task, 2, setup, plan)) == []
+        lying = type(pair)(**{**pair.__dict__, "same": not same})
+        assert confirm_pair(lying, lambda setup, plan: execute(browser, task, 2, setup, plan))
+
+
+def test_the_slider_clamps_in_the_browser_where_the_model_refuses(browser: MiniWobBrowser) -> None:
+    browser.reset("form-sequence", 4)
+    start = read_state(browser)
+    assert start.slider is not None
+    push = 25 if start.slider >= 0 else -25
+    done = execute(browser, "form-sequence", 4, [], [Action("slider", value=push)])
+    assert done.before_submit.slider == (10 if push > 0 else -10)
