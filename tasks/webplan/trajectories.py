@@ -11,12 +11,27 @@ from typing import Any
 from tasks.webplan.browser import MiniWobBrowser
 from tasks.webplan.solvers import SOLVERS
 
+# A CSS path from the nearest ancestor with an id: the same seed draws the same page, so the path finds the element
+# again when a plan is replayed (an element the plan's order has not made appear yet is not found: the plan fails).
+_CSS_PATH = """
+var path = [], node = arguments[0];
+while (node && node.nodeType === 1 && !node.id) {
+  var index = 1, sibling = node;
+  while ((sibling = sibling.previousElementSibling)) { index++; }
+  path.unshift(node.tagName.toLowerCase() + ':nth-child(' + index + ')');
+  node = node.parentElement;
+}
+if (node && node.id) { path.unshift('#' + CSS.escape(node.id)); }
+return path.join(' > ');
+"""
+
 
 @dataclass(frozen=True)
 class WebStep:
     action_raw: str  # as the source writes it: "[textbox]  Username -> TYPE: macie"
     screenshot: bytes  # the page before the action (PNG or JPEG bytes)
     action: str = ""  # in plain words ("Type "macie" into the Username field"); empty until paraphrased
+    locator: str = ""  # MiniWob++ trajectories: where the element is, so a plan of these steps can be replayed
 
 
 @dataclass(frozen=True)
@@ -40,6 +55,34 @@ class SolverFailedError(RuntimeError):
     pass
 
 
+def perform(browser: MiniWobBrowser, element: Any, op: str, value: str) -> None:
+    if op == "TYPE":
+        browser.press(element, value)
+    else:
+        browser.click(element)
+
+
+def replay(browser: MiniWobBrowser, task: str, seed: int, steps: list[WebStep]) -> tuple[bool, str]:
+    """Carry out ``steps`` (recorded MiniWob++ steps, in any order) on a fresh episode of the seed: whether the page
+    rewards them with 1, and what happened."""
+    from tasks.webplan.paraphrase import parts
+
+    browser.reset(task, seed)
+    for number, step in enumerate(steps, 1):
+        if browser.result()["done"]:
+            return False, f"the episode ended before action {number}"
+        found = browser.find_all(step.locator) if step.locator else []
+        if not found or not found[0].is_displayed():
+            return False, f"action {number}: its element is not on the page ({step.action_raw})"
+        _, _, op, value = parts(step.action_raw)
+        try:
+            perform(browser, found[0], op, value)
+        except Exception as error:  # a click the page refuses (covered, not interactable) fails the plan
+            return False, f"action {number} refused: {type(error).__name__}"
+    result = browser.result()
+    return bool(result["done"] and result["raw_reward"] == 1.0), f"reward {result['raw_reward']}"
+
+
 def record(browser: MiniWobBrowser, task: str, seed: int) -> WebTrajectory:
     """The scripted expert's trajectory of one MiniWob++ episode, kept only if the page rewards it with 1."""
     try:
@@ -51,11 +94,9 @@ def record(browser: MiniWobBrowser, task: str, seed: int) -> WebTrajectory:
     try:
         for action in solver(browser, episode):
             shot = browser.screenshot()
-            if action.op == "TYPE":
-                browser.press(action.element, action.value)
-            else:
-                browser.click(action.element)
-            steps.append(WebStep(action_raw=action.raw, screenshot=shot))
+            locator = browser.run(_CSS_PATH, action.element)
+            perform(browser, action.element, action.op, action.value)
+            steps.append(WebStep(action_raw=action.raw, screenshot=shot, locator=locator))
     except Exception as error:  # a solver that cannot go on (an element missing, a click refused) says why
         raise SolverFailedError(f"{task} seed {seed}: the solver stopped after {len(steps)} actions: "
                                 f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
