@@ -38,6 +38,8 @@ def template_words(raw: str) -> str:
     role, name, op, value = parts(raw)
     kind = ROLE_WORDS.get(role, role)
     thing = f"the {name} {kind}" if name else f"the {kind}"
+    if role == "element":  # GUIAct names an element by where it is: "the element at (0.42, 0.18)"
+        thing = f"the element {name}".strip()
     if op in ("TYPE", "INPUT"):
         return f'Type "{value}" into {thing}'
     if op == "SELECT":

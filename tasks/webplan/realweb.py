@@ -77,7 +77,10 @@ def question(trajectory: WebTrajectory, strategy: str, donors: list[WebTrajector
     if not usable(trajectory):
         return f"{len(trajectory.steps)} actions (plan assessment needs 4 to 10)"
     rng = random.Random(f"realweb/{strategy}/{trajectory.id}/{seed}")
-    length = 5 if len(trajectory.steps) >= 5 and rng.random() < 0.5 else 4
+    lengths = [k for k in (4, 5) if k <= len(trajectory.steps) and trajectory.steps[-k].fresh]
+    if not lengths:
+        return "no screenshot 4 or 5 actions before the end (a multi-action step hides it)"
+    length = rng.choice(lengths)
     cut = len(trajectory.steps) - length
     plan = list(trajectory.steps[cut:])
     if strategy == "shuffle":

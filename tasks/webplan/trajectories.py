@@ -32,6 +32,7 @@ class WebStep:
     screenshot: bytes  # the page before the action (PNG or JPEG bytes)
     action: str = ""  # in plain words ("Type "macie" into the Username field"); empty until paraphrased
     locator: str = ""  # MiniWob++ trajectories: where the element is, so a plan of these steps can be replayed
+    fresh: bool = True  # the screenshot shows the page just before this action (not so for a GUIAct step's 2nd)
 
 
 @dataclass(frozen=True)
