@@ -40,6 +40,7 @@ PLUGINS: dict[str, str] = {
     "progress": "tasks.progress.plugin:PLUGIN",
     "explore": "tasks.explore.plugin:PLUGIN",
     "vic": "tasks.vic.plugin:PLUGIN",
+    "webplan": "tasks.webplan.plugin:PLUGIN",
 }
 
 

@@ -1,0 +1,71 @@
+"""A web-planning release in the ``webplan`` format, and the importer that reads it back.
+
+One JSON Lines file per test, ``<test>.jsonl`` (temporal, future, realweb, edge), a line per instance: ``id``,
+``test``, ``task`` (the instruction), ``images`` (role -> file name under ``images/``: ``picture_1`` and
+``picture_2`` for temporal ordering, ``start`` for the others), ``options`` (letter -> text: the plans, or the
+pictures of a multiple-choice temporal question), ``answer`` ("Picture 1"/"Picture 2", a letter, "Yes"/"No") and
+``meta``: the plans (as operations and in words), the start state, each plan's end state, the trajectory and step,
+the order and form, the horizon and family, the distractor rules, and how the instance was verified.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from storage.paths import SourceRoot, export_path
+from storage.releases import load_release
+from tasks.webplan.instance import TESTS, WebplanInstance
+
+
+def _name(text: str) -> str:
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
+    return safe or "_"
+
+
+def export_webplan(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
+    manifest = load_release(catalog, tag)
+    records = catalog.get_records(sorted(e.id for e in manifest.records if e.kind == "webplan_instance"))
+    out_dir = Path(os.path.abspath(out_dir))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lines: dict[str, list[str]] = {}
+    for record in sorted(records, key=lambda r: (r.payload["test"], r.payload["key"])):
+        payload, names = record.payload, {}
+        for blob in record.blobs:
+            suffix = ".png" if blob.media_type == "image/png" else ".jpg"
+            path = export_path(out_dir, "images", f"{_name(payload['key'])}_{_name(blob.role)}{suffix}")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                store.get_to_file(blob.sha256, path)
+            names[blob.role] = path.relative_to(out_dir).as_posix()
+        entry = {"id": payload["key"], "test": payload["test"], "task": payload["task"], "images": names,
+                 "options": payload.get("options", {}), "answer": payload["answer"],
+                 "meta": {**payload.get("meta", {}), "verified_by": payload.get("verified_by", "")}}
+        lines.setdefault(payload["test"], []).append(json.dumps(entry, ensure_ascii=False, sort_keys=True))
+    for test, entries in lines.items():
+        (out_dir / f"{test}.jsonl").write_text("\n".join(entries) + "\n")
+    return {test: len(entries) for test, entries in sorted(lines.items())}
+
+
+def import_webplan(folder: Path) -> list[WebplanInstance]:
+    """The instances of a ``webplan`` export; every image read from inside ``folder`` (a name leading out of it is
+    refused)."""
+    root = SourceRoot(folder)
+    found = []
+    for test in TESTS:
+        path = root.inside(f"{test}.jsonl")
+        if not path.is_file():
+            continue
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            entry = json.loads(line)
+            meta = dict(entry.get("meta", {}))
+            verified_by = meta.pop("verified_by", "")
+            found.append(WebplanInstance(
+                test=entry["test"], key=entry["id"], task=entry["task"], answer=entry["answer"],
+                options=entry.get("options", {}), meta=meta, verified_by=verified_by,
+                images={role: root.inside(Path(name)).read_bytes() for role, name in entry["images"].items()}))
+    return found

@@ -1,0 +1,31 @@
+"""The [webplan] section of benchwright.toml."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from tasks.webplan.instance import TESTS
+
+
+class WebplanSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    tests: tuple[str, ...] = TESTS
+    seed: int = 0
+    # The paper's counts (Tab. 10), what `benchwright build webplan` and the scheduled deployment build; the main
+    # job's sample builds a few of each. Edge cases and future-state pairs are spread evenly over the three form
+    # tasks (future-state also over the two horizons and Yes/No).
+    edge_count: int = Field(1530, ge=1)
+    future_count: int = Field(7196, ge=1)  # 3,358 short + 3,838 long
+    # episodes per MiniWob++ task the scripted experts record for temporal ordering and real-web plans (MM-M2W's
+    # train split has 1,009 tasks; eight solver tasks x 126 episodes is about that)
+    miniwob_episodes: int = Field(126, ge=1)
+    realweb_max_actions: int = Field(10, ge=4)  # Sec. 5.1: trajectories of more actions are dropped
+    # Fig. 26d perturbs the three shuffled distractors; Sec. 5.1's prose perturbs the original order
+    semantic_base: str = Field("shuffled", pattern="^(shuffled|original)$")
+    option_count: int = Field(4, ge=3, le=5)  # edge-case plans per question (App. G mentions 4 or 5)
+    # how actions are put in plain words: auto (the chat role when [models.chat] is configured), chat, template
+    paraphrase: str = Field("auto", pattern="^(auto|chat|template)$")
+    chrome_binary: str | None = None  # default: $MINIWOB_CHROME_BINARY, else chromium on the PATH
+    chromedriver: str | None = None  # default: $MINIWOB_CHROMEDRIVER, else chromedriver on the PATH
+    screenshot_scale: int = Field(2, ge=1, le=4)  # device pixels per CSS pixel (MiniWob++ pages are 160 px wide)

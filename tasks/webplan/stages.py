@@ -1,0 +1,193 @@
+"""The web-planning tests' build stages, freezing and publishing.
+
+``trajectories``: the MiniWob++ experts' trajectories (or the user's files), actions put in plain words, stored as
+``web_trajectory`` records; bad rows and failed episodes quarantined with the reason. ``generate``: each test's
+instances, made and confirmed in the browser in the same run (what fails is quarantined, never released), stored as
+candidates with a human-verification item each. A release takes what people accepted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from schemas import Producer, Status, make_record
+from schemas.config import Settings
+from storage import open_storage
+from tasks.benchmark import BuildContext
+from tasks.webplan.options import WebplanBuildOptions
+
+NAME = "webplan"
+QUEUE = "webplan_verification"
+QUESTION = ("Is this instance right: does the screenshot show what the question assumes, is the marked answer the "
+            "only right one, and is every option clear?")
+
+
+def _browser(settings: Settings) -> Any:
+    from tasks.webplan.browser import MiniWobBrowser
+
+    configured = settings.webplan
+    return MiniWobBrowser(configured.chrome_binary, configured.chromedriver, configured.screenshot_scale)
+
+
+def _seed(settings: Settings, options: WebplanBuildOptions) -> int:
+    return settings.webplan.seed if options.seed is None else options.seed
+
+
+def _put(storage: Any) -> Any:
+    from tasks.webplan.records import media_type
+
+    return lambda data, role: storage.put_blob(data, role=role, media_type=media_type(data))
+
+
+def _quarantine(rejected: list[tuple[str, str]], source: str, producer: Producer) -> list[Any]:
+    from tasks.quarantine import quarantine
+
+    return [quarantine(benchmark=NAME, source=source, locator=locator, reason=reason, raw="", producer=producer)
+            for locator, reason in rejected]
+
+
+def trajectories_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
+    """Trajectories from the user's folder, else recorded by the MiniWob++ experts, in plain words."""
+    from tasks.webplan.build import record_trajectories
+    from tasks.webplan.importers import read_trajectories
+    from tasks.webplan.paraphrase import UnreadableActionError, paraphraser
+
+    options: WebplanBuildOptions = context.options
+    storage = open_storage(settings)
+    seed = _seed(settings, options)
+    if options.trajectories_dir:
+        imported = read_trajectories(Path(options.trajectories_dir), options.trajectories_format,
+                                     settings.sources.allow_symlinks_outside)
+        found, source = imported.trajectories, f"{options.trajectories_format} {options.trajectories_dir}"
+        rejected = [(f"{p.locator}", p.reason) for p in imported.problems]
+    else:
+        episodes = options.episodes or settings.webplan.miniwob_episodes
+        with _browser(settings) as browser:
+            found, rejected = record_trajectories(browser, episodes, seed)
+        source = "MiniWob++ scripted experts"
+    words = paraphraser(settings, storage.catalog)
+    producer = Producer(task="record-web-trajectories", flow_run_id=context.run_id,
+                        params={"source": source, "seed": seed, "paraphraser": words.name, **words.params})
+    records = []
+    with storage.batched_blob_meta():
+        for trajectory in found:
+            try:
+                missing = [i for i, step in enumerate(trajectory.steps) if not step.action]
+                said = words.words([trajectory.steps[i].action_raw for i in missing]) if missing else []
+            except UnreadableActionError as error:
+                rejected.append((trajectory.id, str(error)))
+                continue
+            steps = list(trajectory.steps)
+            for i, text in zip(missing, said, strict=True):
+                steps[i] = replace(steps[i], action=text)
+            records.append(_trajectory_record(replace(trajectory, steps=tuple(steps)), producer, storage))
+    quarantined = _quarantine(rejected, source, producer)
+    new = storage.catalog.put_records(records + quarantined, run_id=context.run_id)
+    return {"trajectories": len(records), "records": len(records), "new": new, "quarantined": len(quarantined),
+            "paraphrased by": words.name}
+
+
+def _trajectory_record(trajectory: Any, producer: Producer, storage: Any) -> Any:
+    from tasks.webplan.records import trajectory_record
+
+    return trajectory_record(trajectory, producer, _put(storage))
+
+
+def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
+    """Every test's instances, confirmed in the browser, stored as candidates with a verification item each. A
+    backfill names tests as its units."""
+    from tasks.webplan.build import Built
+
+    options: WebplanBuildOptions = context.options
+    configured = settings.webplan
+    tests = list(context.units or options.tests or configured.tests)
+    seed = _seed(settings, options)
+    storage = open_storage(settings)
+    built: dict[str, Built] = {}
+    with _browser(settings) as browser:
+        trajectories = _stored_trajectories(storage) if {"temporal", "realweb"} & set(tests) else []
+        for test in tests:
+            built[test] = _build_test(test, browser, trajectories, options, configured, seed)
+    producer = Producer(task="generate-webplan", flow_run_id=context.run_id,
+                        params={"tests": tests, "seed": seed, "count": options.count,
+                                "semantic_base": configured.semantic_base, "option_count": configured.option_count})
+    counts: dict[str, Any] = {"instances": 0, "records": 0, "new": 0, "quarantined": 0}
+    for test, made in built.items():
+        stored = _store(storage, made, producer, context.run_id, test)
+        counts[test] = stored
+        for key in ("instances", "records", "new", "quarantined"):
+            counts[key] += stored[key]
+    return counts
+
+
+def _build_test(test: str, browser: Any, trajectories: list[Any], options: WebplanBuildOptions, configured: Any,
+                seed: int) -> Any:
+    from tasks.webplan import build
+    from tasks.webplan.build import per_task
+
+    if test == "edge":
+        return build.edge_cases(browser, options.count or per_task(configured.edge_count, 3), seed,
+                                configured.option_count)
+    if test == "future":
+        return build.future_pairs(browser, options.count or per_task(configured.future_count, 6), seed)
+    if test == "temporal":
+        return build.temporal_pairs(trajectories)
+    if test == "realweb":
+        return build.plan_questions(browser, trajectories, seed, configured.semantic_base,
+                                    configured.realweb_max_actions)
+    raise ValueError(f"the web-planning tests are temporal, future, realweb and edge, not {test!r}")
+
+
+def _stored_trajectories(storage: Any) -> list[tuple[Any, str]]:
+    from tasks.webplan.records import trajectory_of
+
+    records = storage.catalog.find_records(kind="web_trajectory", benchmark=NAME, status=Status.ACCEPTED)
+    return [(trajectory_of(r, storage.blobs.get), r.id) for r in sorted(records, key=lambda r: r.id)]
+
+
+def _store(storage: Any, made: Any, producer: Producer, run_id: str | None, test: str) -> dict[str, int]:
+    from schemas.payloads import ReviewItem
+    from tasks.webplan.records import instance_record
+
+    records = []
+    with storage.batched_blob_meta():
+        for instance, parents in made.instances:
+            record = instance_record(instance, producer, _put(storage), parents)
+            review = make_record(ReviewItem(target_id=record.id, queue=QUEUE, question=QUESTION,
+                                            suggestion={"test": test, "key": instance.key}),
+                                 benchmark=NAME, producer=producer, parents=[record.id])
+            records += [record, review]
+    quarantined = _quarantine(made.rejected, f"{test} generator", producer)
+    new = storage.catalog.put_records(records + quarantined, run_id=run_id)
+    return {"instances": len(records) // 2, "records": len(records), "new": new, "quarantined": len(quarantined)}
+
+
+def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
+    """``<prefix>-webplan``: the instances people accepted."""
+    from schemas.releases import ReleaseSelection
+    from storage.releases import create_release
+
+    storage = open_storage(settings)
+    accepted = storage.catalog.find_records(kind="webplan_instance", benchmark=NAME, status=Status.ACCEPTED)
+    if not accepted:
+        return []
+    selection = ReleaseSelection(benchmarks=(NAME,), kinds=("webplan_instance",),
+                                 only_ids=tuple(sorted(r.id for r in accepted)),
+                                 subset="instances confirmed in the browser (or by their source) and accepted by a "
+                                        "person")
+    return [create_release(storage.catalog, storage.blobs, f"{prefix}-webplan", selection=selection, params=params,
+                           only_if_changed=True).tag]
+
+
+def publish_release(settings: Settings, tag: str) -> dict[str, Any]:
+    """The release in the ``webplan`` format beside the other exports."""
+    from storage.releases import load_release
+    from tasks.webplan.export import export_webplan
+
+    storage = open_storage(settings)
+    manifest = load_release(storage.catalog, tag)
+    target = Path(settings.export.folder) / f"{manifest.name}-v{manifest.version}-webplan"
+    written = export_webplan(storage.catalog, storage.blobs, tag, target)
+    return {"webplan format": {"folder": str(target), **written}, "notes": [f"web-planning format: {target}"]}
