@@ -34,8 +34,8 @@ def test_registered_benchmarks_load_on_demand():
 
 
 def test_an_unknown_benchmark_is_an_error_never_a_fallback(storage):
-    with pytest.raises(benchmark.UnknownBenchmarkError, match="no benchmark named 'webplan' is registered"):
-        benchmark.get("webplan")
+    with pytest.raises(benchmark.UnknownBenchmarkError, match="no benchmark named 'mmbench' is registered"):
+        benchmark.get("mmbench")
     records = [item_record(i) for i in range(2)]  # questions, not EXPLORE-Bench instances: nothing to evaluate
     storage.catalog.put_records(records)
     storage.catalog.set_status([r.id for r in records], Status.ACCEPTED)
@@ -44,11 +44,11 @@ def test_an_unknown_benchmark_is_an_error_never_a_fallback(storage):
         benchmark.evaluated_benchmark(manifest)
     from tasks.evaluate.items import load_items
 
-    with pytest.raises(ValueError, match="PROGRESS-BENCH, EXPLORE-Bench, ViC-Bench"):
+    with pytest.raises(ValueError, match="PROGRESS-BENCH, EXPLORE-Bench, ViC-Bench, web-agent planning tests"):
         load_items(storage.catalog, manifest)
 
 
 def test_export_formats_come_from_the_registry():
     formats = benchmark.export_formats()
-    assert list(formats) == ["progresslm", "explore", "vic"]
+    assert list(formats) == ["progresslm", "explore", "vic", "webplan"]
     assert formats["explore"].exporter == "tasks.explore.export:export_explore"

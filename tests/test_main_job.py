@@ -56,7 +56,8 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     assert "benchwright-progress-published@1" in main["summary"]["releases"]
     subflows = [r for r in catalog.runs(100) if r["parent_run_id"] == main["run_id"]]
     evaluated = {"benchwright-evaluate"} if main["summary"]["evaluations"] else set()
-    assert {r["flow"] for r in subflows} == {"build-progress", "build-explore", "build-vic", *evaluated}
+    assert {r["flow"] for r in subflows} == {"build-progress", "build-explore", "build-vic", "build-webplan",
+                                             *evaluated}
     assert all(r["state"] == "completed" and r["summary"] for r in subflows)
     listed = _run(["runs", "--limit", "100"], tmp_path)
     assert listed.returncode == 0, listed.stderr
@@ -96,7 +97,8 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
 
     items = open_items(catalog, "visual_negative")
     assert items
-    assert {i.payload["queue"] for i in open_items(catalog)} == {"visual_negative", "scene_correction", "vic_recheck"}
+    assert {i.payload["queue"] for i in open_items(catalog)} == {"visual_negative", "scene_correction", "vic_recheck",
+                                                                 "webplan_verification"}
     decide(catalog, items[0], annotator="ann1", verdict="accept")
     for item in items[1:]:
         decide(catalog, item, annotator="ann1", verdict="reject")
@@ -108,6 +110,12 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     assert len(rechecks) == 12  # ViC-Bench's demo: three verified instances of each of its four tasks
     decide(catalog, rechecks[0], annotator="ann1", verdict="reject")
     for item in rechecks[1:]:
+        decide(catalog, item, annotator="ann1", verdict="accept")
+    verifications = open_items(catalog, "webplan_verification")
+    tests = {catalog.get_record(i.payload["target_id"]).payload["test"] for i in verifications}
+    assert tests == {"temporal", "future", "realweb", "edge"}  # every test in the demo, each confirmed in Chromium
+    decide(catalog, verifications[0], annotator="ann1", verdict="reject")
+    for item in verifications[1:]:
         decide(catalog, item, annotator="ann1", verdict="accept")
     third = _run(args, tmp_path)
     assert third.returncode == 0, third.stderr
@@ -124,6 +132,13 @@ def test_main_job_runs_quarantines_and_resumes_without_duplicates(tmp_path: Path
     stage_two = [json.loads((exports / "benchwright-vic-v1-vic" / f"{task}_stage2.json").read_text())
                  for task in ("maze", "jigsaw", "embodied", "counting")]
     assert sum(len(entries) for entries in stage_two) == 11  # the one rejected instance is not released
+    # the web-planning tests: what people accepted, in their own format, evaluated by the canary
+    assert "release benchwright-webplan@1" in third.stdout
+    webplan = next(line for line in third.stdout.splitlines() if "on benchwright-webplan@1" in line)
+    assert float(webplan.split("temporal ")[1].split(",")[0]) > 60
+    exported = [line for path in (exports / "benchwright-webplan-v1-webplan").glob("*.jsonl")
+                for line in path.read_text().splitlines()]
+    assert len(exported) == len(verifications) - 1
     official = json.loads((exports / "benchwright-explore-v1-explore" / "explore_bench.json").read_text())
     assert len(official) == 4 and all(e["end_frame_info"] and "|" in e["atomic_actions"] for e in official)
     bumped = [name for name in ("sft", "rl") if f"benchwright-progress-{name}@2" in third.stdout]

@@ -89,12 +89,12 @@ def test_a_record_names_a_registered_benchmark_as_a_plain_string():
     record = item_record(1)
     assert type(record.benchmark) is str and record.benchmark == "explore"
     assert Record.model_validate_json(record.model_dump_json()) == record
-    with pytest.raises(ValidationError, match=r"no benchmark named 'webplan' is registered; registered: progress, "
-                                              r"explore, vic"):
-        make_record(BenchmarkItem(task="maze", question="q", answer=1), benchmark="webplan",
+    with pytest.raises(ValidationError, match=r"no benchmark named 'mmbench' is registered; registered: progress, "
+                                              r"explore, vic, webplan"):
+        make_record(BenchmarkItem(task="maze", question="q", answer=1), benchmark="mmbench",
                     producer=Producer(task="t"))
-    with pytest.raises(ValidationError, match="no benchmark named 'webplan'"):
-        ReleaseSelection(benchmarks=("progress", "webplan"))
+    with pytest.raises(ValidationError, match="no benchmark named 'mmbench'"):
+        ReleaseSelection(benchmarks=("progress", "mmbench"))
 
 
 def test_a_benchmarks_payloads_load_on_first_use_in_a_fresh_process():
@@ -161,8 +161,8 @@ def test_sections_default_when_absent_and_a_bad_or_unknown_one_is_a_clear_error(
     with pytest.raises(ValidationError, match=r"\[progress\] interval_per_segment: Input should be greater than "
                                               r"or equal to 0 \(got -1\)"):
         load_settings()
-    config.write_text("[webplan]\nshort_min = 1\n")
-    with pytest.raises(ValidationError, match=r"unknown section\(s\) \[webplan\]: neither a setting nor the section "
+    config.write_text("[mmbench]\nshort_min = 1\n")
+    with pytest.raises(ValidationError, match=r"unknown section\(s\) \[mmbench\]: neither a setting nor the section "
                                               r"of a registered benchmark \(benchmark sections: \[progress\], "
-                                              r"\[explore\], \[vic\]"):
+                                              r"\[explore\], \[vic\], \[webplan\]"):
         load_settings()
