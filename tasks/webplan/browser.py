@@ -60,13 +60,12 @@ def _executable(configured: str | None, environment: str, *candidates: str) -> s
 
 
 class MiniWobBrowser:
-    """A headless Chromium with MiniWob++'s pages. Use as a context manager; ``reset(task, seed)`` starts an episode
-    and the element helpers act on it with real input events (clicks and key presses through ChromeDriver)."""
+    """A headless Chromium with MiniWob++'s pages. Use as a context manager (it closes the browser); Chromium starts
+    on first use, so a build that needs no page starts none. ``reset(task, seed)`` starts an episode and the element
+    helpers act on it with real input events (clicks and key presses through ChromeDriver)."""
 
     def __init__(self, chrome_binary: str | None = None, chromedriver: str | None = None, scale: int = 2) -> None:
-        self.chrome_binary = _executable(chrome_binary, "MINIWOB_CHROME_BINARY", "chromium", "chromium-browser",
-                                         "google-chrome")
-        self.chromedriver = _executable(chromedriver, "MINIWOB_CHROMEDRIVER", "chromedriver")
+        self._configured = (chrome_binary, chromedriver)
         self.scale = scale  # device pixels per CSS pixel of screenshots (MiniWob's forms are 160 px wide)
         self._driver: Any = None
         self._profile: str | None = None
@@ -74,7 +73,6 @@ class MiniWobBrowser:
         self.episodes = 0
 
     def __enter__(self) -> MiniWobBrowser:
-        self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -92,6 +90,9 @@ class MiniWobBrowser:
         from selenium import webdriver
         from selenium.webdriver.chrome.service import Service
 
+        self.chrome_binary = _executable(self._configured[0], "MINIWOB_CHROME_BINARY", "chromium", "chromium-browser",
+                                         "google-chrome")
+        self.chromedriver = _executable(self._configured[1], "MINIWOB_CHROMEDRIVER", "chromedriver")
         self._profile = tempfile.mkdtemp(prefix="benchwright-chromium-")
         options = webdriver.ChromeOptions()
         options.binary_location = self.chrome_binary
