@@ -56,7 +56,7 @@ def test_imported_trajectories_are_stored_once_and_bad_rows_quarantined(tmp_path
     settings = settings_for(tmp_path)
     options = {"trajectories_dir": str(source(tmp_path / "src")), "trajectories_format": "jsonl"}
     counts = trajectories_stage(settings, context(options))
-    assert counts | {"new": 0} == {"trajectories": 3, "records": 3, "new": 0, "quarantined": 2,
+    assert counts | {"new": 0} == {"trajectories": 3, "records": 3, "new": 0, "quarantined": 2, "superseded": 0,
                                    "paraphrased by": "template"}
     catalog = open_storage(settings).catalog
     stored = catalog.find_records(kind="web_trajectory")
@@ -104,3 +104,21 @@ def test_the_chat_role_paraphrases_and_an_unusable_answer_falls_back_to_the_temp
     assert shop.payload["actions"][0] == "Press the shop step 0"
     assert shop.payload["actions"][1] == "Click on the shop step 1 button"  # two lines: the template's instead
     assert shop.producer.params["model"] == "writer" and asked == 13
+
+
+def test_a_changed_trajectory_supersedes_the_old_one_and_what_was_cut_from_it(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    folder = source(tmp_path / "src")
+    options = {"trajectories_dir": str(folder)}
+    trajectories_stage(settings, context(options))
+    generate_stage(settings, context({"tests": ("temporal",)}))
+    catalog = open_storage(settings).catalog
+    before = {r.payload["trajectory_id"]: r.id for r in catalog.find_records(kind="web_trajectory")}
+    (folder / "frames" / "mail0.png").write_bytes(png(250))  # the source's first mail screenshot was redone
+    assert trajectories_stage(settings, context(options))["superseded"] == 1 + 4 + 4  # it, 4 questions, 4 items
+    old = catalog.get_record(before["mail"])
+    assert old.status == Status.SUPERSEDED and catalog.get_record(before["shop"]).status == Status.ACCEPTED
+    made = generate_stage(settings, context({"tests": ("temporal",)}))
+    assert made["temporal"]["new"] == 8 and made["superseded"] == 0  # the mail questions again, from the new one
+    current = [r for r in catalog.find_records(kind="webplan_instance") if r.status == Status.CANDIDATE]
+    assert len(current) == 12 and before["mail"] not in {p for r in current for p in r.parents}

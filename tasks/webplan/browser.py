@@ -177,9 +177,20 @@ class MiniWobBrowser:
         """MiniWob++'s own verdict once Submit ended the episode: done, raw reward."""
         return self.run("return {done: WOB_DONE_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL};")
 
-    def screenshot(self, css: str = "#wrap") -> bytes:
+    def screenshot(self, css: str = "#wrap", settle_tries: int = 10) -> bytes:
         """PNG of one element (the task with its instruction banner by default), without the focus ring or caret:
-        the page's active element is blurred first, so nothing shows which field was touched last."""
+        the page's active element is blurred first, so nothing shows which field was touched last. Taken again
+        until two shots 30 ms apart agree (at most ``settle_tries``): a page still redrawing after an action (a
+        pager re-rendering, a style update on a loaded machine) would otherwise give another picture of the same
+        state in another run, and a new record id."""
         self.run("if (document.activeElement) { document.activeElement.blur(); } "
                  "window.getSelection && window.getSelection().removeAllRanges();")
-        return self.find(css).screenshot_as_png
+        element = self.find(css)
+        shot = element.screenshot_as_png
+        for _ in range(settle_tries):
+            time.sleep(0.03)
+            again = element.screenshot_as_png
+            if again == shot:
+                break
+            shot = again
+        return shot

@@ -85,8 +85,22 @@ def trajectories_stage(settings: Settings, context: BuildContext) -> dict[str, A
             records.append(_trajectory_record(replace(trajectory, steps=tuple(steps)), producer, storage))
     quarantined = _quarantine(rejected, source, producer)
     new = storage.catalog.put_records(records + quarantined, run_id=context.run_id)
+    superseded = _supersede_earlier(storage.catalog, "web_trajectory", records, ("source", "trajectory_id"),
+                                    context.run_id)
     return {"trajectories": len(records), "records": len(records), "new": new, "quarantined": len(quarantined),
-            "paraphrased by": words.name}
+            "superseded": superseded, "paraphrased by": words.name}
+
+
+def _supersede_earlier(catalog: Any, kind: str, produced: list[Any], fields: tuple[str, ...],
+                       run_id: str | None) -> int:
+    """Earlier records of ``kind`` naming the same thing (the same ``fields``) as one made now, but other than it
+    (a screenshot or a paraphrase that changed), are superseded with everything derived from them, so a release
+    never holds two versions of one trajectory or instance."""
+    made = {tuple(r.payload[f] for f in fields): r.id for r in produced}
+    current = catalog.find_records(kind=kind, benchmark=NAME, status=Status.ACCEPTED) + \
+        catalog.find_records(kind=kind, benchmark=NAME, status=Status.CANDIDATE)
+    stale = [r.id for r in current if made.get(tuple(r.payload[f] for f in fields), r.id) != r.id]
+    return catalog.supersede(stale, reason=f"replaced by a later build ({run_id or 'local'})") if stale else 0
 
 
 def _trajectory_record(trajectory: Any, producer: Producer, storage: Any) -> Any:
@@ -113,11 +127,11 @@ def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     producer = Producer(task="generate-webplan", flow_run_id=context.run_id,
                         params={"tests": tests, "seed": seed, "count": options.count,
                                 "semantic_base": configured.semantic_base, "option_count": configured.option_count})
-    counts: dict[str, Any] = {"instances": 0, "records": 0, "new": 0, "quarantined": 0}
+    counts: dict[str, Any] = {"instances": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
     for test, made in built.items():
         stored = _store(storage, made, producer, context.run_id, test)
         counts[test] = stored
-        for key in ("instances", "records", "new", "quarantined"):
+        for key in ("instances", "records", "new", "quarantined", "superseded"):
             counts[key] += stored[key]
     return counts
 
@@ -161,7 +175,10 @@ def _store(storage: Any, made: Any, producer: Producer, run_id: str | None, test
             records += [record, review]
     quarantined = _quarantine(made.rejected, f"{test} generator", producer)
     new = storage.catalog.put_records(records + quarantined, run_id=run_id)
-    return {"instances": len(records) // 2, "records": len(records), "new": new, "quarantined": len(quarantined)}
+    instances = [r for r in records if r.kind == "webplan_instance"]
+    superseded = _supersede_earlier(storage.catalog, "webplan_instance", instances, ("test", "key"), run_id)
+    return {"instances": len(records) // 2, "records": len(records), "new": new, "quarantined": len(quarantined),
+            "superseded": superseded}
 
 
 def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
