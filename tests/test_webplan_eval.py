@@ -205,3 +205,29 @@ def test_the_webplan_export_reads_back_into_the_same_instances(settings: Setting
     (tmp_path / "out" / "edge.jsonl").write_text(json.dumps(entry) + "\n")
     with pytest.raises(ValueError, match="outside the source root"):
         import_webplan(tmp_path / "out")
+
+
+def test_the_verification_view_shows_everything_escaped() -> None:
+    from tasks.webplan.review_view import VIEW
+
+    instances = {i.test: i for i in _instances()}
+    edge = instances["edge"]
+    view = {"question": "Is this right?", "images": {"start": "sha-start"},
+            "target": {"test": "edge", "task": "Select <b>x</b>", "answer": "C", "options": edge.options,
+                       "verified_by": "Chromium", "meta": {**edge.meta, "form_task": "click-checkboxes",
+                                                          "start_caption": "'x' is unchecked."}}}
+    text, pictures = VIEW.render(view, lambda sha: b"png of " + str(sha).encode())
+    assert "Select &lt;b&gt;x&lt;/b&gt;" in text and "<b>C</b>: 1. plan C." in text
+    assert "Marked answer:</b> C" in text and "&#x27;x&#x27; is unchecked." in text
+    assert [(p.caption, p.data) for p in pictures] == [("Screenshot", b"png of sha-start")]
+    future = instances["future"]
+    view = {"question": "?", "images": {"start": "s"}, "target": {
+        "test": "future", "task": "t", "answer": "Yes", "options": {}, "verified_by": "v",
+        "meta": {**future.meta, "family": "reorder", "form_task": "click-checkboxes"}}}
+    text, _ = VIEW.render(view, lambda sha: b"x")
+    assert "Plan A:</b> 1. Check &#x27;x&#x27;. 2. Hit Submit." in text and "family: reorder" in text
+    temporal = {"question": "?", "images": {"picture_2": "b", "picture_1": "a"}, "target": {
+        "test": "temporal", "task": "t", "answer": "A", "options": {"A": "Picture 1"}, "verified_by": "v",
+        "meta": {"order": "order1", "form": "mcq", "dataset": "miniwob"}}}
+    _, pictures = VIEW.render(temporal, lambda sha: sha.encode())
+    assert [p.caption for p in pictures] == ["Picture 1", "Picture 2"]
