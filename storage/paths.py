@@ -71,3 +71,9 @@ def export_path(out_dir: Path, *parts: str) -> Path:
     """Where an export writes a file whose name comes from a record (a trajectory id, a frame name): below
     ``out_dir`` or OutsideRoot. Names may hold ``/`` (ids are relative paths) but never lead out."""
     return SourceRoot(out_dir).inside(Path(*parts))
+
+
+def file_stem(text: str) -> str:
+    """A file name made from a record's text (an instance key, a role): letters, digits, ``-`` and ``_`` only, so
+    never a separator, ``.`` or ``..``."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in text) or "_"

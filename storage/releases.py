@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -247,9 +248,7 @@ def export_release(catalog: Catalog, store: BlobStore, tag: str, out_dir: str | 
     (target / "blobs").mkdir(parents=True, exist_ok=True)
     file_names = {sha: f"blobs/{sha}{_extension(info.media_type)}" for sha, info in manifest.blobs.items()}
     for sha, name in file_names.items():
-        destination = export_path(target, name)  # a manifest edited to name "../x" writes nothing outside
-        if not destination.exists():
-            store.get_to_file(sha, destination)
+        export_blob(store, sha, target, name)  # a manifest edited to name "../x" writes nothing outside
         if on_progress:
             on_progress(1)
     frozen_status = {e.id: e.status for e in manifest.records}
@@ -281,6 +280,16 @@ def export_release(catalog: Catalog, store: BlobStore, tag: str, out_dir: str | 
     con.close()
     (target / "manifest.json").write_text(json.dumps(manifest.model_dump(mode="json"), indent=1))
     return target
+
+
+def export_blob(store: BlobStore, sha256: str, out_dir: Path, *parts: str) -> str:
+    """Write one blob to ``out_dir/parts`` (once: an existing file is kept), never outside ``out_dir``; its path
+    relative to ``out_dir``, with forward slashes."""
+    destination = export_path(out_dir, *parts)
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if not destination.exists():
+        store.get_to_file(sha256, destination)
+    return destination.relative_to(Path(os.path.abspath(out_dir))).as_posix()
 
 
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:

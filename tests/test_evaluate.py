@@ -176,12 +176,14 @@ def test_a_killed_evaluation_resumes_without_asking_again_what_was_cached(settin
         server.script(("sleep", 0.25, "<score>40%</score>"))
         command = [sys.executable, "-m", "flows.cli", "evaluate", "--release", tag, "--model",
                    f"openai:tiny-vlm?base_url={server.url}&max_concurrency=2"]
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # its own session: the kill below takes the temporary Prefect server it starts along, as a crash would
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
         deadline = time.monotonic() + 240
         while len(server.requests) < 20 and time.monotonic() < deadline and process.poll() is None:
             time.sleep(0.05)
         assert process.poll() is None, process.stdout.read().decode()[-3000:]
-        process.send_signal(signal.SIGKILL)
+        os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         first_run = [json.dumps(r["body"]["messages"], sort_keys=True) for r in server.requests]
         catalog = open_storage(settings).catalog

@@ -243,12 +243,14 @@ def test_a_killed_stage3_run_resumes_without_asking_a_cached_turn_again(settings
         server.script(("call", _agent(truth, blocked), 0.3))
         command = [sys.executable, "-m", "flows.cli", "evaluate", "--release", tag, "--strategy", "stage3",
                    "--model", f"openai:tiny-vlm?base_url={server.url}&max_concurrency=1"]
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # its own session: the kill below takes the temporary Prefect server it starts along, as a crash would
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
         deadline = time.monotonic() + 240
         while len(server.requests) < 6 and time.monotonic() < deadline and process.poll() is None:
             time.sleep(0.05)
         assert process.poll() is None, process.stdout.read().decode()[-3000:]
-        process.send_signal(signal.SIGKILL)
+        os.killpg(process.pid, signal.SIGKILL)
         process.wait()
         first_run = [json.dumps(r["body"]["messages"], sort_keys=True) for r in server.requests]
         [(cached,)] = storage.catalog.query("SELECT count(*) FROM responses")

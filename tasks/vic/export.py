@@ -16,15 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from storage.paths import SourceRoot, export_path
-from storage.releases import load_release
+from storage.paths import SourceRoot, file_stem
+from storage.releases import export_blob, load_release
 from tasks.vic.task import OpenForm, StageOne, VicInstance
-
-
-def _name(text: str) -> str:
-    """A file stem from an instance key: no separators, never ``.``/``..``."""
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
-    return safe or "_"
 
 
 def export_vic(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
@@ -33,14 +27,9 @@ def export_vic(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, i
     out_dir = Path(os.path.abspath(out_dir))
     files: dict[str, list[dict[str, Any]]] = {}
     for record in sorted(records, key=lambda r: (r.payload["task"], r.payload["key"])):
-        payload, stem = record.payload, f"{record.payload['task']}_{_name(record.payload['key'])}"
-        names = {}
-        for blob in record.blobs:
-            path = export_path(out_dir, "images", f"{stem}_{blob.role}.png")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if not path.exists():
-                store.get_to_file(blob.sha256, path)
-            names[blob.role] = str(path.relative_to(out_dir).as_posix())
+        payload, stem = record.payload, f"{record.payload['task']}_{file_stem(record.payload['key'])}"
+        names = {blob.role: export_blob(store, blob.sha256, out_dir, "images", f"{stem}_{blob.role}.png")
+                 for blob in record.blobs}
         options = [names[r] for r in sorted(names) if r.startswith("option_")]
         extra = [names[r] for r in sorted(names) if r not in ("stage1", "open") and not r.startswith("option_")]
         common = {"id": payload["key"], "task": payload["task"], "meta": payload["meta"]}

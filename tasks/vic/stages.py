@@ -4,10 +4,9 @@ candidates with a recheck item for people; a release takes what people accepted.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from schemas import Producer, Status, make_record
+from schemas import Producer, make_record
 from schemas.config import Settings
 from storage import open_storage
 from tasks.benchmark import BuildContext
@@ -104,27 +103,15 @@ def _rejected(chosen: Any) -> list[tuple[str, str, str]]:
 
 def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
     """``<prefix>-vic``: the instances people accepted."""
-    from schemas.releases import ReleaseSelection
-    from storage.releases import create_release
+    from tasks.releasing import freeze_accepted
 
-    storage = open_storage(settings)
-    accepted = storage.catalog.find_records(kind="vic_instance", benchmark=NAME, status=Status.ACCEPTED)
-    if not accepted:
-        return []
-    selection = ReleaseSelection(benchmarks=(NAME,), kinds=("vic_instance",),
-                                 only_ids=tuple(sorted(r.id for r in accepted)),
-                                 subset="instances verified by their task's check and accepted by a person")
-    return [create_release(storage.catalog, storage.blobs, f"{prefix}-vic", selection=selection, params=params,
-                           only_if_changed=True).tag]
+    return freeze_accepted(settings, prefix, params, benchmark=NAME, kind="vic_instance",
+                           subset="instances verified by their task's check and accepted by a person")
 
 
 def publish_release(settings: Settings, tag: str) -> dict[str, Any]:
     """The release in the ``vic`` format beside the other exports."""
-    from storage.releases import load_release
+    from tasks.releasing import publish_in_format
     from tasks.vic.export import export_vic
 
-    storage = open_storage(settings)
-    manifest = load_release(storage.catalog, tag)
-    target = Path(settings.export.folder) / f"{manifest.name}-v{manifest.version}-vic"
-    written = export_vic(storage.catalog, storage.blobs, tag, target)
-    return {"vic format": {"folder": str(target), **written}, "notes": [f"ViC-Bench format: {target}"]}
+    return publish_in_format(settings, tag, fmt="vic", title="ViC-Bench", exporter=export_vic)

@@ -15,14 +15,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from storage.paths import SourceRoot, export_path
-from storage.releases import load_release
+from storage.paths import SourceRoot, file_stem
+from storage.releases import export_blob, load_release
 from tasks.webplan.instance import TESTS, WebplanInstance
-
-
-def _name(text: str) -> str:
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in text)
-    return safe or "_"
 
 
 def export_webplan(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
@@ -32,14 +27,10 @@ def export_webplan(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
     out_dir.mkdir(parents=True, exist_ok=True)
     lines: dict[str, list[str]] = {}
     for record in sorted(records, key=lambda r: (r.payload["test"], r.payload["key"])):
-        payload, names = record.payload, {}
-        for blob in record.blobs:
-            suffix = ".png" if blob.media_type == "image/png" else ".jpg"
-            path = export_path(out_dir, "images", f"{_name(payload['key'])}_{_name(blob.role)}{suffix}")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if not path.exists():
-                store.get_to_file(blob.sha256, path)
-            names[blob.role] = path.relative_to(out_dir).as_posix()
+        payload = record.payload
+        names = {blob.role: export_blob(store, blob.sha256, out_dir, "images", f"{file_stem(payload['key'])}_"
+                                        f"{file_stem(blob.role)}{'.png' if blob.media_type == 'image/png' else '.jpg'}")
+                 for blob in record.blobs}
         entry = {"id": payload["key"], "test": payload["test"], "task": payload["task"], "images": names,
                  "options": payload.get("options", {}), "answer": payload["answer"],
                  "meta": {**payload.get("meta", {}), "verified_by": payload.get("verified_by", "")}}

@@ -183,28 +183,15 @@ def _store(storage: Any, made: Any, producer: Producer, run_id: str | None, test
 
 def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
     """``<prefix>-webplan``: the instances people accepted."""
-    from schemas.releases import ReleaseSelection
-    from storage.releases import create_release
+    from tasks.releasing import freeze_accepted
 
-    storage = open_storage(settings)
-    accepted = storage.catalog.find_records(kind="webplan_instance", benchmark=NAME, status=Status.ACCEPTED)
-    if not accepted:
-        return []
-    selection = ReleaseSelection(benchmarks=(NAME,), kinds=("webplan_instance",),
-                                 only_ids=tuple(sorted(r.id for r in accepted)),
-                                 subset="instances confirmed in the browser (or by their source) and accepted by a "
-                                        "person")
-    return [create_release(storage.catalog, storage.blobs, f"{prefix}-webplan", selection=selection, params=params,
-                           only_if_changed=True).tag]
+    return freeze_accepted(settings, prefix, params, benchmark=NAME, kind="webplan_instance",
+                           subset="instances confirmed in the browser (or by their source) and accepted by a person")
 
 
 def publish_release(settings: Settings, tag: str) -> dict[str, Any]:
     """The release in the ``webplan`` format beside the other exports."""
-    from storage.releases import load_release
+    from tasks.releasing import publish_in_format
     from tasks.webplan.export import export_webplan
 
-    storage = open_storage(settings)
-    manifest = load_release(storage.catalog, tag)
-    target = Path(settings.export.folder) / f"{manifest.name}-v{manifest.version}-webplan"
-    written = export_webplan(storage.catalog, storage.blobs, tag, target)
-    return {"webplan format": {"folder": str(target), **written}, "notes": [f"web-planning format: {target}"]}
+    return publish_in_format(settings, tag, fmt="webplan", title="web-planning", exporter=export_webplan)
