@@ -88,10 +88,12 @@ def _failures_as_messages() -> Iterator[None]:
         raise typer.Exit(1) from None
 
 
-def _table(columns: tuple[str, ...], title: str | None = None) -> Table:
+def _table(columns: tuple[str, ...], title: str | None = None, whole: tuple[str, ...] = ()) -> Table:
+    """A table; the ``whole`` columns (names, hashes a user copies) are folded onto more lines in a narrow
+    terminal, never cut short with an ellipsis."""
     table = Table(title=title)
     for column in columns:
-        table.add_column(column)
+        table.add_column(column, overflow="fold" if column in whole else "ellipsis")
     return table
 
 
@@ -446,7 +448,8 @@ def release_list() -> None:
 
     catalog = _storage().catalog
     contents = content_hashes(catalog)
-    table = _table(("release", "created", "records", "content sha256", "manifest sha256"))
+    table = _table(("release", "created", "records", "content sha256", "manifest sha256"),
+                   whole=("release", "content sha256", "manifest sha256"))
     for name, version, created, count, sha in list_releases(catalog):
         table.add_row(f"{name}@{version}", f"{created:%Y-%m-%d %H:%M:%S}", str(count),
                       contents[(name, version)][:16], sha[:16])
