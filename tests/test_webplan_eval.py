@@ -231,3 +231,31 @@ def test_the_verification_view_shows_everything_escaped() -> None:
         "meta": {"order": "order1", "form": "mcq", "dataset": "miniwob"}}}
     _, pictures = VIEW.render(temporal, lambda sha: sha.encode())
     assert [p.caption for p in pictures] == ["Picture 1", "Picture 2"]
+
+
+def test_the_judge_reads_what_the_rules_cannot_and_unclear_counts_as_wrong(settings: Settings) -> None:
+    from tasks.evaluate.tasks import gather_answers, prepare_evaluation, score_and_store
+    from tests.chat_server import ScriptedChatServer
+
+    tag = _release(settings)
+
+    def reply(body: dict[str, Any]) -> str:
+        if body["model"] == "judge":  # the edge case's reply reads as C to the judge, the rest stay unclear
+            asked = body["messages"][-1]["content"]
+            text = asked if isinstance(asked, str) else " ".join(p.get("text", "") for p in asked)
+            return "C" if "third plan" in text else "unclear"
+        return "The third plan looks best to me." if "action plans" in json.dumps(body) else "Hard to say."
+
+    with ScriptedChatServer() as server:
+        server.script(("call", reply))
+        plan = prepare_evaluation.fn(settings, tag, f"openai:m?base_url={server.url}", "instruct", None, None,
+                                     judge_fallback=True)
+        result = score_and_store.fn(settings, plan, gather_answers.fn(settings, plan), None,
+                                    f"openai:judge?base_url={server.url}")
+    assert result.counts["judged"] == 1 and result.counts["unparsed"] == 5
+    assert result.metrics["edge"] == 100 and result.metrics["temporal"] == 0 and result.metrics["future"] == 0
+    rows = {(m, s): v for m, s, v, _ in open_storage(settings).catalog.query(
+        "SELECT payload->>'metric', payload->>'subset', CAST(payload->>'value' AS DOUBLE), 0 FROM records "
+        "WHERE kind = 'metric'")}
+    assert rows[("judge_used_rate", "edge/task1/instruct")] == 100
+    assert rows[("unparsed_rate", "future/short/task1/instruct")] == 100
