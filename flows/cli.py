@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from flows.server import server_app
 from schemas.config import Settings, config_source, load_settings, masked
 
 app = typer.Typer(
@@ -40,6 +41,7 @@ annotate_app = typer.Typer(invoke_without_command=True)
 app.add_typer(annotate_app, name="annotate")
 review_app = typer.Typer(help="Send released records back to people (the Recheck queue).", no_args_is_help=True)
 app.add_typer(review_app, name="review")
+app.add_typer(server_app, name="server")
 
 console = Console()
 err = Console(stderr=True)

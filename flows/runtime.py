@@ -27,11 +27,21 @@ _QUIET_DEFAULTS = {
 
 
 def prepare_prefect(settings: Settings | None) -> None:
-    """Quiet, offline defaults (the environment still wins) and the configured Prefect server, if any."""
+    """Quiet, offline defaults (the environment still wins) and the Prefect server to use: ``PREFECT_API_URL``,
+    else ``[prefect] api_url``, else the one ``benchwright server start`` keeps (when its process still runs);
+    with none, each flow starts a temporary server."""
     for name, value in _QUIET_DEFAULTS.items():
         os.environ.setdefault(name, value)
-    if settings and settings.prefect.api_url and "PREFECT_API_URL" not in os.environ:
+    if "PREFECT_API_URL" in os.environ:
+        return
+    if settings and settings.prefect.api_url:
         os.environ["PREFECT_API_URL"] = settings.prefect.api_url
+        return
+    from flows.server import recorded
+
+    kept = recorded()
+    if kept:
+        os.environ["PREFECT_API_URL"] = kept["url"]
 
 
 def current_flow_run_id() -> str | None:

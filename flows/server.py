@@ -1,0 +1,167 @@
+"""One Prefect server kept for a user's commands: ``benchwright server start|stop|status``.
+
+Without a server, every command that runs a flow starts a temporary one and waits for it (15-25 s on two cores,
+longer on a fresh ``PREFECT_HOME``). ``benchwright server start`` starts ``prefect server start`` in the background
+on 127.0.0.1 with the project's quiet settings, waits until it answers, and writes where it is to
+``$PREFECT_HOME/benchwright-server.json``; every later command with the same ``PREFECT_HOME`` finds it there (when
+neither ``PREFECT_API_URL`` nor ``[prefect] api_url`` names a server) and pays only for its own work. A state file
+whose process has gone is ignored, so a reboot or a killed server falls back to a temporary one, never to an error.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+STATE_FILE = "benchwright-server.json"
+HEALTH_TIMEOUT_S = 1.0
+
+server_app = typer.Typer(help="Keep one Prefect server for your commands, so none of them starts its own.",
+                         no_args_is_help=True)
+
+
+def prefect_home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+
+
+def _state_path() -> Path:
+    return prefect_home() / STATE_FILE
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process: alive
+        return True
+    return True
+
+
+def _healthy(url: str, timeout: float = HEALTH_TIMEOUT_S) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=timeout) as response:
+            return response.status == 200
+    except (OSError, ValueError):
+        return False
+
+
+def recorded() -> dict[str, Any] | None:
+    """The server ``start`` recorded, if its process still runs (no request is made: a command reads this at
+    start-up and must stay fast)."""
+    try:
+        state = json.loads(_state_path().read_text())
+        return state if _alive(int(state["pid"])) else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def start_server(port: int | None = None, wait_s: float = 180.0) -> dict[str, Any]:
+    """The running server, or a new one once it answers (its log in ``$PREFECT_HOME/benchwright-server.log``)."""
+    found = recorded()
+    if found and _healthy(found["url"]):
+        return {**found, "started": False}
+    from flows.runtime import prepare_prefect
+
+    prepare_prefect(None)  # the quiet, offline defaults, for the server too
+    home = prefect_home()
+    home.mkdir(parents=True, exist_ok=True)
+    port = port or _free_port()
+    url = f"http://127.0.0.1:{port}/api"
+    log = home / "benchwright-server.log"
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PREFECT_HOME": str(home)}
+    prefect = Path(sys.executable).with_name("prefect")
+    with open(log, "ab") as output:
+        process = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                                   stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                   env=environment, start_new_session=True)
+    deadline = time.monotonic() + wait_s
+    while not _healthy(url):
+        if process.poll() is not None or time.monotonic() > deadline:
+            _terminate(process.pid)
+            raise RuntimeError(f"the Prefect server did not start (see {log})")
+        time.sleep(0.25)
+    state = {"pid": process.pid, "url": url, "port": port, "log": str(log), "home": str(home),
+             "started_at": time.time()}
+    _state_path().write_text(json.dumps(state))
+    return {**state, "started": True}
+
+
+def _terminate(pid: int, wait_s: float = 20.0) -> None:
+    """The server's whole process group: SIGTERM, then SIGKILL if it is still there after ``wait_s``."""
+    for sent in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pid, sent)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait_s
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)  # our child when start and stop run in one process (tests)
+        if not _alive(pid):
+            return
+
+
+def stop_server() -> dict[str, Any] | None:
+    """Stop the recorded server; None when none runs."""
+    found = recorded()
+    path = _state_path()
+    if found is None:
+        path.unlink(missing_ok=True)
+        return None
+    _terminate(int(found["pid"]))
+    path.unlink(missing_ok=True)
+    return found
+
+
+@server_app.command("start")
+def start(port: Annotated[int | None, typer.Option(help="Port on 127.0.0.1; default: a free one.")] = None,
+          wait: Annotated[float, typer.Option(help="Seconds to wait for it to answer.")] = 180.0) -> None:
+    """Start a Prefect server in the background (or find the one already running); every later benchwright
+    command with the same PREFECT_HOME uses it instead of starting a temporary one."""
+    try:
+        state = start_server(port, wait)
+    except RuntimeError as error:
+        typer.echo(f"error: {error}", err=True)
+        raise typer.Exit(1) from None
+    verb = "started" if state["started"] else "already running"
+    typer.echo(f"Prefect server {verb}: {state['url']} (pid {state['pid']}, log {state['log']})")
+    typer.echo(f"commands with PREFECT_HOME={state['home']} use it; stop it with: benchwright server stop")
+
+
+@server_app.command("stop")
+def stop() -> None:
+    """Stop the server `benchwright server start` started."""
+    found = stop_server()
+    typer.echo(f"stopped the Prefect server at {found['url']} (pid {found['pid']})" if found
+               else "no Prefect server was running")
+
+
+@server_app.command("status")
+def status() -> None:
+    """Whether a server runs, where, and whether it answers; exit code 1 when none runs."""
+    found = recorded()
+    if found is None:
+        typer.echo(f"no Prefect server running for PREFECT_HOME={prefect_home()}: each flow starts a temporary one "
+                   "(benchwright server start keeps one)")
+        raise typer.Exit(1)
+    health = "answering" if _healthy(found["url"]) else "NOT answering"
+    typer.echo(f"Prefect server at {found['url']} (pid {found['pid']}), {health}; log {found['log']}")
