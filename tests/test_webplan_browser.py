@@ -95,3 +95,16 @@ def test_the_slider_clamps_in_the_browser_where_the_model_refuses(browser: MiniW
     push = 25 if start.slider >= 0 else -25
     done = execute(browser, "form-sequence", 4, [], [Action("slider", value=push)])
     assert done.before_submit.slider == (10 if push > 0 else -10)
+
+
+def test_a_build_balances_yes_and_no_even_with_one_pair_per_cell(browser: MiniWobBrowser) -> None:
+    from tasks.webplan.build import future_pairs
+    from tasks.webplan.stats import webplan_stats
+
+    built = future_pairs(browser, 1, 0)
+    answers = [instance.answer for instance, _ in built.instances]
+    assert len(answers) >= 5 and abs(answers.count("Yes") - answers.count("No")) <= 1
+    stats = webplan_stats([{"test": i.test, "answer": i.answer, "meta": i.meta} for i, _ in built.instances])
+    assert sum(stats.cells.values()) == len(answers)
+    assert stats.answers[("future", "Yes")] == answers.count("Yes")
+    assert ("future", "horizon short / task 2") in stats.cells

@@ -91,14 +91,15 @@ def edge_cases(browser: Any, count: int, seed: int, options: int) -> Built:
 
 
 def future_pairs(browser: Any, count: int, seed: int) -> Built:
-    """``count`` pairs per form task and horizon, Yes and No alternating."""
+    """``count`` pairs per form task and horizon, Yes and No alternating (each cell starting where the last one
+    left off, so even one pair per cell gives as many Yes as No over the build)."""
     from tasks.webplan.form_pages import read_state
     from tasks.webplan.forms import FORM_TASKS
     from tasks.webplan.future import HORIZONS, confirm_pair, draft_pair, future_instance
 
     built = Built()
     cells = [(task, horizon) for task in FORM_TASKS for horizon in HORIZONS]
-    for task, horizon in cells:
+    for index, (task, horizon) in enumerate(cells):
         made = 0
         for i in progress(range(3 * count), 3 * count, f"future-state pairs of {task}, {horizon}"):
             if made == count:
@@ -106,7 +107,8 @@ def future_pairs(browser: Any, count: int, seed: int) -> Built:
             episode_seed = seed * 100_000 + i
             episode = browser.reset(task, episode_seed)
             start, shot = read_state(browser), browser.screenshot()
-            pair = draft_pair(task, episode_seed, episode.utterance, start, horizon, same=made % 2 == 0)
+            pair = draft_pair(task, episode_seed, episode.utterance, start, horizon,
+                              same=(made + index * count) % 2 == 0)
             where = f"future {task} {horizon} seed {episode_seed}"
             if isinstance(pair, str):
                 built.rejected.append((where, pair))

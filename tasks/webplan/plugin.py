@@ -38,4 +38,5 @@ PLUGIN = BenchmarkPlugin(
     cli="tasks.webplan.cli:build_command",
     freeze=f"{_STAGES}:freeze_releases",
     publish=f"{_STAGES}:publish_release",
+    stats="tasks.webplan.stats:stats_for_release",
 )
