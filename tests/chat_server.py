@@ -50,6 +50,10 @@ class ScriptedChatServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # connections kept alive between requests, as vLLM's and OpenAI's servers keep them (HTTP/1.0, the
+            # default here, would make every request open a new one and measure that instead)
+            protocol_version = "HTTP/1.1"
+
             def log_message(self, *args: Any) -> None:
                 pass
 
