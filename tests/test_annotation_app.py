@@ -113,7 +113,8 @@ def test_each_benchmark_queue_is_a_tab_drawn_from_the_view_it_declares(tmp_path)
     blocks = build(app.settings, app)
     ids = {block.elem_id for block in blocks.blocks.values() if getattr(block, "elem_id", None)}
     declared = [review for plugin in benchmark.plugins() for review in plugin.reviews if review.view]
-    assert {r.queue for r in declared} == {"visual_negative", "scene_correction", "vic_recheck"}
+    assert {r.queue for r in declared} == {"visual_negative", "scene_correction", "vic_recheck",
+                                           "webplan_verification"}
     for review in declared:
         view = review.review_view()
         assert set(dict(view.buttons)) <= set(review.verdicts)

@@ -288,7 +288,8 @@ def test_opening_pages_and_the_admin_tab_leases_nothing(tmp_path):
         admin = browser.new_page()
         log_in(admin, url, "boss")
         for tab, prefix in (("Visual negatives", "visual_negative"), ("Scene correction", "scene_correction"),
-                            ("ViC-Bench recheck", "vic_recheck"), ("Recheck", "rc")):
+                            ("ViC-Bench recheck", "vic_recheck"),
+                            ("Web planning verification", "webplan_verification"), ("Recheck", "rc")):
             admin.get_by_role("tab", name=tab, exact=True).click()  # each tab's opening handler has run
             expect(admin.locator(f"#{prefix}-progress")).to_contain_text("boss", timeout=30_000)
         admin.get_by_role("tab", name="Admin", exact=True).click()
