@@ -9,12 +9,14 @@ are keyed by their content-derived id and inserted with ``ON CONFLICT DO NOTHING
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import os
 import random
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -185,6 +187,19 @@ class Catalog:
         The file is still let go of when idle for ``idle_s`` seconds and at least every ``hold_s`` seconds, so
         flows in other processes get their turn."""
         self.keep_open_s = idle_s
+        if idle_s > 0:
+            # closed before the interpreter finalizes: a connection an idle-check thread closes during shutdown
+            # makes DuckDB's C++ abort the process ("terminate called ... exception not rethrown")
+            method = weakref.WeakMethod(self.close)
+            atexit.register(lambda: (bound := method()) is not None and bound())
+
+    def close(self) -> None:
+        """Let go of the file now: the kept connection closed and its idle check cancelled (a service ending)."""
+        with self._shared_cv:
+            if self._idle_timer is not None:
+                self._idle_timer.cancel()
+            if self._shared is not None and not self._shared_users:
+                self._close_shared()
 
     @contextmanager
     def connect(self) -> Iterator[duckdb.DuckDBPyConnection]:
