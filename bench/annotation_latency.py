@@ -1,13 +1,15 @@
 """Latency of the annotation app under load: from submitting a decision to seeing the next item.
 
-    python bench/annotation_latency.py [--clients 8] [--items 240] [--overlap 1]
+    python bench/annotation_latency.py [--clients 8] [--items 240] [--overlap 1] [--curve 1,2,4,8] [--plot PNG]
 
 Starts the app (``benchwright annotate``, its own process, as in production) on a temporary catalog with ``--items``
 recheck items; ``--clients`` annotators, threads of this process, each work the queue through the app's HTTP API
 as fast as they can (logged in, Gradio's two-step call: POST the call, read its result stream): take an item, answer
 it, take the next. Plain HTTP, not gradio_client, whose own overhead (~110 ms a call here) would hide the app's.
-Prints p50/p95/max of answer-to-next-item, the answers per second, and checks that every item got exactly
-``--overlap`` answers.
+Prints p50/p95/max of answer-to-next-item and the answers per second for the one-request path (``answer_next``:
+the answer and the next item in one call, as the page does) next to two calls (``answer``, then ``take``), against
+the targets (p95 <= 250 ms, >= 30 answers/s), checks that every item got exactly ``--overlap`` answers, and draws
+p50/p95 against the number of annotators (``--curve``) to ``--plot``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import tomli_w
 
@@ -30,24 +33,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--items", type=int, default=240)
-    parser.add_argument("--overlap", type=int, default=1)
-    args = parser.parse_args()
-
+def measure(clients: int, items: int, overlap: int, one_request: bool) -> dict[str, Any]:
+    """One pass: a fresh app and catalog, ``clients`` annotators working ``items`` items as fast as they can."""
     import httpx
 
     from storage import open_storage
     from tests.test_annotation_app import ANNOTATORS, app_settings, publish
 
-    names = (ANNOTATORS * (args.clients // len(ANNOTATORS) + 1))[:args.clients]
-    if len(set(names)) < args.clients:
+    names = (ANNOTATORS * (clients // len(ANNOTATORS) + 1))[:clients]
+    if len(set(names)) < clients:
         raise SystemExit(f"at most {len(ANNOTATORS)} clients (one account each)")
     with tempfile.TemporaryDirectory() as tmp:
-        settings = app_settings(Path(tmp), overlap={"recheck": args.overlap})
-        publish(settings, args.items)
+        settings = app_settings(Path(tmp), overlap={"recheck": overlap})
+        publish(settings, items)
         config = Path(tmp) / "benchwright.toml"
         sections = settings.model_dump(mode="json", include={"catalog", "blobs", "annotation"}, exclude_none=True)
         config.write_text(tomli_w.dumps(sections))
@@ -83,8 +81,11 @@ def main() -> None:
                 taken = json.loads(call(http, "take", "recheck"))
                 while taken:
                     start = time.perf_counter()
-                    call(http, "answer", taken["item_id"], "accept", "")
-                    taken = json.loads(call(http, "take", "recheck"))
+                    if one_request:
+                        taken = json.loads(call(http, "answer_next", taken["item_id"], "accept", "", "recheck"))["next"]
+                    else:
+                        call(http, "answer", taken["item_id"], "accept", "")
+                        taken = json.loads(call(http, "take", "recheck"))
                     with lock:
                         latencies.append(time.perf_counter() - start)
 
@@ -100,17 +101,54 @@ def main() -> None:
         counts = open_storage(settings).catalog.query(
             "SELECT count(*), count(DISTINCT item_id), max(n) FROM (SELECT item_id, count(*) AS n "
             "FROM review_decisions GROUP BY item_id) JOIN review_decisions USING (item_id)")
-    answers = len(latencies)
     ordered = sorted(latencies)
-    p95 = ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))]
-    print(f"clients {args.clients}, items {args.items}, overlap {args.overlap}")
-    print(f"answers                      {answers:>8}  ({answers / wall:.1f} per second, {wall:.1f} s)")
-    print(f"answer -> next item  p50     {statistics.median(ordered) * 1000:>8.0f} ms")
-    print(f"                     p95     {p95 * 1000:>8.0f} ms")
-    print(f"                     max     {ordered[-1] * 1000:>8.0f} ms")
     total, distinct, most = counts[0]
-    print(f"decisions stored             {total:>8}  on {distinct} items, at most {most} per item "
-          f"({'ok' if distinct == args.items and most == args.overlap else 'WRONG'})")
+    return {"answers": len(ordered), "rate": len(ordered) / wall, "wall": wall, "p50": statistics.median(ordered),
+            "p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], "max": ordered[-1],
+            "ok": distinct == items and most == overlap, "stored": total}
+
+
+def plot(curve: dict[int, dict[str, Any]], path: Path) -> None:
+    from tasks.plots import pyplot, save_figure
+
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(6, 3.4))
+    xs = sorted(curve)
+    for key, style in (("p50", "o-"), ("p95", "s--")):
+        axis.plot(xs, [curve[x][key] * 1000 for x in xs], style, label=key)
+    axis.axhline(250, color="grey", linewidth=0.8, linestyle=":", label="p95 target 250 ms")
+    axis.set_xlabel("annotators working at once")
+    axis.set_ylabel("answer -> next item (ms)")
+    axis.set_xticks(xs)
+    axis.legend(fontsize=8)
+    axis.spines[["top", "right"]].set_visible(False)
+    figure.tight_layout()
+    save_figure(figure, path)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--items", type=int, default=240)
+    parser.add_argument("--overlap", type=int, default=1)
+    parser.add_argument("--curve", default="1,2,4,8", help="annotator counts for the curve; empty: none")
+    parser.add_argument("--plot", type=Path, default=Path("data/bench/annotation-latency.png"))
+    args = parser.parse_args()
+    rows = {"answer_next (one request)": measure(args.clients, args.items, args.overlap, True),
+            "answer, then take (two)": measure(args.clients, args.items, args.overlap, False)}
+    print(f"clients {args.clients}, items {args.items}, overlap {args.overlap}")
+    print(f"{'path':28} {'answers/s':>10} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  decisions")
+    for name, row in rows.items():
+        print(f"{name:28} {row['rate']:10.1f} {row['p50'] * 1000:8.0f} {row['p95'] * 1000:8.0f} "
+              f"{row['max'] * 1000:8.0f}  {row['stored']} ({'ok' if row['ok'] else 'WRONG'})")
+    print("target (issue 19)             >= 30.0               <= 250")
+    if args.curve:
+        curve = {n: measure(n, max(60, 15 * n), args.overlap, True) for n in map(int, args.curve.split(","))}
+        for n, row in sorted(curve.items()):
+            print(f"  {n} annotators: p50 {row['p50'] * 1000:.0f} ms, p95 {row['p95'] * 1000:.0f} ms, "
+                  f"{row['rate']:.1f} answers/s")
+        plot(curve, args.plot)
+        print(f"plot: {args.plot}")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def test_every_route_needs_a_login_and_admin_routes_an_admin(running):
     settings, url = running()
     publish(settings, 1)
     assert httpx.get(url + "config").status_code == 401
-    for endpoint in ("take", "answer", "admin_report", "export_decisions"):
+    for endpoint in ("take", "answer", "answer_next", "admin_report", "export_decisions"):
         response = httpx.post(f"{url}gradio_api/call/{endpoint}", json={"data": []})
         assert response.status_code == 401, endpoint
     bad = httpx.post(url + "login", data={"username": "ann1", "password": "wrong"})
@@ -71,6 +71,22 @@ def test_an_annotator_cannot_answer_an_item_leased_to_another(running):
     with pytest.raises(Exception, match="already has its 1 answer"):
         second.predict(item.id, "reject", "", api_name="/answer")
     first.predict(item.id, "accept", "", api_name="/answer")
+
+
+def test_one_request_answers_and_returns_the_next_item(running):
+    settings, url = running()
+    first, second = publish(settings, 2)
+    me = client(url, "ann1")
+    assert json.loads(me.predict("recheck", api_name="/take"))["item_id"] == first.id
+    reply = json.loads(me.predict(first.id, "accept", "fine", "recheck", api_name="/answer_next"))
+    assert reply["next"]["item_id"] == second.id and reply["decision"]
+    last = json.loads(me.predict(second.id, "reject", "", "recheck", api_name="/answer_next"))
+    assert last["next"] is None
+    catalog = open_storage(settings).catalog
+    assert sorted(catalog.query("SELECT item_id, verdict FROM review_decisions")) == sorted(
+        [(first.id, "accept"), (second.id, "reject")])
+    with pytest.raises(Exception, match="already answered"):
+        me.predict(first.id, "accept", "", "recheck", api_name="/answer_next")
 
 
 @pytest.mark.parametrize("overlap", [1, 2])
