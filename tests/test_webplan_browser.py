@@ -108,3 +108,8 @@ def test_a_build_balances_yes_and_no_even_with_one_pair_per_cell(browser: MiniWo
     assert sum(stats.cells.values()) == len(answers)
     assert stats.answers[("future", "Yes")] == answers.count("Yes")
     assert ("future", "horizon short / task 2") in stats.cells
+    from tasks.webplan.build import made_before
+
+    done = made_before([({"test": i.test, "meta": i.meta}, ()) for i, _ in built.instances])
+    again = future_pairs(browser, 1, 0, done)  # a rerun: every cell already has its pair, no browser work
+    assert again.instances == [] and again.kept == len(answers)

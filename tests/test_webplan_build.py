@@ -81,7 +81,11 @@ def test_imported_trajectories_are_stored_once_and_bad_rows_quarantined(tmp_path
         trajectory = next(t for t in stored if t.id == record.parents[0])
         assert right == " ".join(f"{i}. {a}." for i, a in enumerate(
             trajectory.payload["actions"][record.payload["meta"]["step"]:], 1))
-    assert generate_stage(settings, context({"tests": ("temporal", "realweb")}))["new"] == 0
+    again = generate_stage(settings, context({"tests": ("temporal", "realweb")}))
+    assert again["new"] == 0 and again["instances"] == 0  # nothing made twice: what was made is kept
+    assert again["temporal"]["kept from earlier builds"] == 3 and again["realweb"]["kept from earlier builds"] == 4
+    rebuilt = generate_stage(settings, context({"tests": ("temporal", "realweb"), "rebuild": True}))
+    assert rebuilt["instances"] == 16 and rebuilt["new"] == 0 and rebuilt["superseded"] == 0  # the same again
 
 
 def test_the_chat_role_paraphrases_and_an_unusable_answer_falls_back_to_the_template(tmp_path: Path) -> None:

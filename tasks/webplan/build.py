@@ -19,10 +19,27 @@ Rejected = tuple[str, str]  # (what, why)
 class Built:
     instances: list[tuple[WebplanInstance, tuple[str, ...]]] = field(default_factory=list)  # with parent ids
     rejected: list[Rejected] = field(default_factory=list)
+    kept: int = 0  # made by an earlier build of the same seeds, so not made again (see ``made_before``)
 
-    def add(self, other: Built) -> None:
-        self.instances += other.instances
-        self.rejected += other.rejected
+
+# What an earlier build already made, so a rerun (a schedule, a resumed crash) neither redoes the browser work nor
+# stores anything twice: ("edge", form task, seed), ("future", form task, horizon, seed), ("temporal", trajectory
+# record id), ("realweb", strategy, trajectory record id).
+Done = frozenset[tuple[str, ...]]
+
+
+def made_before(instances: list[tuple[dict[str, Any], tuple[str, ...]]]) -> Done:
+    """The ``Done`` marks of stored instances, from (payload, parents)."""
+    marks = set()
+    for payload, parents in instances:
+        meta, test = payload.get("meta", {}), payload["test"]
+        if test == "edge":
+            marks.add(("edge", meta.get("form_task"), str(meta.get("seed"))))
+        elif test == "future":
+            marks.add(("future", meta.get("form_task"), meta.get("horizon"), str(meta.get("seed"))))
+        elif parents:
+            marks.add((test, *((meta.get("strategy"),) if test == "realweb" else ()), parents[0]))
+    return frozenset(marks)
 
 
 def progress(items: Iterable[Any], total: int, what: str) -> Iterator[Any]:
@@ -35,14 +52,17 @@ def per_task(total: int, parts: int) -> int:
     return max(1, math.ceil(total / parts))
 
 
-def record_trajectories(browser: Any, episodes: int, seed: int) -> tuple[list[Any], list[Rejected]]:
-    """``episodes`` episodes of every solver task, seeds ``seed * 100_000 + i``; the ones the page does not reward
-    with 1 are reported."""
+def record_trajectories(browser: Any, episodes: int, seed: int, recorded: frozenset[str] = frozenset()
+                        ) -> tuple[list[Any], list[Rejected]]:
+    """``episodes`` episodes of every solver task, seeds ``seed * 100_000 + i``, but for the trajectory ids already
+    ``recorded`` (the same page and seed give the same trajectory); the ones the page does not reward with 1 are
+    reported."""
     from tasks.webplan.solvers import SOLVERS
     from tasks.webplan.trajectories import SolverFailedError, record
 
     found, rejected = [], []
-    runs = [(task, seed * 100_000 + i) for task in SOLVERS for i in range(episodes)]
+    runs = [(task, seed * 100_000 + i) for task in SOLVERS for i in range(episodes)
+            if f"miniwob/{task}/{seed * 100_000 + i}" not in recorded]
     for task, episode_seed in progress(runs, len(runs), "recording MiniWob++ experts"):
         try:
             found.append(record(browser, task, episode_seed))
@@ -57,8 +77,9 @@ def _execute(browser: Any, task: str, seed: int) -> Any:
     return lambda setup, plan: execute(browser, task, seed, setup, plan)
 
 
-def edge_cases(browser: Any, count: int, seed: int, options: int) -> Built:
-    """``count`` edge cases per form task, seeds tried in order until there are enough (at most 3 x count)."""
+def edge_cases(browser: Any, count: int, seed: int, options: int, done: Done = frozenset()) -> Built:
+    """``count`` edge cases per form task, seeds tried in order until there are enough (at most 3 x count); a seed
+    an earlier build made one of counts without being made again."""
     from tasks.webplan.edge import confirm_edge, draft_edge, edge_instance
     from tasks.webplan.form_pages import execute, read_state
     from tasks.webplan.forms import FORM_TASKS, goal_of
@@ -70,6 +91,9 @@ def edge_cases(browser: Any, count: int, seed: int, options: int) -> Built:
             if made == count:
                 break
             episode_seed = seed * 100_000 + i
+            if ("edge", task, str(episode_seed)) in done:
+                made, built.kept = made + 1, built.kept + 1
+                continue
             episode = browser.reset(task, episode_seed)
             clean = read_state(browser)
             draft = draft_edge(task, episode_seed, episode.utterance, clean, goal_of(task, episode.utterance, clean),
@@ -90,7 +114,7 @@ def edge_cases(browser: Any, count: int, seed: int, options: int) -> Built:
     return built
 
 
-def future_pairs(browser: Any, count: int, seed: int) -> Built:
+def future_pairs(browser: Any, count: int, seed: int, done: Done = frozenset()) -> Built:
     """``count`` pairs per form task and horizon, Yes and No alternating (each cell starting where the last one
     left off, so even one pair per cell gives as many Yes as No over the build)."""
     from tasks.webplan.form_pages import read_state
@@ -105,6 +129,9 @@ def future_pairs(browser: Any, count: int, seed: int) -> Built:
             if made == count:
                 break
             episode_seed = seed * 100_000 + i
+            if ("future", task, horizon, str(episode_seed)) in done:
+                made, built.kept = made + 1, built.kept + 1
+                continue
             episode = browser.reset(task, episode_seed)
             start, shot = read_state(browser), browser.screenshot()
             pair = draft_pair(task, episode_seed, episode.utterance, start, horizon,
@@ -122,12 +149,15 @@ def future_pairs(browser: Any, count: int, seed: int) -> Built:
     return built
 
 
-def temporal_pairs(trajectories: list[tuple[Any, str]]) -> Built:
+def temporal_pairs(trajectories: list[tuple[Any, str]], done: Done = frozenset()) -> Built:
     """Four questions per trajectory (``(trajectory, record id)`` pairs)."""
     from tasks.webplan.temporal import temporal_instances
 
     built = Built()
     for trajectory, record_id in trajectories:
+        if ("temporal", record_id) in done:
+            built.kept += 1
+            continue
         made = temporal_instances(trajectory)
         if isinstance(made, str):
             built.rejected.append((f"temporal {trajectory.id}", made))
@@ -137,7 +167,7 @@ def temporal_pairs(trajectories: list[tuple[Any, str]]) -> Built:
 
 
 def plan_questions(browser: Any, trajectories: list[tuple[Any, str]], seed: int, base: str,
-                   max_actions: int) -> Built:
+                   max_actions: int, done: Done = frozenset()) -> Built:
     """A shuffle and a semantic question per usable trajectory; MiniWob++ ones replayed in the browser."""
     from tasks.webplan.realweb import STRATEGIES, confirm, question, realweb_instance, usable
     from tasks.webplan.trajectories import replay
@@ -147,7 +177,8 @@ def plan_questions(browser: Any, trajectories: list[tuple[Any, str]], seed: int,
     chosen = [(t, r) for t, r in trajectories if usable(t, max_actions)]
     built.rejected += [(f"realweb {t.id}", f"{len(t.steps)} actions (plan assessment needs 4 to {max_actions})")
                        for t, _ in trajectories if not usable(t, max_actions)]
-    runs = [(strategy, t, r) for strategy in STRATEGIES for t, r in chosen]
+    runs = [(strategy, t, r) for strategy in STRATEGIES for t, r in chosen if ("realweb", strategy, r) not in done]
+    built.kept = len(chosen) * len(STRATEGIES) - len(runs)
     for strategy, trajectory, record_id in progress(runs, len(runs), "real-web plan questions"):
         where = f"realweb {strategy} {trajectory.id}"
         made = question(trajectory, strategy, pool, seed, base)

@@ -31,6 +31,10 @@ def build_command(run: BuildRunner) -> Callable[..., None]:
         trajectories_format: Annotated[str, typer.Option(help=(
             "jsonl (trajectories.jsonl, documented in tasks/webplan/importers.py), mm-mind2web (Multimodal-Mind2Web "
             "parquet files) or guiact (GUIAct web-multi <split>_data.json + <split>_images.parquet)."))] = "jsonl",
+        rebuild: Annotated[bool, typer.Option(help=(
+            "Make again what an earlier build made from the same seeds and trajectories (after a change to the "
+            "generators); what changed is superseded. Default: a rerun keeps what was made and only adds."))]
+        = False,
         unattended_review: Annotated[str, typer.Option(help=(
             "wait: verification is left to people; accept: the unattended demo policy accepts every confirmed "
             "instance, marked as not human-reviewed."))] = "wait",
@@ -45,7 +49,8 @@ def build_command(run: BuildRunner) -> Callable[..., None]:
         Idempotent: instances are keyed by content, so a rerun stores nothing twice.
         """
         options = {"tests": test, "count": count, "episodes": episodes, "seed": seed,
-                   "trajectories_dir": trajectories, "trajectories_format": trajectories_format}
+                   "trajectories_dir": trajectories, "trajectories_format": trajectories_format,
+                   "rebuild": rebuild or None}
         run({k: v for k, v in options.items() if v is not None}, stages=stage, unattended_review=unattended_review)
 
     return build_webplan

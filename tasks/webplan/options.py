@@ -18,3 +18,6 @@ class WebplanBuildOptions(BaseModel):
                                                            "experts' (with trajectories_format)")
     trajectories_format: str = Field("jsonl", pattern="^(jsonl|mm-mind2web|guiact)$",
                                      description="jsonl, mm-mind2web or guiact")
+    rebuild: bool = Field(False, description="make again what an earlier build made from the same seeds and "
+                                             "trajectories (after a change to the generators); what changed is "
+                                             "superseded")

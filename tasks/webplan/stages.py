@@ -64,8 +64,11 @@ def trajectories_stage(settings: Settings, context: BuildContext) -> dict[str, A
         rejected = [(f"{p.locator}", p.reason) for p in imported.problems]
     else:
         episodes = options.episodes or settings.webplan.miniwob_episodes
+        recorded = frozenset() if options.rebuild else frozenset(
+            r.payload["trajectory_id"] for r in storage.catalog.find_records(
+                kind="web_trajectory", benchmark=NAME, status=Status.ACCEPTED) if r.payload["source"] == "miniwob")
         with _browser(settings) as browser:
-            found, rejected = record_trajectories(browser, episodes, seed)
+            found, rejected = record_trajectories(browser, episodes, seed, recorded)
         source = "MiniWob++ scripted experts"
     words = paraphraser(settings, storage.catalog)
     producer = Producer(task="record-web-trajectories", flow_run_id=context.run_id,
@@ -120,10 +123,11 @@ def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     seed = _seed(settings, options)
     storage = open_storage(settings)
     built: dict[str, Built] = {}
+    done = frozenset() if options.rebuild else _made_before(storage)
     with _browser(settings) as browser:
         trajectories = _stored_trajectories(storage) if {"temporal", "realweb"} & set(tests) else []
         for test in tests:
-            built[test] = _build_test(test, browser, trajectories, options, configured, seed)
+            built[test] = _build_test(test, browser, trajectories, options, configured, seed, done)
     producer = Producer(task="generate-webplan", flow_run_id=context.run_id,
                         params={"tests": tests, "seed": seed, "count": options.count,
                                 "semantic_base": configured.semantic_base, "option_count": configured.option_count})
@@ -136,21 +140,29 @@ def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     return counts
 
 
+def _made_before(storage: Any) -> frozenset[tuple[str, ...]]:
+    from tasks.webplan.build import made_before
+
+    current = [r for status in (Status.CANDIDATE, Status.ACCEPTED, Status.REJECTED)
+               for r in storage.catalog.find_records(kind="webplan_instance", benchmark=NAME, status=status)]
+    return made_before([(r.payload, tuple(r.parents)) for r in current])
+
+
 def _build_test(test: str, browser: Any, trajectories: list[Any], options: WebplanBuildOptions, configured: Any,
-                seed: int) -> Any:
+                seed: int, done: frozenset[tuple[str, ...]]) -> Any:
     from tasks.webplan import build
     from tasks.webplan.build import per_task
 
     if test == "edge":
         return build.edge_cases(browser, options.count or per_task(configured.edge_count, 3), seed,
-                                configured.option_count)
+                                configured.option_count, done)
     if test == "future":
-        return build.future_pairs(browser, options.count or per_task(configured.future_count, 6), seed)
+        return build.future_pairs(browser, options.count or per_task(configured.future_count, 6), seed, done)
     if test == "temporal":
-        return build.temporal_pairs(trajectories)
+        return build.temporal_pairs(trajectories, done)
     if test == "realweb":
         return build.plan_questions(browser, trajectories, seed, configured.semantic_base,
-                                    configured.realweb_max_actions)
+                                    configured.realweb_max_actions, done)
     raise ValueError(f"the web-planning tests are temporal, future, realweb and edge, not {test!r}")
 
 
@@ -178,7 +190,7 @@ def _store(storage: Any, made: Any, producer: Producer, run_id: str | None, test
     instances = [r for r in records if r.kind == "webplan_instance"]
     superseded = _supersede_earlier(storage.catalog, "webplan_instance", instances, ("test", "key"), run_id)
     return {"instances": len(records) // 2, "records": len(records), "new": new, "quarantined": len(quarantined),
-            "superseded": superseded}
+            "superseded": superseded, "kept from earlier builds": made.kept}
 
 
 def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
