@@ -53,6 +53,9 @@ class ScriptedChatServer:
             # connections kept alive between requests, as vLLM's and OpenAI's servers keep them (HTTP/1.0, the
             # default here, would make every request open a new one and measure that instead)
             protocol_version = "HTTP/1.1"
+            # and replies sent at once (TCP_NODELAY, as uvicorn sets it): headers and body go out in two writes,
+            # and on a kept connection Nagle's algorithm holds the body back until the client's delayed ACK (~40 ms)
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass
@@ -114,7 +117,10 @@ class ScriptedChatServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 2048  # uvicorn's backlog; socketserver's 5 resets a burst of new connections
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
