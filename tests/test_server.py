@@ -63,7 +63,9 @@ def test_a_state_file_left_by_a_dead_server_is_ignored(tmp_path: Path, monkeypat
     dead.wait()
     (home / server.STATE_FILE).write_text(json.dumps({"pid": dead.pid, "url": "http://127.0.0.1:9/api"}))
     monkeypatch.setenv("PREFECT_HOME", str(home))
-    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    # set, then removed: so teardown restores the variable as it was (absent), whatever prepare_prefect writes
+    monkeypatch.setenv("PREFECT_API_URL", "restored at teardown")
+    monkeypatch.delenv("PREFECT_API_URL")
     assert server.recorded() is None
     runtime.prepare_prefect(None)
     assert "PREFECT_API_URL" not in os.environ  # a temporary server per flow, as without one
