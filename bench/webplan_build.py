@@ -23,10 +23,8 @@ from typing import Any
 from tasks.webplan.instance import TESTS
 
 
-def _chromium_peak_mb(driver_pid: int | None) -> float:
+def _chromium_mb() -> float:
     """The resident memory of the browser's processes now, in MB (Chromium runs as several processes)."""
-    if driver_pid is None:
-        return 0.0
     out = subprocess.run(["ps", "-eo", "rss,args"], capture_output=True, text=True).stdout
     return sum(int(line.split()[0]) for line in out.splitlines()[1:] if "benchwright-chromium-" in line) / 1024
 
@@ -92,7 +90,7 @@ def main() -> None:
             spent = time.perf_counter() - started
             floor = _floor(browser, built) if test in ("future", "edge") else float("nan")
             rows.append((test, len(built.instances), len(built.rejected), spent, floor))
-        chromium = _chromium_peak_mb(1)
+        chromium = _chromium_mb()
     finally:
         browser.close()
     print(f"{'test':10} {'made':>6} {'rejected':>9} {'inst/s':>8} {'s/inst':>8} {'floor s/inst':>13} {'x floor':>8}")

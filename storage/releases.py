@@ -246,7 +246,7 @@ def export_release(catalog: Catalog, store: BlobStore, tag: str, out_dir: str | 
     manifest = load_release(catalog, tag)
     target = export_path(Path(out_dir), f"{manifest.name}-v{manifest.version}")
     (target / "blobs").mkdir(parents=True, exist_ok=True)
-    file_names = {sha: f"blobs/{sha}{_extension(info.media_type)}" for sha, info in manifest.blobs.items()}
+    file_names = {sha: f"blobs/{sha}{file_extension(info.media_type)}" for sha, info in manifest.blobs.items()}
     for sha, name in file_names.items():
         export_blob(store, sha, target, name)  # a manifest edited to name "../x" writes nothing outside
         if on_progress:
@@ -297,7 +297,8 @@ def _chunks(items: list[str], size: int) -> Iterable[list[str]]:
         yield items[start:start + size]
 
 
-def _extension(media_type: str) -> str:
+def file_extension(media_type: str) -> str:
+    """The file suffix of a blob's media type (``.jpg``, ``.png``; none for raw bytes)."""
     if media_type == "application/octet-stream":
         return ""
     return {"image/jpeg": ".jpg"}.get(media_type) or mimetypes.guess_extension(media_type) or ""

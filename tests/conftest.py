@@ -46,6 +46,17 @@ def s3_endpoint() -> Iterator[str]:
     server.stop()
 
 
+def solid_png(shade: int, size: tuple[int, int] = (24, 16)) -> bytes:
+    """A small PNG of one colour; different shades give different images (and different blobs)."""
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", size, (shade, 255 - shade, 40)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
 def item_record(i: int, *, parents: tuple[str, ...] = (), task: str = "maze", producer: Producer | None = None
                 ) -> Record:
     return make_record(BenchmarkItem(task=task, question=f"question {i}", options=["a", "b"], answer=i % 2),

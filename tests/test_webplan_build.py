@@ -4,12 +4,9 @@ temporal and real-web instances stored as candidates with a verification item ea
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
-
-from PIL import Image
 
 from schemas import Status
 from schemas.config import BlobSettings, CatalogSettings, ExportSettings, ModelRole, Settings
@@ -18,12 +15,7 @@ from tasks.benchmark import BuildContext
 from tasks.webplan.options import WebplanBuildOptions
 from tasks.webplan.stages import generate_stage, trajectories_stage
 from tests.chat_server import ScriptedChatServer
-
-
-def png(shade: int) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (30, 20), (shade, 100, 200)).save(buffer, format="PNG")
-    return buffer.getvalue()
+from tests.conftest import solid_png as png
 
 
 def source(folder: Path) -> Path:

@@ -4,13 +4,11 @@ end to end on a release, answers from a file keyed by an instance's key, and the
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from PIL import Image
 
 from schemas import Producer, Status
 from schemas.config import BlobSettings, CatalogSettings, ExportSettings, Settings
@@ -22,12 +20,7 @@ from tasks.webplan.evaluation import WebplanItem
 from tasks.webplan.instance import WebplanInstance
 from tasks.webplan.metrics import score_run
 from tasks.webplan.prompts import judge_prompt, prompt, read_answer, read_judged
-
-
-def png(shade: int) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (20, 12), (shade, 90, 255 - shade)).save(buffer, format="PNG")
-    return buffer.getvalue()
+from tests.conftest import solid_png as png
 
 
 @pytest.mark.parametrize(("text", "kind", "expected"), [

@@ -5,7 +5,6 @@ Fig. 26) and the temporal pairs cut from them."""
 from __future__ import annotations
 
 import base64
-import io
 import json
 import random
 from pathlib import Path
@@ -13,19 +12,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from PIL import Image
 
 from tasks.webplan.importers import read_trajectories
 from tasks.webplan.paraphrase import UnreadableActionError, template_words
 from tasks.webplan.realweb import question, semantic, shuffled
 from tasks.webplan.temporal import temporal_instances
 from tasks.webplan.trajectories import WebStep, WebTrajectory
-
-
-def png(shade: int) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (24, 16), (shade, 255 - shade, 40)).save(buffer, format="PNG")
-    return buffer.getvalue()
+from tests.conftest import solid_png as png
 
 
 def steps(*raws: str) -> tuple[WebStep, ...]:

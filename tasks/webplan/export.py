@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from storage.paths import SourceRoot, file_stem
-from storage.releases import export_blob, load_release
+from storage.releases import export_blob, file_extension, load_release
 from tasks.webplan.instance import TESTS, WebplanInstance
 
 
@@ -29,7 +29,7 @@ def export_webplan(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
     for record in sorted(records, key=lambda r: (r.payload["test"], r.payload["key"])):
         payload = record.payload
         names = {blob.role: export_blob(store, blob.sha256, out_dir, "images", f"{file_stem(payload['key'])}_"
-                                        f"{file_stem(blob.role)}{'.png' if blob.media_type == 'image/png' else '.jpg'}")
+                                        f"{file_stem(blob.role)}{file_extension(blob.media_type)}")
                  for blob in record.blobs}
         entry = {"id": payload["key"], "test": payload["test"], "task": payload["task"], "images": names,
                  "options": payload.get("options", {}), "answer": payload["answer"],

@@ -17,8 +17,14 @@ PutImage = Callable[[bytes, str], BlobRef]  # (image bytes, role) -> the stored 
 
 
 def media_type(data: bytes) -> str:
-    return "image/png" if data[:8] == b"\x89PNG\r\n\x1a\n" else "image/jpeg" if data[:2] == b"\xff\xd8" \
-        else "application/octet-stream"
+    """The image's media type as the chat backends name it; another format Pillow reads (an imported BMP or TIFF
+    screenshot) is stored as raw bytes."""
+    from tasks.models.openai_chat import image_media_type
+
+    try:
+        return image_media_type(data)
+    except ValueError:
+        return "application/octet-stream"
 
 
 def trajectory_record(trajectory: WebTrajectory, producer: Producer, put_image: PutImage) -> Record:
