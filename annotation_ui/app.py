@@ -14,6 +14,7 @@ app names no benchmark; the shared recheck queue and the admin view are the app'
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import re
 import tempfile
@@ -28,6 +29,7 @@ import gradio as gr  # this module is the UI: the CLI imports it only for `bench
 from annotation_ui.accounts import Accounts
 from annotation_ui.agreement import fleiss_kappa, pairwise_cohen, percent_agreement
 from annotation_ui.limits import LockoutStore, LoginLimiter, lockouts_path
+from annotation_ui.rest import BLOB_ROUTE, ShownImages, summary
 from annotation_ui.views import (
     FIT_PX,
     HEAD,
@@ -36,9 +38,11 @@ from annotation_ui.views import (
     default_zoom,
     escaped,
     frame,
+    size_and_type,
     zoomable,
 )
 from annotation_ui.work import Work, WorkError, queues
+from schemas import Record
 from schemas.config import Settings
 from storage import open_storage
 from tasks.benchmark import Picture, ReviewCheck, ReviewTable, ReviewView
@@ -57,6 +61,7 @@ class App:
         self.accounts = Accounts(settings)
         self.lockout_store = LockoutStore(lockouts_path(settings))
         self.limiter = LoginLimiter(settings, self.lockout_store)
+        self.shown_images = ShownImages()
 
     # -- who is asking ---------------------------------------------------------------------------------------
 
@@ -83,9 +88,10 @@ class App:
         name = self.user(request)
         item = (self.work.next_item(queue, name, skipped=skipped) if lease
                 else self.work.held_item(queue, name))
-        if item is None:
-            return None
-        target = self.storage.catalog.get_record(item.payload["target_id"])
+        return self._view(queue, item) if item is not None else None
+
+    def _view(self, queue: str, item: Record) -> dict[str, Any]:
+        target = self.work.content(item.payload["target_id"])
         found: dict[str, Any] = {"item_id": item.id, "queue": queue, "question": item.payload["question"],
                                  "suggestion": item.payload["suggestion"], "target_id": target.id,
                                  "target_kind": target.kind, "target": target.payload,
@@ -97,21 +103,36 @@ class App:
 
     def answer(self, item_id: str, verdict: str, request: Any, *, correction: dict | None = None,
                note: str = "", shown: dict | None = None) -> str:
+        name, note, shown = self._answer_form(item_id, verdict, request, correction, note, shown)
+        return self.work.submit(item_id, name, verdict, correction=correction, note=note, shown=shown).id
+
+    def answer_next(self, item_id: str, verdict: str, request: Any, *, queue: str, correction: dict | None = None,
+                    note: str = "", shown: dict | None = None) -> tuple[str, dict[str, Any] | None]:
+        """``answer``, then ``take`` of ``queue``, in one turn of the app's lock: (the decision's id, the view of
+        the next item or None)."""
+        if queue not in queues():
+            raise ValueError(f"unknown queue {queue!r}")
+        name, note, shown = self._answer_form(item_id, verdict, request, correction, note, shown)
+        decision, following = self.work.submit_and_next(item_id, name, verdict, queue=queue,  # type: ignore[arg-type]
+                                                        correction=correction, note=note, shown=shown)
+        return decision.id, self._view(queue, following) if following is not None else None
+
+    def _answer_form(self, item_id: str, verdict: str, request: Any, correction: dict | None, note: str,
+                     shown: dict | None) -> tuple[str, str, dict[str, Any]]:
+        """(the caller, the note, what the view showed) for an answer, after the checks that need no lock."""
         name = self.user(request)
         if verdict not in ("accept", "reject", "correct"):
             raise ValueError(f"unknown verdict {verdict!r}")
         note = note or ""
         if len(note) > self.settings.annotation.max_note_chars:  # refused before the guideline check's cost
             raise WorkError(f"the note has {len(note)} characters; at most {self.settings.annotation.max_note_chars}")
-        item = self.storage.catalog.get_record(item_id)
+        item = self.work.content(item_id)
         if correction is not None:
             self._check_correction(item, correction)
-        target = self.storage.catalog.get_record(item.payload["target_id"])
+        target = self.work.content(item.payload["target_id"])
         # what the view showed: the item and target versions (ids are content hashes), their images, the texts
-        shown = {**(shown or {}), "target": target.id, "images": {b.role: b.sha256 for b in target.blobs},
-                 "question": item.payload["question"], "suggestion": item.payload["suggestion"]}
-        decision = self.work.submit(item_id, name, verdict, correction=correction, note=note, shown=shown)
-        return decision.id
+        return name, note, {**(shown or {}), "target": target.id, "images": {b.role: b.sha256 for b in target.blobs},
+                            "question": item.payload["question"], "suggestion": item.payload["suggestion"]}
 
     def _check_correction(self, item: Any, correction: dict) -> None:
         """The check the item's benchmark declares for corrections in its queue; a queue that declares none
@@ -151,6 +172,17 @@ class App:
     def image(self, sha: str | None) -> bytes | None:
         """The stored bytes of an image, as they are (full resolution, no re-encoding)."""
         return self.storage.blobs.get(sha) if sha else None
+
+    def image_source(self, data: bytes) -> str:
+        """The address a page fetches ``data`` from (``rest``'s image route), kept so that fetch is a lookup."""
+        sha = hashlib.sha256(data).hexdigest()
+        self.shown_images.keep(sha, data, size_and_type(data)[2])
+        return f"{BLOB_ROUTE}{sha}"
+
+    def stored_image(self, sha: str) -> tuple[bytes, str] | None:
+        """(bytes, media type) of a blob the catalog registered, for an image route request the cache missed."""
+        meta = self.storage.catalog.blob_meta([sha]).get(sha)
+        return (self.storage.blobs.get(sha), meta[1]) if meta else None
 
     # -- admin -------------------------------------------------------------------------------------------------
 
@@ -316,14 +348,15 @@ def _view_of(queue: str) -> ReviewView | None:
     return next((view for review, view in _review_views() if review.queue == queue), None)
 
 
-def _pictures(pictures: list[Picture]) -> str:
+def _pictures(app: App, pictures: list[Picture]) -> str:
     """A view's images side by side at one zoom; a view's only image gets the room of two, for its small objects
-    and their labels."""
+    and their labels. Each image is linked by its hash (the app's cached route), not inlined: a page redraw sends
+    no image bytes, and one the browser has seen comes from its cache."""
     if not pictures:
         return ""
     zoom = default_zoom([p.data for p in pictures], SINGLE_FIT_PX if len(pictures) == 1 else FIT_PX)
-    return zoomable([frame(p.data, p.caption, zoom, p.boxes) for p in pictures], zoom,
-                    box_toggle=any(p.boxes is not None for p in pictures))
+    return zoomable([frame(p.data, p.caption, zoom, p.boxes, source=app.image_source(p.data)) for p in pictures],
+                    zoom, box_toggle=any(p.boxes is not None for p in pictures))
 
 
 def _element_prefix(queue: str) -> str:
@@ -391,7 +424,7 @@ def _review_tab(app: App, wire: Any, review: ReviewCheck, view: ReviewView) -> N
             return None, line, _nothing(lease), "", *[[]] * len(edits), notice
         html_text, images = view.render(data, app.image)
         rows = table.spec.rows(data) if table else []
-        return data["item_id"], line, html_text, _pictures(images), *[rows] * len(edits), notice
+        return data["item_id"], line, html_text, _pictures(app, images), *[rows] * len(edits), notice
 
     def edited(data: dict[Any, Any]) -> dict[str, Any] | None:
         return table.spec.correction(data[table.rows], data[table.shown]) if table else None
@@ -439,7 +472,7 @@ def _recheck_tab(app: App, wire: Any) -> None:
         if view is None:
             return None, line, _nothing(lease), None, "", "", notice
         first = app.image(next(iter(view["images"].values()), None))
-        picture = _pictures([Picture("image", first)] if first else [])
+        picture = _pictures(app, [Picture("image", first)] if first else [])
         return view["item_id"], line, f"<p>{_escaped(view['question'])}</p>", view["target"], picture, "", notice
 
     def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> None:
@@ -516,8 +549,7 @@ def _lockout_lines(lockouts: list[dict[str, Any]]) -> str:
 def _api(app: App) -> None:
     """The HTTP API for scripted clients (the same rules as the page)."""
     def take(queue: str, request: gr.Request) -> str:
-        view = app.take(queue, request)
-        return json.dumps({k: v for k, v in (view or {}).items() if k in ("item_id", "queue", "target_id")})
+        return json.dumps(summary(app.take(queue, request)) or {})
 
     def answer(item_id: str, verdict: str, note: str, request: gr.Request) -> str:
         return app.answer(item_id, verdict, request, note=note, shown={"via": "api"})
@@ -525,8 +557,8 @@ def _api(app: App) -> None:
     def answer_next(item_id: str, verdict: str, note: str, queue: str, request: gr.Request) -> str:
         """The answer and the next item of ``queue`` in one request: what a page does after each answer, so a
         scripted client waits for one round trip per item, not two."""
-        decision = app.answer(item_id, verdict, request, note=note, shown={"via": "api"})
-        return json.dumps({"decision": decision, "next": json.loads(take(queue, request)) or None})
+        decision, following = app.answer_next(item_id, verdict, request, queue=queue, note=note, shown={"via": "api"})
+        return json.dumps({"decision": decision, "next": summary(following)})
 
     def undo(request: gr.Request) -> str:
         return app.undo(request) or ""
@@ -560,6 +592,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     from starlette.middleware import Middleware
 
     from annotation_ui.guard import Guard, Sessions
+    from annotation_ui.rest import Routes
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     if not settings.annotation.users:
@@ -569,7 +602,8 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     blocks = build(settings, app)
     blocks.queue(default_concurrency_limit=16)
     guard = Middleware(Guard, accounts=app.accounts, limiter=app.limiter,
-                       sessions=Sessions(settings.annotation.session_s))
+                       sessions=Sessions(settings.annotation.session_s),
+                       routes=Routes(app, settings.annotation.max_request_bytes))
     # auth here only makes Gradio draw its login page and check sessions on its routes; POST /login is the guard's
     blocks.launch(server_name=host or settings.annotation.host, server_port=port or settings.annotation.port,
                   auth=app.accounts.authenticate, auth_message="benchwright annotation: log in with your account",

@@ -8,6 +8,8 @@
 - Every request without a live session gets 401, whatever Gradio's own route would do (``/openapi.json``, the
   heartbeat stream, ``/gradio_api/startup-events``...), except the login page and the files it is drawn with. The
   login page is Gradio's, but without the API description Gradio writes into it.
+- ``/api/v1/`` (``rest``: plain JSON routes and the page's images) is answered beside Gradio, for a caller with a
+  live session only.
 - Request bodies over ``max_request_bytes`` (uploads: ``max_upload_bytes``) get 413 before the app reads them.
 """
 
@@ -35,6 +37,7 @@ PUBLIC_PATHS = {"/", "/theme.css", "/favicon.ico", "/manifest.json", "/robots.tx
                 "/gradio_api/startup-events"}
 LOGIN_PATHS = {"/login", "/login/"}
 UPLOAD_PATHS = {"/gradio_api/upload", "/upload"}
+API_PREFIX = "/api/v1/"  # rest.Routes
 LOGIN_BODY_BYTES = 8192
 UPLOAD_OVERHEAD_BYTES = 64 * 1024  # multipart headers and boundaries around the file itself
 API_INFO = re.compile(rb"window\.gradio_api_info = .*?;</script>", re.DOTALL)
@@ -75,8 +78,10 @@ class Sessions(dict):
 class Guard:
     """The middleware; ``accounts``, ``limiter`` and ``sessions`` are shared with the app (admin view, tests)."""
 
-    def __init__(self, app: Any, *, accounts: Accounts, limiter: LoginLimiter, sessions: Sessions) -> None:
+    def __init__(self, app: Any, *, accounts: Accounts, limiter: LoginLimiter, sessions: Sessions,
+                 routes: Any = None) -> None:
         self.app = app
+        self.routes = routes  # rest.Routes: the plain JSON routes, handed the caller's name
         self.accounts = accounts
         self.limiter = limiter
         self.sessions = sessions
@@ -111,6 +116,9 @@ class Guard:
                  else self.settings.max_request_bytes)
         if user is None and path == "/":
             await self.app(scope, receive, _without_api_info(send))
+            return
+        if self.routes is not None and user is not None and path.startswith(API_PREFIX):
+            await self.routes.handle(scope, receive, send, user)
             return
         await _limited(self.app, scope, receive, send, limit)
 

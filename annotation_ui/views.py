@@ -78,7 +78,7 @@ def escaped(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def _size_and_type(data: bytes) -> tuple[int, int, str]:
+def size_and_type(data: bytes) -> tuple[int, int, str]:
     from PIL import Image
 
     with Image.open(io.BytesIO(data)) as image:
@@ -87,14 +87,16 @@ def _size_and_type(data: bytes) -> tuple[int, int, str]:
 
 def default_zoom(images: list[bytes], fit_px: int = FIT_PX) -> int:
     """The largest zoom at which the widest image still fits ``fit_px`` (at least 1)."""
-    widest = max((_size_and_type(data)[0] for data in images), default=fit_px)
+    widest = max((size_and_type(data)[0] for data in images), default=fit_px)
     return max(1, min(ZOOMS[-1], fit_px // max(1, widest)))
 
 
-def frame(data: bytes, caption: str, zoom: int, boxes: dict[str, Any] | None = None) -> str:
+def frame(data: bytes, caption: str, zoom: int, boxes: dict[str, Any] | None = None, *,
+          source: str | None = None) -> str:
     """One image at ``zoom`` times its stored size, with a labelled box per entry of ``boxes`` (label: [x0, y0,
-    x1, y1] in image pixels); box positions are relative, so they follow the zoom."""
-    width, height, media_type = _size_and_type(data)
+    x1, y1] in image pixels); box positions are relative, so they follow the zoom. The image is fetched from
+    ``source`` (the app's cached image route), else sent inline as a data URL."""
+    width, height, media_type = size_and_type(data)
     marks = []
     for label, box in (boxes or {}).items():
         if not box:
@@ -103,7 +105,7 @@ def frame(data: bytes, caption: str, zoom: int, boxes: dict[str, Any] | None = N
         marks.append(f'<div class="bw-box" style="left:{x0 / width:.3%};top:{y0 / height:.3%};'
                      f'width:{(x1 - x0) / width:.3%};height:{(y1 - y0) / height:.3%}"><span>{escaped(label)}</span>'
                      f'</div>')
-    source = f"data:{media_type};base64,{base64.b64encode(data).decode()}"
+    source = source or f"data:{media_type};base64,{base64.b64encode(data).decode()}"
     return (f'<figure><figcaption>{escaped(caption)} <small>({width}x{height} px)</small></figcaption>'
             f'<div class="bw-frame" data-w="{width}" style="width:{width * zoom}px">'
             f'<img src="{source}" alt="{escaped(caption)}">{"".join(marks)}</div></figure>')

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections import Counter
+import time
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -22,10 +23,12 @@ from typing import Any, Literal
 from schemas import Record, Status
 from schemas.config import AnnotationSettings
 from storage import Catalog
-from tasks.review import IN_FORCE, _corrected, decide, decisions_in_force, resolve_item
+from tasks.review import IN_FORCE_WHERE, _corrected, decide, decisions_in_force, resolve_item
 
 Verdict = Literal["accept", "reject", "correct"]
 RECHECK = "recheck"  # the queue every benchmark shares: a released record sent back to people, YES/NO
+CONTENTS_KEPT = 4096  # items and targets whose content the app keeps (a few MB of JSON)
+SWEEP_EVERY_S = 5.0
 
 
 def verdicts() -> dict[str, tuple[str, ...]]:
@@ -52,43 +55,82 @@ class Work:
 
     def __post_init__(self) -> None:
         self._lock = _lock_for(str(self.catalog.path))  # per catalog file: leases and answers change together
+        self._contents: OrderedDict[str, Record] = OrderedDict()
+        self._contents_guard = threading.Lock()
+        self._swept_at = 0.0
+
+    def content(self, record_id: str) -> Record:
+        """A record as first read: its content never changes (the id is its hash), its status may have since;
+        the app reads an item and its target several times per answer, the status only inside a transaction."""
+        with self._contents_guard:
+            found = self._contents.get(record_id)
+            if found is not None:
+                self._contents.move_to_end(record_id)
+                return found
+        found = self.catalog.get_record(record_id)
+        self._keep(found)
+        return found
+
+    def _keep(self, record: Record) -> None:
+        with self._contents_guard:
+            self._contents[record.id] = record
+            while len(self._contents) > CONTENTS_KEPT:
+                self._contents.popitem(last=False)
 
     # -- leases ------------------------------------------------------------------------------------------------
 
     def next_item(self, queue: str, annotator: str, *, skipped: tuple[str, ...] = ()) -> Record | None:
         """The item this annotator holds in ``queue``, else a new lease on the oldest open item they have not
         answered whose overlap has room, else None."""
-        overlap = self.settings.overlap_of(queue)
-        now = datetime.now(UTC)
-        expires = now + timedelta(seconds=self.settings.lease_s)
-
-        def lease(con: Any) -> Record | None:
-            con.execute("DELETE FROM leases WHERE expires_at < ?", [now])
-            held = con.execute("SELECT item_id FROM leases WHERE annotator = ? AND queue = ? "
-                               "AND NOT list_contains(?, item_id) ORDER BY leased_at LIMIT 1",
-                               [annotator, queue, list(skipped)]).fetchone()
-            if held:
-                return self.catalog.get_record(held[0])
-            # the decisions in force and the leases counted once per item (hash joins), not once per open item
-            # (correlated subqueries, each a scan of the decisions' JSON: 13 ms a lease with 200 items open)
-            row = con.execute(
-                f"""WITH answered AS (SELECT item_id, count(DISTINCT annotator) AS n, bool_or(annotator = ?) AS mine
-                                      FROM ({IN_FORCE}) WHERE queue = ? GROUP BY item_id),
-                        held AS (SELECT item_id, count(*) AS n FROM leases WHERE annotator <> ? GROUP BY item_id)
-                   SELECT r.id FROM records r
-                     LEFT JOIN answered a ON a.item_id = r.id LEFT JOIN held h ON h.item_id = r.id
-                   WHERE r.kind = 'review_item' AND r.status = 'candidate' AND r.payload->>'queue' = ?
-                     AND NOT list_contains(?, r.id) AND NOT coalesce(a.mine, false)
-                     AND coalesce(a.n, 0) + coalesce(h.n, 0) < ?
-                   ORDER BY r.created_at, r.id LIMIT 1""",
-                [annotator, queue, annotator, queue, list(skipped), overlap]).fetchone()
-            if row is None:
-                return None
-            con.execute("INSERT INTO leases VALUES (?, ?, ?, ?, ?)", [row[0], annotator, queue, now, expires])
-            return self.catalog.get_record(row[0])
-
         with self._lock:
-            return self.catalog.run(lease)
+            leased = self.catalog.run(lambda con: self._lease(con, queue, annotator, skipped))
+        return self.content(leased) if leased else None
+
+    def _lease(self, con: Any, queue: str, annotator: str, skipped: tuple[str, ...]) -> str | None:
+        now = datetime.now(UTC)
+        self._sweep(con)
+        # an item this annotator holds comes first; else the oldest open one with room, where answers in force
+        # and others' live leases are counted together, once per item, in one scan of the decisions (an
+        # annotator has at most one answer in force per item, which _answer enforces, so no DISTINCT)
+        row = con.execute(
+            f"""WITH taken AS (SELECT payload->>'item_id' AS item_id, payload->>'annotator' AS annotator
+                              FROM records WHERE {IN_FORCE_WHERE}
+                              UNION ALL SELECT item_id, annotator FROM leases
+                              WHERE expires_at >= $now AND annotator <> $who),
+                    counted AS (SELECT item_id, count(*) AS n, bool_or(annotator = $who) AS mine
+                                FROM taken GROUP BY item_id),
+                    held AS (SELECT item_id AS id, NULL AS target_id, true AS held, leased_at AS since FROM leases
+                             WHERE annotator = $who AND queue = $queue AND expires_at >= $now
+                               AND NOT list_contains($skipped, item_id)),
+                    open AS (SELECT r.id, r.payload->>'target_id' AS target_id, false AS held, r.created_at AS since
+                             FROM records r LEFT JOIN counted c ON c.item_id = r.id
+                             WHERE r.kind = 'review_item' AND r.status = 'candidate' AND r.payload->>'queue' = $queue
+                               AND NOT list_contains($skipped, r.id) AND NOT coalesce(c.mine, false)
+                               AND coalesce(c.n, 0) < $overlap)
+               SELECT id, target_id, held FROM (SELECT * FROM held UNION ALL SELECT * FROM open)
+               ORDER BY held DESC, since, id LIMIT 1""",
+            {"now": now, "who": annotator, "queue": queue, "skipped": list(skipped),
+             "overlap": self.settings.overlap_of(queue)}).fetchone()
+        if row is not None and row[2]:
+            return row[0]
+        if row is None:
+            return None
+        con.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?)",
+                    [row[0], annotator, queue, now, now + timedelta(seconds=self.settings.lease_s)])
+        self._prefetch(row[:2])  # the item and its target, which the view reads next, in one query
+        return row[0]
+
+    def _prefetch(self, ids: Any) -> None:
+        with self._contents_guard:
+            missing = [i for i in ids if i and i not in self._contents]
+        for record in self.catalog.get_records(missing) if missing else []:
+            self._keep(record)
+
+    def _sweep(self, con: Any) -> None:
+        """Drop expired leases now and then (every query already ignores them): one statement less per lease."""
+        if time.monotonic() - self._swept_at >= SWEEP_EVERY_S:
+            con.execute("DELETE FROM leases WHERE expires_at < ?", [datetime.now(UTC)])
+            self._swept_at = time.monotonic()
 
     def release(self, item_id: str, annotator: str) -> None:
         with self._lock:
@@ -100,36 +142,66 @@ class Work:
     def submit(self, item_id: str, annotator: str, verdict: Verdict, *, correction: dict | None = None,
                note: str = "", shown: dict | None = None) -> Record:
         """Store the annotator's answer to an item they hold (or may still take); resolve the item when it has its
-        answers. Refused: an item that is closed, full, or answered by them before. The checks, the answer, the
-        lease and the resolution are one transaction."""
-        def answer(_: Any) -> Record:
-            item = self.catalog.get_record(item_id)
-            if item.kind != "review_item":
-                raise WorkError(f"{item_id} is not a review item")
-            _check_answer(item.payload["queue"], verdict, correction, note, self.settings.max_note_chars)
-            overlap = self.settings.overlap_of(item.payload["queue"])
-            answered = dict(decisions_in_force(self.catalog, "annotator, verdict", item_id=item_id))
-            if annotator in answered:
-                raise WorkError(f"{annotator} already answered item {item_id[:12]} ({answered[annotator]}); "
-                                f"undo it first to change the answer")
-            if item.status != Status.CANDIDATE:
-                raise WorkError(f"item {item_id[:12]} is already resolved")
-            (others_leased, holds), = self.catalog.query(
-                "SELECT count(*) FILTER (WHERE annotator <> ? AND expires_at >= ?), "
-                "count(*) FILTER (WHERE annotator = ?) FROM leases WHERE item_id = ?",
-                [annotator, datetime.now(UTC), annotator, item_id])
-            if len(answered) + (0 if holds else others_leased) >= overlap:
-                raise WorkError(f"item {item_id[:12]} already has its {overlap} answer(s)")
-            decision = decide(self.catalog, item, annotator=annotator, verdict=verdict, note=note,
-                              correction=correction, shown=shown, resolve=False)
-            self.catalog.query("DELETE FROM leases WHERE item_id = ? AND annotator = ?", [item_id, annotator])
-            answered[annotator] = verdict
-            if len(answered) >= overlap:
-                self._resolve(item, answered)
-            return decision
+        answers. Refused: an item that is closed, full, or answered by them before. The checks of the item's state,
+        the answer, the lease and the resolution are one transaction under the lock; what never changes (the
+        item's content, the answer's form) is checked before it."""
+        item = self._answerable(item_id, verdict, correction, note)
+        with self._lock:
+            return self.catalog.run(lambda con: self._answer(con, item, annotator, verdict, correction, note, shown))
+
+    def submit_and_next(self, item_id: str, annotator: str, verdict: Verdict, *, queue: str,
+                        correction: dict | None = None, note: str = "", shown: dict | None = None
+                        ) -> tuple[Record, Record | None]:
+        """``submit``, then ``next_item`` of ``queue``, in one transaction and one turn of the lock: what a page
+        does after each answer, without queueing twice behind the other annotators."""
+        item = self._answerable(item_id, verdict, correction, note)
+
+        def both(con: Any) -> tuple[Record, str | None]:
+            decision = self._answer(con, item, annotator, verdict, correction, note, shown)
+            return decision, self._lease(con, queue, annotator, ())
 
         with self._lock:
-            return self.catalog.run(answer)
+            decision, leased = self.catalog.run(both)
+        return decision, self.content(leased) if leased else None
+
+    def _answerable(self, item_id: str, verdict: str, correction: dict | None, note: str) -> Record:
+        item = self.content(item_id)
+        if item.kind != "review_item":
+            raise WorkError(f"{item_id} is not a review item")
+        _check_answer(item.payload["queue"], verdict, correction, note, self.settings.max_note_chars)
+        return item
+
+    def _answer(self, con: Any, item: Record, annotator: str, verdict: Verdict, correction: dict | None,
+                note: str, shown: dict | None) -> Record:
+        overlap = self.settings.overlap_of(item.payload["queue"])
+        # the item's decisions read once: those in force (what IN_FORCE gives for one item) and all of this
+        # annotator's, undone ones included (the new decision's sequence)
+        status, answered, others_leased, holds, earlier = con.execute(
+            f"""WITH made AS (SELECT payload->>'annotator' AS annotator, payload->>'verdict' AS verdict,
+                                    {IN_FORCE_WHERE} AS in_force
+                             FROM records WHERE kind = 'decision' AND payload->>'item_id' = $item)
+               SELECT (SELECT status FROM records WHERE id = $item),
+                      (SELECT list((annotator, verdict)) FILTER (WHERE in_force) FROM made),
+                      (SELECT count(*) FILTER (WHERE annotator <> $who AND expires_at >= $now) FROM leases
+                       WHERE item_id = $item),
+                      (SELECT count(*) FILTER (WHERE annotator = $who) FROM leases WHERE item_id = $item),
+                      (SELECT count(*) FILTER (WHERE annotator = $who) FROM made)""",
+            {"item": item.id, "who": annotator, "now": datetime.now(UTC)}).fetchone()
+        answers = {row[0]: row[1] for row in map(_pair, answered or [])}
+        if annotator in answers:
+            raise WorkError(f"{annotator} already answered item {item.id[:12]} ({answers[annotator]}); "
+                            f"undo it first to change the answer")
+        if status != Status.CANDIDATE:
+            raise WorkError(f"item {item.id[:12]} is already resolved")
+        if len(answers) + (0 if holds else others_leased) >= overlap:
+            raise WorkError(f"item {item.id[:12]} already has its {overlap} answer(s)")
+        decision = decide(self.catalog, item, annotator=annotator, verdict=verdict, note=note,
+                          correction=correction, shown=shown, resolve=False, sequence=earlier)
+        con.execute("DELETE FROM leases WHERE item_id = ? AND annotator = ?", [item.id, annotator])
+        answers[annotator] = verdict
+        if len(answers) >= overlap:
+            self._resolve(item, answers)
+        return decision
 
     def _resolve(self, item: Record, answers: dict[str, str]) -> None:
         votes = Counter(answers.values())
@@ -235,6 +307,11 @@ class Work:
         return "\n".join(lines) + ("\n" if lines else "")
 
 
+def _pair(entry: Any) -> tuple[str, str]:
+    """An (annotator, verdict) entry of a DuckDB list of structs, as a tuple whatever the driver makes of it."""
+    return tuple(entry.values()) if isinstance(entry, dict) else tuple(entry)  # type: ignore[return-value]
+
+
 def _check_answer(queue: str, verdict: str, correction: dict | None, note: str, max_note_chars: int) -> None:
     allowed = verdicts().get(queue, ("accept", "reject"))
     if verdict not in allowed:
@@ -247,10 +324,34 @@ def _check_answer(queue: str, verdict: str, correction: dict | None, note: str, 
         raise WorkError(f"the note has {len(note)} characters; at most {max_note_chars}")
 
 
-_LOCKS: dict[str, threading.Lock] = {}
+class FairLock:
+    """A lock taken in the order it was asked for. ``threading.Lock`` hands itself to whichever waiting thread
+    the scheduler wakes first, so under load some annotators waited through many turns of others (p95 twice the
+    median); in turn order everyone waits about as long."""
+
+    def __init__(self) -> None:
+        self._turns = threading.Condition(threading.Lock())
+        self._next_ticket = 0
+        self._serving = 0
+
+    def __enter__(self) -> FairLock:
+        with self._turns:
+            ticket = self._next_ticket
+            self._next_ticket += 1
+            while self._serving != ticket:
+                self._turns.wait()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._turns:
+            self._serving += 1
+            self._turns.notify_all()
+
+
+_LOCKS: dict[str, FairLock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-def _lock_for(path: str) -> threading.Lock:
+def _lock_for(path: str) -> FairLock:
     with _LOCKS_GUARD:
-        return _LOCKS.setdefault(path, threading.Lock())
+        return _LOCKS.setdefault(path, FairLock())

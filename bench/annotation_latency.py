@@ -4,12 +4,13 @@
 
 Starts the app (``benchwright annotate``, its own process, as in production) on a temporary catalog with ``--items``
 recheck items; ``--clients`` annotators, threads of this process, each work the queue through the app's HTTP API
-as fast as they can (logged in, Gradio's two-step call: POST the call, read its result stream): take an item, answer
-it, take the next. Plain HTTP, not gradio_client, whose own overhead (~110 ms a call here) would hide the app's.
-Prints p50/p95/max of answer-to-next-item and the answers per second for the one-request path (``answer_next``:
-the answer and the next item in one call, as the page does) next to two calls (``answer``, then ``take``), against
-the targets (p95 <= 250 ms, >= 30 answers/s), checks that every item got exactly ``--overlap`` answers, and draws
-p50/p95 against the number of annotators (``--curve``) to ``--plot``.
+as fast as they can (logged in): take an item, answer it, take the next. Plain HTTP, not gradio_client, whose own
+overhead (~110 ms a call here) would hide the app's. Prints p50/p95/max of answer-to-next-item and the answers per
+second for three paths: the plain route (``POST /api/v1/answer`` with ``next``: the answer and the next item in one
+request and one turn of the app's lock), Gradio's ``answer_next`` (the same work behind Gradio's two-step call: POST
+the call, read its result stream) and Gradio's ``answer`` then ``take``; against the targets (p95 <= 250 ms,
+>= 30 answers/s); checks that every item got exactly ``--overlap`` answers; and draws p50/p95 of the plain route
+against the number of annotators (``--curve``) to ``--plot``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 
-def measure(clients: int, items: int, overlap: int, one_request: bool) -> dict[str, Any]:
+def measure(clients: int, items: int, overlap: int, path: str) -> dict[str, Any]:
     """One pass: a fresh app and catalog, ``clients`` annotators working ``items`` items as fast as they can."""
     import httpx
 
@@ -81,7 +82,10 @@ def measure(clients: int, items: int, overlap: int, one_request: bool) -> dict[s
                 taken = json.loads(call(http, "take", "recheck"))
                 while taken:
                     start = time.perf_counter()
-                    if one_request:
+                    if path == "rest":
+                        taken = http.post(f"{url}api/v1/answer", json={"item_id": taken["item_id"], "verdict": "accept",
+                                                                     "next": "recheck"}).raise_for_status().json()["next"]
+                    elif path == "answer_next":
                         taken = json.loads(call(http, "answer_next", taken["item_id"], "accept", "", "recheck"))["next"]
                     else:
                         call(http, "answer", taken["item_id"], "accept", "")
@@ -134,8 +138,9 @@ def main() -> None:
     parser.add_argument("--curve", default="1,2,4,8", help="annotator counts for the curve; empty: none")
     parser.add_argument("--plot", type=Path, default=Path("data/bench/annotation-latency.png"))
     args = parser.parse_args()
-    rows = {"answer_next (one request)": measure(args.clients, args.items, args.overlap, True),
-            "answer, then take (two)": measure(args.clients, args.items, args.overlap, False)}
+    rows = {"POST /api/v1/answer": measure(args.clients, args.items, args.overlap, "rest"),
+            "Gradio answer_next": measure(args.clients, args.items, args.overlap, "answer_next"),
+            "Gradio answer, then take": measure(args.clients, args.items, args.overlap, "two calls")}
     print(f"clients {args.clients}, items {args.items}, overlap {args.overlap}")
     print(f"{'path':28} {'answers/s':>10} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}  decisions")
     for name, row in rows.items():
@@ -143,7 +148,7 @@ def main() -> None:
               f"{row['max'] * 1000:8.0f}  {row['stored']} ({'ok' if row['ok'] else 'WRONG'})")
     print("target (issue 19)             >= 30.0               <= 250")
     if args.curve:
-        curve = {n: measure(n, max(60, 15 * n), args.overlap, True) for n in map(int, args.curve.split(","))}
+        curve = {n: measure(n, max(60, 15 * n), args.overlap, "rest") for n in map(int, args.curve.split(","))}
         for n, row in sorted(curve.items()):
             print(f"  {n} annotators: p50 {row['p50'] * 1000:.0f} ms, p95 {row['p95'] * 1000:.0f} ms, "
                   f"{row['rate']:.1f} answers/s")

@@ -21,12 +21,14 @@ UNATTENDED_REASON = "auto-accepted by the unattended demo review policy; NOT hum
 
 # The decisions in force, with their item's queue and benchmark. An undo marks a decision rejected and keeps the
 # record, so every reader (release, corrections, counts, agreement, throughput, the app's leases) goes through this
-# one query and an undone answer never counts anywhere.
+# one query, or for one item or without the queue (the app's hot path) this one condition, and an undone answer never
+# counts anywhere.
+IN_FORCE_WHERE = "kind = 'decision' AND status = 'accepted'"
 IN_FORCE = """SELECT d.id, d.payload->>'item_id' AS item_id, d.payload->>'target_id' AS target_id,
                      d.payload->>'annotator' AS annotator, d.payload->>'verdict' AS verdict, d.created_at,
                      i.payload->>'queue' AS queue, i.benchmark AS benchmark
               FROM records d JOIN records i ON i.id = d.payload->>'item_id'
-              WHERE d.kind = 'decision' AND d.status = 'accepted'"""
+              WHERE d.kind = 'decision' AND d.status = 'accepted'"""  # IN_FORCE_WHERE of d
 _FILTERS = ("item_id", "target_id", "annotator", "verdict", "queue", "benchmark")
 
 
@@ -64,12 +66,15 @@ def open_counts(catalog: Catalog, benchmark: str | None = None) -> dict[str, int
 
 def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["accept", "reject", "correct"],
            note: str = "", correction: dict | None = None, shown: dict | None = None, required_answers: int = 1,
-           agreement: str = "majority", resolve: bool = True) -> Record:
+           agreement: str = "majority", resolve: bool = True, sequence: int | None = None) -> Record:
     """Store one decision; resolve the item when it has enough answers. Returns the decision record. A ``correct``
     verdict carries the annotator's corrected content; it counts against accepting the target as it was, and the
-    stage that owns the queue turns the correction into a new record (for scenes: ``apply_scene_corrections``)."""
-    earlier = catalog.query("SELECT count(*) FROM records WHERE kind = 'decision' AND payload->>'item_id' = ? "
-                            "AND payload->>'annotator' = ?", [item.id, annotator])[0][0]
+    stage that owns the queue turns the correction into a new record (for scenes: ``apply_scene_corrections``).
+    ``sequence`` (how many decisions this annotator made on the item before, undone ones included) is counted here
+    unless the caller, inside its transaction, already did."""
+    earlier = sequence if sequence is not None else catalog.query(
+        "SELECT count(*) FROM records WHERE kind = 'decision' AND payload->>'item_id' = ? "
+        "AND payload->>'annotator' = ?", [item.id, annotator])[0][0]
     decision = make_record(
         Decision(item_id=item.id, target_id=item.payload["target_id"], annotator=annotator, verdict=verdict,
                  note=note, correction=correction or {}, shown=shown or {}, sequence=earlier),
@@ -98,9 +103,8 @@ def resolve_item(catalog: Catalog, item: Record, *, accepted: bool, who: list[st
     reason = UNATTENDED_REASON if UNATTENDED in who else f"{verdict} by {how} ({names})"
     if corrected and not accepted and UNATTENDED not in who:
         reason += "; the corrected version replaces it"
-    catalog.set_status([item.payload["target_id"]], Status.ACCEPTED if accepted else Status.REJECTED,
-                       reason=reason, actor=names)
-    catalog.set_status([item.id], Status.ACCEPTED, reason=f"resolved: {reason}", actor=names)
+    catalog.set_statuses([(item.payload["target_id"], Status.ACCEPTED if accepted else Status.REJECTED, reason),
+                          (item.id, Status.ACCEPTED, f"resolved: {reason}")], actor=names)
     return reason
 
 

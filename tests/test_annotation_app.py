@@ -15,7 +15,7 @@ from annotation_ui.accounts import hash_password
 from schemas import Status
 from schemas.config import Account, AnnotationSettings, BlobSettings, CatalogSettings, Settings
 from storage import open_storage
-from tests.conftest import publish_review_items
+from tests.conftest import publish_review_items, solid_png
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 ANNOTATORS = [f"ann{i}" for i in range(1, 9)]
@@ -87,6 +87,49 @@ def test_one_request_answers_and_returns_the_next_item(running):
         [(first.id, "accept"), (second.id, "reject")])
     with pytest.raises(Exception, match="already answered"):
         me.predict(first.id, "accept", "", "recheck", api_name="/answer_next")
+
+
+def test_the_plain_routes_follow_the_same_rules_as_the_page(running):
+    settings, url = running()
+    first, second = publish(settings, 2)
+    assert httpx.post(url + "api/v1/take", json={"queue": "recheck"}).status_code == 401
+    me, other = httpx.Client(base_url=url), httpx.Client(base_url=url)
+    for http, name in ((me, "ann1"), (other, "ann2")):
+        http.post("login", data={"username": name, "password": "pw"}).raise_for_status()
+    assert me.post("api/v1/take", json={"queue": "recheck"}).json()["item"]["item_id"] == first.id
+    refused = other.post("api/v1/answer", json={"item_id": first.id, "verdict": "reject"})
+    assert refused.status_code == 400 and "already has its 1 answer" in refused.json()["detail"]
+    reply = me.post("api/v1/answer", json={"item_id": first.id, "verdict": "accept", "note": "ok", "next": "recheck"})
+    assert reply.status_code == 200 and reply.json()["next"]["item_id"] == second.id
+    again = me.post("api/v1/answer", json={"item_id": first.id, "verdict": "accept"})
+    assert again.status_code == 400 and "already answered" in again.json()["detail"]
+    for body, why in (({"queue": "nope"}, "unknown queue"), ({}, "'queue' is missing"), ([1], "JSON object")):
+        answer = me.post("api/v1/take", json=body)
+        assert answer.status_code == 400 and why in answer.json()["detail"], body
+    assert me.post("api/v1/answer", json={"item_id": second.id, "verdict": "maybe"}).status_code == 400
+    assert me.get("api/v1/take").status_code == 404 and me.post("api/v1/nothing").status_code == 404
+    huge = me.post("api/v1/answer", json={"item_id": second.id, "verdict": "reject", "note": "x" * 2**21})
+    assert huge.status_code == 413
+    catalog = open_storage(settings).catalog
+    assert catalog.query("SELECT item_id, annotator, verdict FROM review_decisions") == [(first.id, "ann1", "accept")]
+    assert catalog.get_record(first.payload["target_id"]).status == Status.ACCEPTED
+
+
+def test_images_are_served_by_hash_to_logged_in_callers_and_cached_for_good(running):
+    settings, url = running()
+    storage = open_storage(settings)
+    png = solid_png(90)
+    ref = storage.put_blob(png, role="image", media_type="image/png")
+    me = httpx.Client(base_url=url)
+    address = f"api/v1/blob/{ref.sha256}"
+    assert me.get(address).status_code == 401
+    me.post("login", data={"username": "ann1", "password": "pw"}).raise_for_status()
+    shown = me.get(address)
+    assert shown.status_code == 200 and shown.content == png and shown.headers["content-type"] == "image/png"
+    assert "immutable" in shown.headers["cache-control"] and shown.headers["etag"] == f'"{ref.sha256}"'
+    assert me.get(address, headers={"if-none-match": shown.headers["etag"]}).status_code == 304
+    assert me.get(f"api/v1/blob/{'0' * 64}").status_code == 404  # not a stored blob
+    assert me.get("api/v1/blob/..%2F..%2Fcatalog.duckdb").status_code == 404  # only a hash names a blob
 
 
 @pytest.mark.parametrize("overlap", [1, 2])

@@ -304,3 +304,8 @@ def test_opening_pages_and_the_admin_tab_leases_nothing(tmp_path):
         page.locator(f"{VN}-next").click()  # asking for the next item is what leases it
         expect(page.locator(f"{VN}-images img")).to_have_count(2, timeout=30_000)
         assert catalog.query("SELECT item_id, annotator FROM leases") == [(item.id, "ann1")]
+        # the images come from the app's image route by their hash (not inlined), and load in the browser
+        sources = page.locator(f"{VN}-images img").evaluate_all("images => images.map(i => i.getAttribute('src'))")
+        assert all(source.startswith("api/v1/blob/") for source in sources), sources
+        page.wait_for_function(f"() => [...document.querySelectorAll('{VN}-images img')]"
+                               ".every(i => i.complete && i.naturalWidth > 0)", timeout=30_000)

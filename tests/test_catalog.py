@@ -44,6 +44,63 @@ def test_status_changes_are_logged(catalog):
     assert catalog.find_records(status=Status.CANDIDATE) == []
 
 
+def test_several_statuses_change_in_one_call_and_each_is_logged(catalog):
+    first, second, same = item_record(0), item_record(1), item_record(2)
+    catalog.put_records([first, second, same])
+    changes = [(first.id, Status.ACCEPTED, "resolved"), (second.id, Status.REJECTED, "wrong"),
+               (same.id, Status.CANDIDATE, None), ("no-such-record", Status.ACCEPTED, None)]
+    assert catalog.set_statuses(changes, actor="ann1") == 2  # the unchanged and the unknown one are not counted
+    assert [(r.status, r.status_reason) for r in map(catalog.get_record, (first.id, second.id, same.id))] == [
+        (Status.ACCEPTED, "resolved"), (Status.REJECTED, "wrong"), (Status.CANDIDATE, None)]
+    assert [(s, r, a) for s, r, a, _ in catalog.status_history(second.id)] == [("rejected", "wrong", "ann1")]
+    assert catalog.status_history(same.id) == []
+    assert catalog.set_statuses([]) == 0
+
+
+def test_a_service_keeping_the_file_open_lets_go_only_when_a_process_waits(tmp_path):
+    """A kept connection under constant use keeps the file while nobody waits (each letting go stalls every
+    request in flight), and lets go when another process leaves its note, long before the hard limit: the writer
+    below gives up after 20 s, the service would otherwise hold the file for KEEP_OPEN_MAX_S (30 s)."""
+    import subprocess
+    import sys
+    import threading
+
+    from storage.catalog import KEEP_OPEN_MAX_S
+
+    path = tmp_path / "c.duckdb"
+    service = Catalog(path, hold_s=0.01)
+    service.keep_open(5.0)
+    opened, open_file = [], service._open
+    service._open = lambda: opened.append(1) or open_file()  # type: ignore[method-assign]
+    stop, used = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            service.query("SELECT count(*) FROM records")
+            used.set()
+
+    worker = threading.Thread(target=busy)
+    worker.start()
+    try:
+        used.wait(30)
+        for _ in range(100):  # many times hold_s of use, nobody waiting: one opening
+            used.clear()
+            used.wait(30)
+        assert len(opened) == 1
+        written = subprocess.run([sys.executable, "-c", (
+            "import sys; from storage.catalog import Catalog; from tests.conftest import item_record; "
+            "print(Catalog(sys.argv[1], lock_timeout_s=20).put_records([item_record(7)]))"), str(path)],
+            capture_output=True, text=True, timeout=120)
+    finally:
+        stop.set()
+        worker.join()
+        service.close()
+    assert KEEP_OPEN_MAX_S > 20
+    assert written.returncode == 0, written.stderr[-2000:]
+    assert written.stdout.strip() == "1" and service.query("SELECT count(*) FROM records") == [(1,)]
+    assert len(opened) >= 2  # it let go for the writer and took the file again
+
+
 def test_id_prefix_resolution(catalog):
     record = item_record(0)
     catalog.put_records([record])
