@@ -83,8 +83,8 @@ def measure(clients: int, items: int, overlap: int, path: str) -> dict[str, Any]
                 while taken:
                     start = time.perf_counter()
                     if path == "rest":
-                        taken = http.post(f"{url}api/v1/answer", json={"item_id": taken["item_id"], "verdict": "accept",
-                                                                     "next": "recheck"}).raise_for_status().json()["next"]
+                        body = {"item_id": taken["item_id"], "verdict": "accept", "next": "recheck"}
+                        taken = http.post(f"{url}api/v1/answer", json=body).raise_for_status().json()["next"]
                     elif path == "answer_next":
                         taken = json.loads(call(http, "answer_next", taken["item_id"], "accept", "", "recheck"))["next"]
                     else:

@@ -1,18 +1,21 @@
-"""Build a PROGRESS-BENCH of the paper's size from the sample world with offline backends.
+"""Build a PROGRESS-BENCH of the paper's size from the sample world with offline backends, against its floor.
 
-    python bench/progress_build.py [--episodes 240] [--workers 2]
+    python bench/progress_build.py [--episodes 240] [--workers 2] [--curve 30,60,120] [--plot PNG]
 
-Prints the wall time of rendering the sample world and of building (demos, observations, blobs, catalog writes),
-the records made, peak memory, and the time spent decoding the frames the build needs (by seeking) next to a plain
-sequential decode of the same videos, both measured in this run. ProgressLM's benchmark has about 240 trajectories
-and 3,325 observations; the default sampling plan here (one evenly spaced frame per segment, cross view from one
-camera) lands near that.
+Renders the sample world, then builds it (demos, observations, blobs, catalog writes) with ``--workers`` processes
+decoding and encoding frames, and with one; prints each next to the floor of the same work measured in this run:
+decoding and JPEG-encoding the very frames the build stores, alone, on the same processes (target: build <= 1.5x
+that floor). ``--curve`` builds the first N episodes too and draws build time and floor against episodes to
+``--plot``. Also prints peak memory, and the time spent decoding the needed frames by seeking next to a plain
+sequential decode of the same videos. ProgressLM's benchmark has about 240 trajectories and 3,325 observations;
+the default sampling plan here (one evenly spaced frame per segment, cross view from one camera) lands near that.
 """
 
 from __future__ import annotations
 
 import argparse
 import resource
+import shutil
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -69,12 +72,65 @@ def long_video(sources: list[Path], target: Path, frames: int) -> Path:
     return target
 
 
+def frame_floor(world: Path, plan: SamplingPlan, workers: int) -> tuple[float, int]:
+    """(seconds, frames): decoding and encoding the frames a build of ``world`` stores, and nothing else, on
+    ``workers`` processes (started before the clock, as a build's pool is warm after its first episodes)."""
+    from tasks.parallel import process_pool
+    from tasks.progress.construct import wanted_frames
+    from tasks.sources.frames import encoded_frames
+
+    jobs = []
+    for folder in sorted(world.iterdir()):
+        episode = load_sample_episode(folder)
+        jobs += [(episode.cameras[camera], frames) for camera, frames in wanted_frames(episode, plan).items()]
+    with process_pool(workers) as pool:
+        list(pool.map(encoded_frames, *zip(*jobs[:workers], strict=True)))  # workers started and warm
+        start = time.perf_counter()
+        encoded = list(pool.map(encoded_frames, *zip(*jobs, strict=True), chunksize=4 if workers > 1 else 1))
+        return time.perf_counter() - start, sum(len(e) for e in encoded)
+
+
+def timed_build(world: Path, plan: SamplingPlan, workers: int, scratch: Path) -> tuple[float, dict, int]:
+    """(seconds, counts, observations) of building ``world`` into a fresh catalog and blob folder."""
+    scratch.mkdir(parents=True)
+    storage = Storage(Catalog(scratch / "catalog.duckdb"), LocalBlobStore(scratch / "blobs"))
+    start = time.perf_counter()
+    counts = build_folder(world, storage, Producer(task="bench"), plan, workers=workers)
+    seconds = time.perf_counter() - start
+    return seconds, counts, storage.catalog.query("SELECT count(*) FROM records WHERE kind = 'observation'")[0][0]
+
+
+def first_episodes(world: Path, n: int, target: Path) -> Path:
+    for folder in sorted(world.iterdir())[:n]:
+        shutil.copytree(folder, target / folder.name)
+    return target
+
+
+def plot_curve(curve: dict[int, tuple[float, float]], workers: int, path: Path) -> None:
+    from tasks.plots import pyplot, save_figure
+
+    plt = pyplot()
+    figure, axis = plt.subplots(figsize=(6, 3.4))
+    xs = sorted(curve)
+    axis.plot(xs, [curve[x][0] for x in xs], "o-", label=f"build, {workers} worker processes")
+    axis.plot(xs, [curve[x][1] for x in xs], "s--", label="floor: decode + encode the same frames")
+    axis.plot(xs, [1.5 * curve[x][1] for x in xs], ":", color="grey", label="target: 1.5x the floor")
+    axis.set_xlabel("episodes (trajectories)")
+    axis.set_ylabel("seconds")
+    axis.legend(fontsize=8)
+    axis.spines[["top", "right"]].set_visible(False)
+    figure.tight_layout()
+    save_figure(figure, path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=240, help="sample-world episodes (trajectories)")
-    parser.add_argument("--workers", type=int, default=2, help="processes rendering the sample world")
+    parser.add_argument("--workers", type=int, default=2, help="processes rendering, decoding and encoding")
     parser.add_argument("--interval", type=int, default=1, help="evenly spaced observations per segment")
     parser.add_argument("--long-frames", type=int, default=6000, help="frames of the long clip for the seek test")
+    parser.add_argument("--curve", default="30,60,120", help="smaller builds for the curve (episodes); empty: none")
+    parser.add_argument("--plot", type=Path, default=Path("data/bench/progress-build.png"))
     args = parser.parse_args()
     plan = SamplingPlan(interval_per_segment=args.interval, boundary_offsets=(), demo_camera="front",
                         cross_cameras=("top",))
@@ -86,12 +142,16 @@ def main() -> None:
             list(pool.map(_render, [(i, str(world)) for i in range(args.episodes)], chunksize=4))
         render_s = time.perf_counter() - start
 
-        storage = Storage(Catalog(Path(tmp) / "catalog.duckdb"), LocalBlobStore(Path(tmp) / "blobs"))
-        start = time.perf_counter()
-        counts = build_folder(world, storage, Producer(task="bench"), plan)
-        build_s = time.perf_counter() - start
+        build_s, counts, observations = timed_build(world, plan, args.workers, Path(tmp) / "build")
         peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        observations = storage.catalog.query("SELECT count(*) FROM records WHERE kind = 'observation'")[0][0]
+        floor_s, stored_frames = frame_floor(world, plan, args.workers)
+        single_s, _, _ = timed_build(world, plan, 1, Path(tmp) / "build-1")
+        single_floor_s, _ = frame_floor(world, plan, 1)
+        curve = {args.episodes: (build_s, floor_s)}
+        for n in [int(x) for x in args.curve.split(",") if x]:
+            part = first_episodes(world, n, Path(tmp) / f"world-{n}")
+            curve[n] = (timed_build(part, plan, args.workers, Path(tmp) / f"build-{n}")[0],
+                        frame_floor(part, plan, args.workers)[0])
 
         episodes = [load_sample_episode(p) for p in sorted(world.iterdir())]
         needed = 0
@@ -118,8 +178,17 @@ def main() -> None:
     print(f"render sample world             {render_s:>10.1f} s  ({args.workers} processes, "
           f"cameras {', '.join(CAMERAS)})")
     print(f"build (demos, observations)     {build_s:>10.1f} s  ({counts['records']:,} records, "
-          f"{observations:,} observations, {counts['quarantined']} quarantined)")
+          f"{observations:,} observations, {counts['quarantined']} quarantined; {args.workers} workers)")
+    print(f"  floor: decode + encode alone  {floor_s:>10.1f} s  ({stored_frames:,} frames, {args.workers} processes)"
+          f"  -> build / floor {build_s / floor_s:.2f} (target <= 1.5)")
+    print(f"build with 1 worker             {single_s:>10.1f} s  (floor on 1 process {single_floor_s:.1f} s, "
+          f"ratio {single_s / single_floor_s:.2f}; speed-up of {args.workers} workers {single_s / build_s:.2f}x)")
     print(f"build throughput                {observations / build_s:>10.1f} observations/s")
+    for n, (seconds, floor) in sorted(curve.items()):
+        print(f"  {n:>4} episodes: build {seconds:6.2f} s, floor {floor:6.2f} s, ratio {seconds / floor:.2f}")
+    if len(curve) > 1:
+        plot_curve(curve, args.workers, args.plot)
+        print(f"plot: {args.plot}")
     print(f"peak resident memory            {peak_mib:>10,.0f} MiB")
     print(f"decode needed frames (seek)     {seek_s:>10.2f} s  ({needed:,} frames)")
     print(f"decode every frame sequentially {sequential_s:>10.2f} s  ({total:,} frames)")

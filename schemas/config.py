@@ -46,6 +46,11 @@ class PrefectSettings(BaseModel):
     work_pool: str = "benchwright"
 
 
+class ComputeSettings(BaseModel):
+    # processes a stage uses on this machine for its CPU-heavy part (decoding and encoding frames); 0: one per core
+    workers: int = Field(default=0, ge=0)
+
+
 class ReviewSettings(BaseModel):
     required_answers: int = Field(default=1, ge=1)  # annotators who must answer an item before it is decided
     agreement: Literal["unanimous", "majority"] = "majority"
@@ -143,6 +148,7 @@ class Settings(BaseSettings):
     catalog: CatalogSettings = CatalogSettings()
     blobs: BlobSettings = BlobSettings()
     prefect: PrefectSettings = PrefectSettings()
+    compute: ComputeSettings = ComputeSettings()
     review: ReviewSettings = ReviewSettings()
     export: ExportSettings = ExportSettings()
     nlp: NlpSettings = NlpSettings()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from schemas.config import Settings
 from schemas.records import BlobRef
@@ -24,20 +25,28 @@ class Storage:
 
     def put_blob(self, data: bytes, *, role: str, media_type: str) -> BlobRef:
         """Write bytes to the blob store and register their size and type in the catalog."""
-        sha = self.blobs.put(data)
+        return self._registered(self.blobs.put(data), len(data), role, media_type)
+
+    def put_blob_file(self, path: Path, *, role: str, media_type: str) -> BlobRef:
+        """``put_blob`` of a file's bytes, streamed (a whole video)."""
+        return self._registered(self.blobs.put_file(path), path.stat().st_size, role, media_type)
+
+    def _registered(self, sha: str, size: int, role: str, media_type: str) -> BlobRef:
         if self._pending is not None:
-            self._pending.append((sha, len(data), media_type))
+            self._pending.append((sha, size, media_type))
         else:
-            self.catalog.put_blob_meta([(sha, len(data), media_type)])
+            self.catalog.put_blob_meta([(sha, size, media_type)])
         return BlobRef(sha256=sha, role=role, media_type=media_type)
 
     @contextmanager
     def batched_blob_meta(self) -> Iterator[None]:
-        """Register the blobs put inside the block in one catalog write at its end (one transaction, not one
-        per blob). The blobs themselves are written at once, so nothing is lost if the block fails."""
+        """The blobs put inside the block made durable together (``BlobStore.batch``: one sync, not one per blob)
+        and registered in one catalog write at its end (one transaction, not one per blob). Their bytes are
+        written at once, so nothing is lost if the block fails; write the records that use them after it."""
         self._pending = []
         try:
-            yield
+            with self.blobs.batch():
+                yield
         finally:
             pending, self._pending = self._pending, None
             self.catalog.put_blob_meta(pending)

@@ -198,6 +198,21 @@ class Catalog:
             method = weakref.WeakMethod(self.close)
             atexit.register(lambda: (bound := method()) is not None and bound())
 
+    @contextmanager
+    def kept_open(self, idle_s: float = 0.5) -> Iterator[Catalog]:
+        """``keep_open`` for the ``with`` block only (a build: thousands of small reads and writes, ~15 ms each to
+        open the file), then the file let go and the catalog back to opening it per call."""
+        before = self.keep_open_s
+        if before > 0:
+            yield self
+            return
+        self.keep_open_s = idle_s
+        try:
+            yield self
+        finally:
+            self.keep_open_s = before
+            self.close()
+
     def close(self) -> None:
         """Let go of the file now: the kept connection closed and its idle check cancelled (a service ending)."""
         with self._shared_cv:
@@ -213,13 +228,14 @@ class Catalog:
         if held is not None:
             yield held
             return
-        con = self._shared_cursor() if self.keep_open_s > 0 else self._open()
+        shared = self.keep_open_s > 0  # as it was when taken: kept_open may end while this one is in use
+        con = self._shared_cursor() if shared else self._open()
         self._local.con = con
         try:
             yield con
         finally:
             self._local.con = None
-            if self.keep_open_s > 0:
+            if shared:
                 self._release_cursor(con)
             else:
                 self._close(con)
@@ -245,6 +261,9 @@ class Catalog:
             self._shared_users -= 1
             self._shared_last_use = time.monotonic()
             self._shared_cv.notify_all()
+            if not self._shared_users and self.keep_open_s <= 0:  # the last user after kept_open ended
+                self._close_shared()
+                return
             if not self._shared_users and (self._idle_timer is None or not self._idle_timer.is_alive()):
                 # one pending check at a time, not a thread per transaction; it re-arms itself while in use
                 self._idle_timer = threading.Timer(self.keep_open_s, self._close_if_idle)

@@ -23,7 +23,16 @@ def quarantine(*, benchmark: str, source: str, locator: str, reason: str, raw: s
 def resolve_quarantined(catalog: Any, *, source: str, locator: str, run_id: str | None) -> int:
     """Input quarantined earlier that has now been built (a fixed annotation, a repaired video) is marked
     superseded, so the list of quarantined input shows only what is still wrong."""
-    stale = catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED,
-                                 payload_equals={"source": source, "locator": locator})
-    return catalog.set_status([r.id for r in stale], Status.SUPERSEDED,
+    return resolve_quarantined_many(catalog, [(source, locator)], run_id=run_id)
+
+
+def resolve_quarantined_many(catalog: Any, inputs: list[tuple[str, str]], *, run_id: str | None) -> int:
+    """``resolve_quarantined`` for many (source, locator) pairs in one query and one status change."""
+    keys = sorted({f"{source}\n{locator}" for source, locator in inputs})
+    if not keys:
+        return 0
+    stale = catalog.query("SELECT id FROM records WHERE kind = 'quarantined_input' AND status = ? "
+                          "AND list_contains(?, concat(payload->>'source', chr(10), payload->>'locator'))",
+                          [str(Status.QUARANTINED), keys])
+    return catalog.set_status([row[0] for row in stale], Status.SUPERSEDED,
                               reason=f"built successfully by a later run ({run_id or 'local'})")

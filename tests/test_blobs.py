@@ -50,6 +50,36 @@ def test_local_failed_write_leaves_nothing_visible(blob_store: LocalBlobStore, t
     assert list(blob_store.path_for(sha).parent.iterdir()) == []  # no temporary file left behind either
 
 
+def test_a_batch_publishes_its_blobs_together_at_its_end(blob_store: LocalBlobStore, monkeypatch):
+    import storage.blobs as blobs
+
+    syncs: list[int] = []
+    real_sync = blobs._sync_file_system
+    monkeypatch.setattr(blobs, "_sync_file_system", lambda first, files: syncs.append(len(files)) or
+                        real_sync(first, files))
+    elsewhere = LocalBlobStore(blob_store.root)  # another reader of the same folder (another process)
+    stored_before = blob_store.put(b"already there")
+    with blob_store.batch():
+        with blob_store.batch():  # nested: the outermost block publishes
+            first = blob_store.put(b"frame one")
+        second = blob_store.put(b"frame two")
+        assert blob_store.put(b"frame two") == second and blob_store.put(b"already there") == stored_before
+        # written and readable here, invisible elsewhere until the batch is durable
+        assert blob_store.get(first) == b"frame one" and blob_store.exists(second) and blob_store.verify(second)
+        assert not elsewhere.exists(first) and not elsewhere.exists(second) and syncs == []
+    assert syncs == [2]  # one sync for the batch, not one per blob
+    assert elsewhere.get(first) == b"frame one" and elsewhere.get(second) == b"frame two"
+    leftovers = [p for p in blob_store.root.rglob(".incoming-*")]
+    assert leftovers == []
+
+
+def test_a_batch_that_fails_still_publishes_what_it_wrote_whole(blob_store: LocalBlobStore):
+    with pytest.raises(RuntimeError, match="stage failed"), blob_store.batch():
+        sha = blob_store.put(b"written before the failure")
+        raise RuntimeError("stage failed")
+    assert LocalBlobStore(blob_store.root).get(sha) == b"written before the failure"
+
+
 def _bucket(endpoint: str) -> str:
     name = f"bw-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=name)

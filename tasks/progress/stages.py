@@ -37,6 +37,7 @@ def _sampling_plan(settings: Settings, options: ProgressBuildOptions) -> Samplin
 
 def construct_progress(settings: Settings, context: BuildContext) -> dict[str, Any]:
     """Trajectories, demos and observations from episodes with key steps (the sample world when none are named)."""
+    from tasks.parallel import worker_count
     from tasks.progress.construct import build_folder
     from tasks.sources.tasks import render_sample_world
 
@@ -56,7 +57,8 @@ def construct_progress(settings: Settings, context: BuildContext) -> dict[str, A
                         episode_format=options.episodes_format,
                         key_steps=Path(options.key_steps_file) if options.key_steps_file else None,
                         hdf5_layout=layout, only=_trajectories(context),
-                        allow_symlinks_outside=settings.sources.allow_symlinks_outside)
+                        allow_symlinks_outside=settings.sources.allow_symlinks_outside,
+                        workers=worker_count(settings.compute.workers))
 
 
 def import_progress_published(settings: Settings, context: BuildContext) -> dict[str, Any]:

@@ -89,6 +89,12 @@ def encode_jpeg(rgb: Any, quality: int = 92) -> bytes:
     return data.tobytes()
 
 
+def encoded_frames(frames: FrameSource, indices: list[int], quality: int = 92) -> dict[int, bytes]:
+    """The given frames of one camera decoded and encoded as JPEG: a unit of work for a worker process (a frame
+    source is a path and a few names, cheap to send; the bytes come back)."""
+    return {index: encode_jpeg(rgb, quality) for index, rgb in frames.read(indices).items()}
+
+
 # -- frame sources ---------------------------------------------------------------------------------------------
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".webp")

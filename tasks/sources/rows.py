@@ -64,6 +64,11 @@ def loads(text: str, *, keyed: bool = False) -> Any:
     keyed by episode or video), a top-level key repeated or holding NaN/Infinity is not an error for the file:
     it is listed in ``problems_of(result)``, so the caller refuses that one item instead of the whole file."""
     repeated: list[JsonObject] = []
+    constants: list[NotFinite] = []  # the walk below looks for them only when the parser met one
+
+    def constant(name: str) -> NotFinite:
+        constants.append(NotFinite(name))
+        return constants[-1]
 
     def collect(pairs: list[tuple[str, Any]]) -> JsonObject:
         result, seen = JsonObject(), set()
@@ -78,7 +83,7 @@ def loads(text: str, *, keyed: bool = False) -> Any:
         return result
 
     try:
-        data = json.loads(text, parse_constant=NotFinite, object_pairs_hook=collect)
+        data = json.loads(text, parse_constant=constant, object_pairs_hook=collect)
     except json.JSONDecodeError as error:
         # a row of a JSONL file is one line: its file line is already in the locator, the column is what helps
         where = f"column {error.colno}" if "\n" not in text.strip() else f"line {error.lineno} column {error.colno}"
@@ -88,11 +93,11 @@ def loads(text: str, *, keyed: bool = False) -> Any:
             raise RowError(f"key {sorted(obj.duplicated)[0]!r} appears twice in one object")
     if keyed and isinstance(data, JsonObject):
         data.problems = {key: f"{key!r} appears twice" for key in data.duplicated}
-        for key, value in data.items():
+        for key, value in data.items() if constants else ():
             found = _not_finite_in(value)
             if found and key not in data.problems:
                 data.problems[key] = f"{key!r} holds {found}, not a finite number (NaN and infinities are refused)"
-    elif (found := _not_finite_in(data)) is not None:
+    elif constants and (found := _not_finite_in(data)) is not None:
         raise RowError(f"{found} is not a finite number (NaN and infinities are refused)")
     return data
 

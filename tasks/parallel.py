@@ -1,0 +1,70 @@
+"""CPU-bound work of a stage (decoding and encoding frames) on the machine's cores, with a bounded look-ahead.
+
+A stage keeps its catalog and blob writes in its own process and hands the pure, CPU-heavy part of each unit to
+worker processes, ``window`` units ahead of the one it is writing, so both cores stay busy and memory stays bounded.
+Workers are started with ``spawn``: a stage runs in a thread of a Prefect flow beside DuckDB's threads, and a
+forked copy of such a process can hang on a lock another thread held at the fork. One worker means no pool at all:
+the work runs inline, as it did before, with no process start-up to pay.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+U = TypeVar("U")
+
+
+def worker_count(configured: int) -> int:
+    """``[compute] workers``: 0 means one per core this process may use."""
+    if configured > 0:
+        return configured
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+class InlineExecutor(Executor):
+    """Runs each submitted call at once, in this process (the one-worker case)."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as error:  # handed to whoever asks for the result, as a pool does
+            future.set_exception(error)
+        return future
+
+
+@contextmanager
+def process_pool(workers: int) -> Iterator[Executor]:
+    """``workers`` processes (see the module's note on ``spawn``), or the inline executor for one."""
+    if workers <= 1:
+        yield InlineExecutor()
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        yield pool
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def ahead(items: Iterable[T], start: Callable[[T], U], window: int) -> Iterator[U]:
+    """``start(item)`` for each item (it submits the item's work and returns what will hold its results),
+    ``window`` items before that item is yielded: the caller finishes item i while items i+1..i+window run."""
+    started: deque[U] = deque()
+    for item in items:
+        started.append(start(item))
+        if len(started) > window:
+            yield started.popleft()
+    while started:
+        yield started.popleft()
