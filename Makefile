@@ -18,6 +18,7 @@ lint: setup
 	.venv/bin/ruff check .
 
 bench: setup
+	.venv/bin/python bench/command_overhead.py
 	.venv/bin/python bench/catalog_write.py
 	.venv/bin/python bench/progress_build.py
 	.venv/bin/python bench/explore_quality.py

@@ -1,7 +1,13 @@
 """Evaluation request throughput: N requests to a local OpenAI-compatible server that answers after a fixed latency,
 through the evaluation's own path (chunks of items, images fetched per chunk, bounded concurrency, answers cached
-in the catalog as they arrive). Prints the wall time next to the ideal N x latency / concurrency, the peak memory,
-and a second pass served entirely from the cache.
+in the catalog as they arrive). Prints the wall time next to the ideal N x latency / concurrency and to the floor
+(the same bodies from a bare httpx client), the peak memory, and a second pass served entirely from the cache.
+Where lmms-eval is importable, its OpenAI-compatible chat backend (``lmms_eval.models.chat.openai``, the one its
+``--model openai`` uses) sends the same prompts and images to the same server at the same ``num_concurrent``, and
+its wall time is printed beside ours. lmms-eval is not one of our dependencies (it needs torchvision, which the
+pinned torch lacks); to compare, put it on the path, e.g. ``pip install --target /tmp/lmms --no-deps lmms-eval
+loguru python-dotenv openai accelerate evaluate datasets dill multiprocess xxhash fsspec`` and
+``PYTHONPATH=/tmp/lmms``.
 
     .venv/bin/python bench/eval_throughput.py [--requests 1000] [--latency 0.2] [--concurrency 32]
 """
@@ -80,6 +86,37 @@ def bare_client(url: str, bodies: list[bytes], concurrency: int) -> float:
     return time.perf_counter() - started
 
 
+def lmms_eval_wall(url: str, prompts: list[tuple[str, bytes]], concurrency: int) -> float | str:
+    """Seconds lmms-eval's OpenAI chat backend takes to send ``prompts`` (text, PNG) to ``url`` at ``concurrency``,
+    through its own request path (its messages, image encoding, thread pool and client); or why it could not."""
+    import io
+
+    try:
+        from lmms_eval.api.instance import Instance
+        from lmms_eval.models.chat.openai import OpenAICompatible
+    except ImportError as error:
+        return f"not installed ({error.name or error})"
+    from PIL import Image
+
+    model = OpenAICompatible(model_version="bench", base_url=url, api_key="none", num_concurrent=concurrency,
+                             timeout=60, max_retries=1)
+    model.task_dict = {"bench": {"test": [{"text": text, "image": Image.open(io.BytesIO(png)).convert("RGB")}
+                                          for text, png in prompts]}}
+
+    def to_messages(doc: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"role": "user", "content": [{"type": "image", "url": doc["image"]},
+                                             {"type": "text", "text": doc["text"]}]}]
+
+    requests = [Instance("generate_until", ("", to_messages, {"max_new_tokens": 256, "temperature": 0}, i, "bench",
+                                            "test"), idx=0, metadata={"task": "bench", "doc_id": i, "repeats": 1})
+                for i in range(len(prompts))]
+    started = time.perf_counter()
+    answers = model.generate_until(requests)
+    wall = time.perf_counter() - started
+    failed = sum("LMMS_EVAL_REQUEST_FAILED" in getattr(a, "text", str(a)) for a in answers)
+    return wall if not failed else f"{failed} of {len(answers)} requests failed"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=1000)
@@ -124,6 +161,8 @@ def main() -> None:
         bodies = [json.dumps({"model": "bench", "messages": to_openai_messages(
             evaluation_messages(item, settings, images.__getitem__))}).encode() for item in items]
         floor = bare_client(url, bodies, args.concurrency)
+        lmms = lmms_eval_wall(url, [(f"Estimate the progress of task {i}.", images[item.observation_image])
+                                    for i, item in enumerate(items)], args.concurrency)
     ideal = args.requests * args.latency / args.concurrency
     print(f"requests            {args.requests} at {args.latency * 1000:.0f} ms, concurrency {args.concurrency}")
     print(f"answered            {len(first.answers)} ({len(first.failed)} failed), {rows} cached in the catalog")
@@ -133,6 +172,11 @@ def main() -> None:
     print(f"floor               {floor:.2f} s = {floor / ideal:.2f}x ideal: the same bodies from a bare httpx client "
           f"against the same server (what this server and machine allow)")
     print(f"wall / floor        {wall / floor:.2f}x")
+    if isinstance(lmms, float):
+        print(f"lmms-eval openai    {lmms:.2f} s = {lmms / ideal:.2f}x ideal (its chat backend, num_concurrent "
+              f"{args.concurrency}, same server); benchwright / lmms-eval {wall / lmms:.2f}")
+    else:
+        print(f"lmms-eval openai    {lmms}")
     print(f"throughput          {args.requests / wall:.0f} requests/s")
     print(f"peak memory         {peak:.0f} MiB RSS ({peak - before:+.0f} MiB during the run)")
     print(f"rerun from cache    {cached_wall:.2f} s, {second.from_cache} from cache, {second.asked} asked")

@@ -12,7 +12,16 @@ from schemas.records import BlobRef
 from storage.blobs import BlobStore, LocalBlobStore, S3BlobStore, open_blob_store
 from storage.catalog import Catalog
 
-__all__ = ["BlobStore", "Catalog", "LocalBlobStore", "S3BlobStore", "Storage", "open_blob_store", "open_storage"]
+__all__ = [
+    "BlobStore",
+    "BlobWriter",
+    "Catalog",
+    "LocalBlobStore",
+    "S3BlobStore",
+    "Storage",
+    "open_blob_store",
+    "open_storage",
+]
 
 
 @dataclass
@@ -32,11 +41,16 @@ class Storage:
         return self._registered(self.blobs.put_file(path), path.stat().st_size, role, media_type)
 
     def _registered(self, sha: str, size: int, role: str, media_type: str) -> BlobRef:
-        if self._pending is not None:
-            self._pending.append((sha, size, media_type))
-        else:
-            self.catalog.put_blob_meta([(sha, size, media_type)])
+        self.register_blobs([(sha, size, media_type)])
         return BlobRef(sha256=sha, role=role, media_type=media_type)
+
+    def register_blobs(self, entries: list[tuple[str, int, str]]) -> None:
+        """(sha256, size, media type) of blobs already in the store, into the catalog (at the end of a
+        ``batched_blob_meta`` block when inside one)."""
+        if self._pending is not None:
+            self._pending.extend(entries)
+        else:
+            self.catalog.put_blob_meta(entries)
 
     @contextmanager
     def batched_blob_meta(self) -> Iterator[None]:
@@ -50,6 +64,29 @@ class Storage:
         finally:
             pending, self._pending = self._pending, None
             self.catalog.put_blob_meta(pending)
+
+
+@dataclass
+class BlobWriter:
+    """Stands in for ``Storage`` in a worker process: writes blobs to the store itself (any process may: blobs
+    are content-addressed files or objects) and keeps (sha256, size, media type) of each for the process that owns
+    the catalog, which ``register``s them before the records that use them."""
+
+    blobs: BlobStore
+    written: list[tuple[str, int, str]] = field(default_factory=list)
+
+    def put_blob(self, data: bytes, *, role: str, media_type: str) -> BlobRef:
+        return self._kept(self.blobs.put(data), len(data), role, media_type)
+
+    def put_blob_file(self, path: Path, *, role: str, media_type: str) -> BlobRef:
+        return self._kept(self.blobs.put_file(path), path.stat().st_size, role, media_type)
+
+    def _kept(self, sha: str, size: int, role: str, media_type: str) -> BlobRef:
+        self.written.append((sha, size, media_type))
+        return BlobRef(sha256=sha, role=role, media_type=media_type)
+
+    def register(self, storage: Storage) -> None:
+        storage.register_blobs(self.written)
 
 
 def open_storage(settings: Settings) -> Storage:

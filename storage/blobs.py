@@ -7,6 +7,7 @@ visible only when it completes. A reader therefore never sees half a blob.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import re
@@ -134,6 +135,10 @@ class LocalBlobStore(BlobStore):
         self._batch_depth = 0
         self._unsynced: dict[str, Path] = {}  # address -> its written, not yet synced temporary file (a batch)
         self._guard = threading.Lock()
+        self._folders: set[Path] = set()
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return LocalBlobStore, (self.root,)  # to a worker process: the folder, not this process's batch state
 
     def path_for(self, sha256: str) -> Path:
         check_address(sha256)
@@ -171,7 +176,9 @@ class LocalBlobStore(BlobStore):
         with self._guard:
             if sha256 in self._unsynced:
                 return sha256
-        final.parent.mkdir(parents=True, exist_ok=True)
+        if final.parent not in self._folders:  # 65,536 folders at most; a stat each time cost more than the write
+            final.parent.mkdir(parents=True, exist_ok=True)
+            self._folders.add(final.parent)
         fd, tmp = tempfile.mkstemp(prefix=".incoming-", dir=final.parent)
         try:
             with os.fdopen(fd, "wb") as handle:
@@ -258,6 +265,12 @@ class S3BlobStore(BlobStore):
         self.transfer = TransferConfig(multipart_threshold=multipart_threshold,
                                        multipart_chunksize=multipart_chunksize)
         self.uri = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
+        self._opened_with = {"endpoint_url": endpoint_url, "region": region,
+                             "multipart_threshold": multipart_threshold, "multipart_chunksize": multipart_chunksize}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # to a worker process: where the bucket is; the worker makes its own client (a boto3 client is not sent)
+        return functools.partial(S3BlobStore, **self._opened_with), (self.bucket, self.prefix)
 
     def key_for(self, sha256: str) -> str:
         check_address(sha256)

@@ -11,6 +11,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol
 
@@ -159,12 +160,15 @@ class ChatBackend(Backend):
             if on_answer:
                 on_answer(index, answer, False)
 
-        try:
-            if missing:
-                self.generate_each([conversations[i] for i in missing], generation, deliver)
-        finally:
-            flush()
-            writer.shutdown(wait=True)
+        # the cache's file kept open while answers arrive (a catalog: ~30 ms to open and close it, per group)
+        kept = getattr(self.cache, "kept_open", None)
+        with kept() if kept is not None and missing else nullcontext():
+            try:
+                if missing:
+                    self.generate_each([conversations[i] for i in missing], generation, deliver)
+            finally:
+                flush()
+                writer.shutdown(wait=True)
         for write in writes:
             write.result()  # a failed cache write is an error, not a silent loss
         return [a if a is not None else RuntimeError("no answer was delivered") for a in answers]

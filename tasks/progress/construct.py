@@ -8,14 +8,15 @@ negatives go to people.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from schemas import Producer, Record, Status, Trajectory, make_record
-from storage import Storage
+from storage import BlobStore, BlobWriter, Storage
 from tasks.parallel import ahead, process_pool
 from tasks.progress.payloads import Demo, Observation
 from tasks.progress.sampling import (
@@ -27,7 +28,7 @@ from tasks.progress.sampling import (
     segment_samples,
 )
 from tasks.quarantine import quarantine, resolve_quarantined_many
-from tasks.sources.episodes import LOOKED_FOR, EpisodeError, EpisodeSource, Hdf5Layout, iter_episodes
+from tasks.sources.episodes import LOOKED_FOR, EpisodeError, EpisodeSource, Hdf5Layout, Loader, iter_episodes
 from tasks.sources.frames import FrameError, encoded_frames
 from tasks.superseding import supersede_replaced
 
@@ -57,7 +58,7 @@ def wanted_frames(source: EpisodeSource, plan: SamplingPlan) -> dict[str, list[i
     return wanted
 
 
-def build_episode(source: EpisodeSource, storage: Storage, producer: Producer, plan: SamplingPlan,
+def build_episode(source: EpisodeSource, storage: Storage | BlobWriter, producer: Producer, plan: SamplingPlan,
                   encoded: dict[str, Callable[[], dict[int, bytes]]]) -> EpisodeBuild:
     """All records of one episode; cameras that cannot be used are quarantined and the rest is built.
     ``encoded[camera]()`` gives that camera's ``wanted_frames`` as JPEG bytes, or raises FrameError (it is the
@@ -160,12 +161,16 @@ STORE_EVERY = 16
 
 @dataclass
 class _Episode:
-    """An episode as the build loop meets it: loaded (its frames being encoded elsewhere) or refused."""
+    """An episode through the build loop: what a worker builds it from (its loader, or the episode loaded here),
+    then what came back; or the reason it was refused."""
 
     locator: str
-    source: EpisodeSource | None = None
+    unit: EpisodeSource | Loader | None = None
     error: EpisodeError | None = None
-    encoded: dict[str, Callable[[], dict[int, bytes]]] = field(default_factory=dict)
+    source: EpisodeSource | None = None
+    build: EpisodeBuild = field(default_factory=EpisodeBuild)
+    blobs: BlobWriter | None = None
+    pending: Future | None = None
 
 
 def build_folder(folder: Path, storage: Storage, producer: Producer, plan: SamplingPlan,
@@ -175,58 +180,110 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
                  workers: int = 1) -> dict[str, Any]:
     """Build every episode of ``folder`` (see ``tasks.sources.episodes.iter_episodes`` for the formats), or only
     those whose trajectory id or locator is in ``only``, writing records every ``STORE_EVERY`` episodes, so an
-    interrupted run keeps what it finished and a rerun adds only the rest. Frames are decoded and encoded by
-    ``workers`` processes, a few episodes ahead of the one being written. An episode built before with other
-    settings has its earlier records superseded; a second episode with an id already built in this run is
-    quarantined, never built over the first. A folder with nothing to build says so under ``nothing found``."""
+    interrupted run keeps what it finished and a rerun adds only the rest. ``workers`` processes load episodes,
+    decode and encode their frames, write them to the blob store and make their records, a few episodes ahead;
+    this process writes the catalog. An episode built before with other settings has its earlier records
+    superseded; a second episode with an id already built in this run is quarantined, never built over the first.
+    A folder with nothing to build says so under ``nothing found``."""
     counts: dict[str, Any] = {"episodes": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
     episodes = _episodes(folder, episode_format, key_steps, hdf5_layout, only, allow_symlinks_outside, counts)
     # many small reads and writes per group of episodes: the catalog file opened once
     with storage.catalog.kept_open(), process_pool(workers) as pool:
-        prepared = ahead(episodes, lambda episode: _start_encoding(episode, plan, pool), window=2 * workers)
-        for group in _groups(prepared, STORE_EVERY):
-            done = []
+        started = ahead(episodes, lambda episode: _start(episode, producer, plan, storage.blobs, pool),
+                        window=STORE_EVERY + 2 * workers)  # workers go on while a group is stored
+        for group in _groups(_checked(started, only, producer, str(folder), counts), STORE_EVERY):
             with storage.batched_blob_meta():
                 for episode in group:
-                    done.append((_build_or_refuse(episode, storage, producer, plan, str(folder)), episode))
-            _store_episodes(storage, done, str(folder), producer.task, run_id, counts)
+                    if episode.blobs is not None:
+                        episode.blobs.register(storage)
+            _store_episodes(storage, group, str(folder), producer.task, run_id, counts)
     return counts
 
 
 def _episodes(folder: Path, episode_format: str, key_steps: Path | None, hdf5_layout: Hdf5Layout | None,
               only: list[str] | None, allow_symlinks_outside: bool, counts: dict[str, Any]) -> Iterator[_Episode]:
-    """The episodes to build, loaded, or refused with the reason (a repeated id: the first is kept)."""
-    wanted = set(only) if only is not None else None
-    first_of: dict[str, str] = {}  # episode id -> the locator it was built from in this run
+    """The episodes, each with what a worker needs to build it: its loader where that can be sent to another
+    process (loading is then done there too), else the episode loaded here; a backfill (``only``) loads here, to
+    skip the others before any work."""
     seen_any = False
     for locator, loaded in iter_episodes(folder, episode_format, key_steps=key_steps, hdf5_layout=hdf5_layout,
                                          allow_symlinks_outside=allow_symlinks_outside):
         seen_any = True
-        source = None
+        if only is None and _sendable(loaded):
+            yield _Episode(locator, unit=loaded)
+            continue
         try:
             source = loaded()
-            if source.id in first_of:
-                raise EpisodeError(f"{locator}: episode id {source.id!r} is already used by {first_of[source.id]} "
-                                   f"in this source; refused, the first is kept")
-            first_of[source.id] = locator
-            if wanted is not None and source.id not in wanted and locator not in wanted:
-                continue
-            counts["episodes"] += 1
-            yield _Episode(locator, source=source)
         except EpisodeError as error:
-            if wanted is not None and locator not in wanted and (source is None or source.id not in wanted):
-                continue  # a backfill of other episodes is no place to report this one
-            counts["episodes"] += 1
             yield _Episode(locator, error=error)
+            continue
+        if only is not None and source.id not in only and locator not in only:
+            yield _Episode(locator, source=source)  # no work: it still holds its id against a later repeat
+        else:
+            yield _Episode(locator, unit=source)
     if not seen_any:
         counts["nothing found"] = f"{folder}: no episodes ({LOOKED_FOR[episode_format]}) found; nothing built"
 
 
-def _start_encoding(episode: _Episode, plan: SamplingPlan, pool: Executor) -> _Episode:
-    if episode.source is not None:
-        for camera, frames in wanted_frames(episode.source, plan).items():
-            episode.encoded[camera] = pool.submit(encoded_frames, episode.source.cameras[camera], frames).result
+def _sendable(loader: Loader) -> bool:
+    import pickle
+
+    try:
+        pickle.dumps(loader)
+    except (pickle.PicklingError, TypeError, AttributeError):
+        return False
+    return True
+
+
+def _start(episode: _Episode, producer: Producer, plan: SamplingPlan, blobs: BlobStore, pool: Executor) -> _Episode:
+    if episode.unit is not None:
+        episode.pending = pool.submit(build_elsewhere, episode.unit, producer, plan, blobs)
     return episode
+
+
+def build_elsewhere(unit: EpisodeSource | Loader, producer: Producer, plan: SamplingPlan, blobs: BlobStore
+                    ) -> tuple[EpisodeSource | None, EpisodeBuild | None, BlobWriter | None, EpisodeError | None]:
+    """A worker's part of one episode: load it (given its loader), decode and encode its frames, write them to
+    the blob store (durable, one sync for the episode, before this returns), make its records. (source, build,
+    the blobs written for the catalog to register, error)."""
+    try:
+        source = unit if isinstance(unit, EpisodeSource) else unit()
+    except EpisodeError as error:
+        return None, None, None, error
+    writer = BlobWriter(blobs)
+    encoded = {camera: functools.partial(encoded_frames, source.cameras[camera], frames)
+               for camera, frames in wanted_frames(source, plan).items()}
+    with blobs.batch():
+        built = build_episode(source, writer, producer, plan, encoded)
+    return source, built, writer, None
+
+
+def _checked(started: Iterator[_Episode], only: list[str] | None, producer: Producer, folder: str,
+             counts: dict[str, Any]) -> Iterator[_Episode]:
+    """Each episode once its worker is done, in order: a repeated id refused (the first is kept), a backfill's
+    other episodes left out, a refused episode quarantined with its reason."""
+    wanted = set(only) if only is not None else None
+    first_of: dict[str, str] = {}  # episode id -> the locator it was built from in this run
+    for episode in started:
+        if episode.pending is not None:
+            episode.source, built, episode.blobs, episode.error = episode.pending.result()
+            episode.build = built or EpisodeBuild()
+        source = episode.source if episode.source is not None else (
+            episode.unit if isinstance(episode.unit, EpisodeSource) else None)
+        if source is not None and source.id in first_of:
+            episode.error = EpisodeError(f"{episode.locator}: episode id {source.id!r} is already used by "
+                                         f"{first_of[source.id]} in this source; refused, the first is kept")
+        elif source is not None:
+            first_of[source.id] = episode.locator
+        if wanted is not None and episode.locator not in wanted and (source is None or source.id not in wanted):
+            continue  # a backfill of other episodes is no place to report this one
+        counts["episodes"] += 1
+        if episode.error is not None:
+            episode.source, episode.blobs = None, None
+            episode.build = EpisodeBuild(quarantined=[quarantine(
+                benchmark="progress", source=folder, locator=episode.locator, reason=str(episode.error), raw="",
+                producer=producer)])
+        yield episode
 
 
 def _groups(items: Iterator[_Episode], size: int) -> Iterator[list[_Episode]]:
@@ -240,34 +297,27 @@ def _groups(items: Iterator[_Episode], size: int) -> Iterator[list[_Episode]]:
         yield group
 
 
-def _build_or_refuse(episode: _Episode, storage: Storage, producer: Producer, plan: SamplingPlan,
-                     folder: str) -> EpisodeBuild:
-    if episode.source is not None:
-        return build_episode(episode.source, storage, producer, plan, episode.encoded)
-    return EpisodeBuild(quarantined=[quarantine(benchmark="progress", source=folder, locator=episode.locator,
-                                                reason=str(episode.error), raw="", producer=producer)])
-
-
-def _store_episodes(storage: Storage, done: list[tuple[EpisodeBuild, _Episode]], folder: str, task: str,
-                    run_id: str | None, counts: dict[str, Any]) -> None:
+def _store_episodes(storage: Storage, group: list[_Episode], folder: str, task: str, run_id: str | None,
+                    counts: dict[str, Any]) -> None:
     """One catalog write for a group's records; then what they replace is superseded, and input quarantined
     before that was built now (an episode, or a camera that did not fail this time) is marked resolved."""
-    stored = [record for built, _ in done for record in built.records + built.quarantined]
-    counts["records"] += sum(len(built.records) for built, _ in done)
-    counts["quarantined"] += sum(len(built.quarantined) for built, _ in done)
+    stored = [record for episode in group for record in episode.build.records + episode.build.quarantined]
+    counts["records"] += sum(len(episode.build.records) for episode in group)
+    counts["quarantined"] += sum(len(episode.build.quarantined) for episode in group)
     counts["new"] += storage.catalog.put_records(stored, run_id=run_id)
-    built_now = [(built, episode.source, episode.locator) for built, episode in done
-                 if built.records and episode.source is not None]
+    built_now = [episode for episode in group if episode.build.records and episode.source is not None]
     if not built_now:
         return
     counts["superseded"] += _supersede_earlier_builds(
-        storage.catalog, [r for built, _, _ in built_now for r in built.records], task, run_id)
+        storage.catalog, [r for episode in built_now for r in episode.build.records], task, run_id)
     resolved = []
-    for built, source, locator in built_now:
-        resolved.append((folder, locator))
-        failed_now = {q.payload["locator"] for q in built.quarantined}
-        resolved += [(source.data_source, f"{source.id}/{camera}") for camera in source.cameras  # type: ignore[union-attr]
-                     if f"{source.id}/{camera}" not in failed_now]  # type: ignore[union-attr]
+    for episode in built_now:
+        source = episode.source
+        assert source is not None
+        resolved.append((folder, episode.locator))
+        failed_now = {q.payload["locator"] for q in episode.build.quarantined}
+        resolved += [(source.data_source, f"{source.id}/{camera}") for camera in source.cameras
+                     if f"{source.id}/{camera}" not in failed_now]
     resolve_quarantined_many(storage.catalog, resolved, run_id=run_id)
 
 

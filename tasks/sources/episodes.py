@@ -8,6 +8,7 @@ fail is reported in ``broken_cameras`` while the others go on.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -562,8 +563,8 @@ def iter_episodes(folder: Path, episode_format: str, *, key_steps: Path | None =
         if episode_format == "sample":
             for episode_dir, problem in root.entries():
                 if episode_dir.is_dir() or problem:
-                    yield episode_dir.name, refused(problem) if problem else (
-                        lambda d=episode_dir: load_sample_episode(d, root=root))
+                    yield episode_dir.name, refused(problem) if problem else (  # a partial: sendable to a worker
+                        functools.partial(load_sample_episode, episode_dir, root=root))
         elif episode_format == "lerobot":
             yield from _lerobot_episodes(root, key_steps)
         elif episode_format == "folder":
