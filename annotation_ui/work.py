@@ -29,6 +29,9 @@ Verdict = Literal["accept", "reject", "correct"]
 RECHECK = "recheck"  # the queue every benchmark shares: a released record sent back to people, YES/NO
 CONTENTS_KEPT = 4096  # items and targets whose content the app keeps (a few MB of JSON)
 SWEEP_EVERY_S = 5.0
+# a lease taken again (undo, or one that expired) replaces the old one; SQL both DuckDB and PostgreSQL run
+UPSERT_LEASE = ("INSERT INTO leases VALUES (?, ?, ?, ?, ?) ON CONFLICT (item_id, annotator) DO UPDATE SET "
+                "queue = excluded.queue, leased_at = excluded.leased_at, expires_at = excluded.expires_at")
 
 
 def verdicts() -> dict[str, tuple[str, ...]]:
@@ -107,7 +110,7 @@ class Work:
                              WHERE r.kind = 'review_item' AND r.status = 'candidate' AND r.payload->>'queue' = $queue
                                AND NOT list_contains($skipped, r.id) AND NOT coalesce(c.mine, false)
                                AND coalesce(c.n, 0) < $overlap)
-               SELECT id, target_id, held FROM (SELECT * FROM held UNION ALL SELECT * FROM open)
+               SELECT id, target_id, held FROM (SELECT * FROM held UNION ALL SELECT * FROM open) AS candidates
                ORDER BY held DESC, since, id LIMIT 1""",
             {"now": now, "who": annotator, "queue": queue, "skipped": list(skipped),
              "overlap": self.settings.overlap_of(queue)}).fetchone()
@@ -115,8 +118,7 @@ class Work:
             return row[0]
         if row is None:
             return None
-        con.execute("INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?)",
-                    [row[0], annotator, queue, now, now + timedelta(seconds=self.settings.lease_s)])
+        con.execute(UPSERT_LEASE, [row[0], annotator, queue, now, now + timedelta(seconds=self.settings.lease_s)])
         self._prefetch(row[:2])  # the item and its target, which the view reads next, in one query
         return row[0]
 
@@ -181,13 +183,13 @@ class Work:
                                     {IN_FORCE_WHERE} AS in_force
                              FROM records WHERE kind = 'decision' AND payload->>'item_id' = $item)
                SELECT (SELECT status FROM records WHERE id = $item),
-                      (SELECT list((annotator, verdict)) FILTER (WHERE in_force) FROM made),
+                      (SELECT array_agg(concat(annotator, chr(10), verdict)) FILTER (WHERE in_force) FROM made),
                       (SELECT count(*) FILTER (WHERE annotator <> $who AND expires_at >= $now) FROM leases
                        WHERE item_id = $item),
                       (SELECT count(*) FILTER (WHERE annotator = $who) FROM leases WHERE item_id = $item),
                       (SELECT count(*) FILTER (WHERE annotator = $who) FROM made)""",
             {"item": item.id, "who": annotator, "now": datetime.now(UTC)}).fetchone()
-        answers = {row[0]: row[1] for row in map(_pair, answered or [])}
+        answers = dict(entry.split("\n", 1) for entry in answered or [])
         if annotator in answers:
             raise WorkError(f"{annotator} already answered item {item.id[:12]} ({answers[annotator]}); "
                             f"undo it first to change the answer")
@@ -253,7 +255,7 @@ class Work:
                                         actor=annotator)
             now = datetime.now(UTC)
             self.catalog.run(lambda con: con.execute(
-                "INSERT OR REPLACE INTO leases VALUES (?, ?, ?, ?, ?)",
+                UPSERT_LEASE,
                 [item_id, annotator, item.payload["queue"], now, now + timedelta(seconds=self.settings.lease_s)]))
         return self.catalog.get_record(decision_id), self.catalog.get_record(item_id)
 
@@ -269,7 +271,7 @@ class Work:
         """Per queue: items done (resolved), remaining (open), and answers by ``annotator``."""
         rows = self.catalog.query(
             """SELECT r.payload->>'queue', r.status, count(*) FROM records r WHERE r.kind = 'review_item'
-               GROUP BY ALL""")
+               GROUP BY r.payload->>'queue', r.status""")
         table: dict[str, dict[str, int]] = {q: {"done": 0, "remaining": 0, "mine": 0} for q in queues()}
         for queue, status, count in rows:
             entry = table.setdefault(queue, {"done": 0, "remaining": 0, "mine": 0})
@@ -305,11 +307,6 @@ class Work:
                                      "status_reason": record.status_reason,
                                      "created_at": record.created_at.isoformat()}, ensure_ascii=False))
         return "\n".join(lines) + ("\n" if lines else "")
-
-
-def _pair(entry: Any) -> tuple[str, str]:
-    """An (annotator, verdict) entry of a DuckDB list of structs, as a tuple whatever the driver makes of it."""
-    return tuple(entry.values()) if isinstance(entry, dict) else tuple(entry)  # type: ignore[return-value]
 
 
 def _check_answer(queue: str, verdict: str, correction: dict | None, note: str, max_note_chars: int) -> None:

@@ -30,6 +30,8 @@ DEFAULT_CONFIG_FILE = "benchwright.toml"
 
 class CatalogSettings(BaseModel):
     path: Path = Path("data/catalog.duckdb")
+    # a PostgreSQL server instead of the DuckDB file (workers on several hosts): postgresql://user@host:5432/db
+    url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
     lock_timeout_s: float = Field(default=120.0, gt=0)  # how long a writer waits for another process's lock
     batch_size: int = Field(default=20000, ge=1)
     hold_s: float = Field(default=2.0, gt=0)  # longest a bulk write keeps the file before letting others in

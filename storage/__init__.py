@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from schemas.config import Settings
+from schemas.config import CatalogSettings, Settings
 from schemas.records import BlobRef
 from storage.blobs import BlobStore, LocalBlobStore, S3BlobStore, open_blob_store
 from storage.catalog import Catalog
@@ -89,9 +89,18 @@ class BlobWriter:
         storage.register_blobs(self.written)
 
 
+def open_catalog(settings: CatalogSettings) -> Catalog:
+    """The catalog the settings name: the PostgreSQL server at ``url`` when set, else the DuckDB file at ``path``."""
+    options = {"lock_timeout_s": settings.lock_timeout_s, "batch_size": settings.batch_size, "hold_s": settings.hold_s}
+    if settings.url:
+        from storage.postgres import PostgresCatalog
+
+        return PostgresCatalog(settings.url, **options)
+    return Catalog(settings.path, **options)
+
+
 def open_storage(settings: Settings) -> Storage:
-    catalog = Catalog(settings.catalog.path, lock_timeout_s=settings.catalog.lock_timeout_s,
-                      batch_size=settings.catalog.batch_size, hold_s=settings.catalog.hold_s)
+    catalog = open_catalog(settings.catalog)
     blobs = open_blob_store(settings.blobs.uri, endpoint_url=settings.blobs.endpoint_url,
                             region=settings.blobs.region)
     return Storage(catalog=catalog, blobs=blobs)

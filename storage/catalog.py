@@ -403,15 +403,19 @@ class Catalog:
                 if not opened_at:
                     held.enter_context(self.connect())
                     opened_at = time.monotonic()
-                inserted += self.run(_insert_batch(list(batch.values()), run_id))
+                inserted += self.run(self._insert(list(batch.values()), run_id))
                 batch = {}
                 if time.monotonic() - opened_at > self.hold_s:
                     held.close()
                     opened_at = 0.0
                     time.sleep(_YIELD_S)
             if batch:
-                inserted += self.run(_insert_batch(list(batch.values()), run_id))
+                inserted += self.run(self._insert(list(batch.values()), run_id))
         return inserted
+
+    def _insert(self, records: list[Record], run_id: str | None) -> Callable[[Any], int]:
+        """The write of one batch (a transaction's work), returning how many records were new."""
+        return _insert_batch(records, run_id)
 
     def get_record(self, record_id: str) -> Record:
         rows = self._select("WHERE id = ?", [record_id])
@@ -465,7 +469,8 @@ class Catalog:
         return self._select(where + tail, params)
 
     def count_records(self) -> dict[tuple[str, str, str], int]:
-        rows = self.query("SELECT benchmark, kind, status, count(*) FROM records GROUP BY ALL ORDER BY ALL")
+        rows = self.query("SELECT benchmark, kind, status, count(*) FROM records GROUP BY benchmark, kind, status "
+                          "ORDER BY benchmark, kind, status")
         return {(b, k, s): n for b, k, s, n in rows}
 
     def _select(self, tail: str, params: Sequence[Any]) -> list[Record]:
@@ -492,7 +497,8 @@ class Catalog:
                 "WHERE records.id = w.id AND (records.status <> w.status OR records.status_reason IS DISTINCT FROM "
                 "w.reason) RETURNING records.id, records.status, records.status_reason", columns).fetchall()
             if changed:
-                con.execute("INSERT INTO status_events SELECT unnest(?), unnest(?), unnest(?::VARCHAR[]), ?, ?",
+                con.execute("INSERT INTO status_events SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+                            "unnest(?::VARCHAR[]), ?, ?",
                             [*[list(column) for column in zip(*changed, strict=True)], actor, now])
             return len(changed)
 
@@ -508,8 +514,8 @@ class Catalog:
             """WITH RECURSIVE walk(id) AS (
                    SELECT unnest(?::VARCHAR[])
                    UNION SELECT p.child FROM record_parents p JOIN walk w ON p.parent = w.id)
-               SELECT r.id FROM records r SEMI JOIN walk w ON r.id = w.id
-               WHERE r.status <> 'superseded' AND r.kind <> 'decision'""", [stale])
+               SELECT r.id FROM records r WHERE r.id IN (SELECT id FROM walk)
+               AND r.status <> 'superseded' AND r.kind <> 'decision'""", [stale])
         return self.set_status([row[0] for row in rows], Status.SUPERSEDED, reason=reason, actor=actor)
 
     def children_by_task(self, parent_ids: Sequence[str], task: str) -> list[str]:
@@ -548,8 +554,15 @@ class Catalog:
         rows = [[sha, size, media, datetime.now(UTC)] for sha, size, media in entries]
         if rows:
             self.run(lambda con: con.execute(
-                "INSERT INTO blobs SELECT * FROM (SELECT unnest(?), unnest(?), unnest(?), unnest(?)) "
+                "INSERT INTO blobs SELECT * FROM (SELECT unnest(?::VARCHAR[]), unnest(?::BIGINT[]), "
+                "unnest(?::VARCHAR[]), unnest(?::TIMESTAMPTZ[])) AS incoming "
                 "ON CONFLICT DO NOTHING", [list(column) for column in zip(*rows, strict=True)]))
+
+    def blob_references(self) -> set[str]:
+        """Every blob address some record names (the garbage collector keeps these). A record's blobs column
+        holds [sha256, role, media type] triples."""
+        return {row[0] for row in self.query(
+            "SELECT DISTINCT unnest(json_extract_string(blobs, '$[*][0]')) FROM records")}
 
     def blob_meta(self, shas: Iterable[str]) -> dict[str, tuple[int, str]]:
         wanted = list(shas)
@@ -602,8 +615,9 @@ class Catalog:
         rows = [[key, backend, model, canonical_json(request), canonical_json(response), now]
                 for key, backend, model, request, response in entries]
         self.run(lambda con: con.execute(
-            "INSERT INTO responses SELECT * FROM (SELECT unnest(?), unnest(?), unnest(?), unnest(?), unnest(?), "
-            "unnest(?)) ON CONFLICT DO NOTHING", [list(column) for column in zip(*rows, strict=True)]))
+            "INSERT INTO responses SELECT * FROM (SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+            "unnest(?::VARCHAR[]), unnest(?::JSON[]), unnest(?::JSON[]), unnest(?::TIMESTAMPTZ[])) AS incoming "
+            "ON CONFLICT DO NOTHING", [list(column) for column in zip(*rows, strict=True)]))
 
 
 FEW = 8  # up to this many records a write is a few plain statements (an annotator's decision, a status change)
@@ -682,14 +696,14 @@ def _revive_superseded(con: duckdb.DuckDBPyConnection, run_id: str | None) -> No
                    ORDER BY e.changed_at DESC LIMIT 1), i.status),
                   coalesce((SELECT e.reason FROM status_events e WHERE e.record_id = i.id
                             AND e.status <> 'superseded' ORDER BY e.changed_at DESC LIMIT 1), i.status_reason)
-           FROM incoming_records i SEMI JOIN records r ON r.id = i.id AND r.status = 'superseded'""").fetchall()
+           FROM incoming_records i WHERE i.id IN (SELECT id FROM records WHERE status = 'superseded')""").fetchall()
     if not rows:
         return
     now = datetime.now(UTC)
     for record_id, status, reason in rows:
         con.execute("UPDATE records SET status = ?, status_reason = ? WHERE id = ?", [status, reason, record_id])
-    con.execute("INSERT INTO status_events SELECT unnest(?), unnest(?), unnest(?), ?, ?",
-                [[r[0] for r in rows], [r[1] for r in rows],
+    con.execute("INSERT INTO status_events SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
+                "unnest(?::VARCHAR[]), ?, ?", [[r[0] for r in rows], [r[1] for r in rows],
                  [f"produced again by run {run_id}" if run_id else "produced again" for _ in rows], "system", now])
 
 

@@ -28,9 +28,7 @@ class GarbageReport:
 
 
 def referenced_blobs(catalog: Catalog) -> set[str]:
-    # a record's blobs column holds [sha256, role, media type] triples
-    rows = catalog.query("SELECT DISTINCT unnest(json_extract_string(blobs, '$[*][0]')) FROM records")
-    return {sha256 for (sha256,) in rows}
+    return catalog.blob_references()
 
 
 def collect_garbage(catalog: Catalog, store: BlobStore, *, grace: timedelta = DEFAULT_GRACE,

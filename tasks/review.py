@@ -42,7 +42,7 @@ def decisions_in_force(catalog: Catalog, columns: str = "id", *, group_by: str |
     if unknown:
         raise ValueError(f"no decision filter {', '.join(sorted(unknown))}")
     used = {k: v for k, v in filters.items() if v is not None}
-    sql = f"SELECT {columns} FROM ({IN_FORCE}) WHERE true" + "".join(f" AND {k} = ?" for k in used)
+    sql = f"SELECT {columns} FROM ({IN_FORCE}) AS in_force WHERE true" + "".join(f" AND {k} = ?" for k in used)
     sql += (f" GROUP BY {group_by}" if group_by else "") + f" ORDER BY {order}"
     sql += f" LIMIT {int(limit)}" if limit is not None else ""
     return catalog.query(sql, list(used.values()))

@@ -1,4 +1,5 @@
-"""Shared fixtures: a fresh catalog and blob store per test, and a real S3-speaking server on 127.0.0.1."""
+"""Shared fixtures: a fresh catalog (on DuckDB and on PostgreSQL) and blob store per test, and real S3-speaking and
+PostgreSQL servers on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -16,9 +17,42 @@ os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-@pytest.fixture
-def catalog(tmp_path: Path) -> Catalog:
-    return Catalog(tmp_path / "catalog.duckdb", lock_timeout_s=30)
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[str]:
+    """A PostgreSQL server of this test session's own (tests/postgres_server.py); its URL."""
+    from tests.postgres_server import postgres_server
+
+    with postgres_server() as url:
+        yield url
+
+
+@pytest.fixture(params=["duckdb", "postgres"])
+def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
+    """A fresh catalog, once on each backend: the embedded DuckDB file and a database on a PostgreSQL server."""
+    if request.param == "duckdb":
+        yield Catalog(tmp_path / "catalog.duckdb", lock_timeout_s=30)
+        return
+    from storage.postgres import PostgresCatalog
+    from tests.postgres_server import fresh_database
+
+    catalog = PostgresCatalog(fresh_database(request.getfixturevalue("postgres")), lock_timeout_s=30)
+    yield catalog
+    catalog.close()
+
+
+def catalog_settings(catalog: Catalog) -> Any:
+    """The [catalog] settings that open ``catalog`` again (its file, or its server's URL)."""
+    from schemas.config import CatalogSettings
+
+    url = getattr(catalog, "url", None)
+    return CatalogSettings(url=url) if url else CatalogSettings(path=catalog.path)
+
+
+def reopened(catalog: Catalog) -> Catalog:
+    """The same catalog opened again, as another process would."""
+    from storage import open_catalog
+
+    return open_catalog(catalog_settings(catalog))
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from annotation_ui.agreement import cohen_kappa, fleiss_kappa, pairwise_cohen, p
 from annotation_ui.work import Work, WorkError
 from schemas import Status
 from schemas.config import AnnotationSettings
-from tests.conftest import publish_review_items
+from tests.conftest import publish_review_items, reopened
 
 publish = publish_review_items
 
@@ -108,13 +108,12 @@ def test_agreement_figures_by_hand():
 
 
 def test_a_restart_loses_no_lease_and_no_answer(catalog):
-    from storage import Catalog
 
     work = Work(catalog, AnnotationSettings())
     first, second = publish(catalog, 2)
     work.submit(work.next_item("recheck", "ann1").id, "ann1", "accept")
     held = work.next_item("recheck", "ann1")
-    restarted = Work(Catalog(catalog.path), AnnotationSettings())  # a new process on the same catalog file
+    restarted = Work(reopened(catalog), AnnotationSettings())  # a new process on the same catalog file
     assert restarted.next_item("recheck", "ann1").id == held.id == second.id  # the lease survived
     assert restarted.next_item("recheck", "ann2") is None
     with pytest.raises(WorkError, match="already answered"):

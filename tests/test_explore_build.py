@@ -15,6 +15,7 @@ from tasks.explore.quality import scene_quality, summarise
 from tasks.models.vision import ClassicDetector, ClassicTagger
 from tasks.sources.ego_clips import iter_clips
 from tasks.sources.sample_world import generate_episode, write_episode
+from tests.conftest import catalog_settings
 
 SPACY = Settings().nlp.spacy_model
 PRODUCER = Producer(task="annotate-explore", backend="offline")
@@ -86,7 +87,7 @@ def _object(entry):
 
 
 def test_human_corrections_are_new_versions_and_the_release_exports_officially(clips, storage, tmp_path):
-    from schemas.config import BlobSettings, CatalogSettings
+    from schemas.config import BlobSettings
     from tasks.explore.export import export_explore
     from tasks.explore.stages import apply_scene_corrections, final_scenes, freeze_explore_release
     from tasks.review import decide, open_items
@@ -106,7 +107,7 @@ def test_human_corrections_are_new_versions_and_the_release_exports_officially(c
     decide(catalog, third, annotator="ann1", verdict="accept")
     for item in rest:
         decide(catalog, item, annotator="ann2", verdict="reject")
-    settings = Settings(catalog=CatalogSettings(path=str(catalog.path)),
+    settings = Settings(catalog=catalog_settings(catalog),
                         blobs=BlobSettings(uri=f"file://{storage.blobs.root}"))
     applied = apply_scene_corrections(settings, None)
     assert applied["corrections"] == 1 and applied["quarantined"] == 1

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 
 import duckdb
 import pytest
@@ -60,12 +61,11 @@ def test_tampered_blob_is_named_by_verify(storage, released):
 
 def test_altered_record_and_manifest_are_detected(storage, released):
     records, _ = released
-    con = duckdb.connect(str(storage.catalog.path))
-    con.execute("UPDATE records SET payload = json_object('trajectory_id', 'x', 'modality', 'text', "
-                "'task_goal', 'g', 'steps', [], 'total_steps', 1, 'data_source', 'd') WHERE id = ?",
-                [records[0].id])
-    con.execute("UPDATE releases SET manifest = replace(manifest::VARCHAR, 'seed', 'SEED')::JSON")
-    con.close()
+    forged = json.dumps({"trajectory_id": "x", "modality": "text", "task_goal": "g", "steps": [], "total_steps": 1,
+                         "data_source": "d"})
+    storage.catalog.run(lambda con: (
+        con.execute("UPDATE records SET payload = ?::JSON WHERE id = ?", [forged, records[0].id]),
+        con.execute("UPDATE releases SET manifest = replace(CAST(manifest AS VARCHAR), 'seed', 'SEED')::JSON")))
     report = verify_release(storage.catalog, storage.blobs, "progress-demo")
     assert report.altered_records == [records[0].id]
     assert not report.manifest_ok
@@ -148,8 +148,9 @@ def test_release_round_trip_on_s3(s3_endpoint, catalog, tmp_path):
 
     from storage import S3BlobStore
 
-    boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket="releases")
-    storage = Storage(catalog, S3BlobStore("releases", "bw", endpoint_url=s3_endpoint))
+    bucket = f"releases-{uuid.uuid4().hex[:8]}"  # one per test: another one's tampered object is not this one's
+    boto3.client("s3", endpoint_url=s3_endpoint).create_bucket(Bucket=bucket)
+    storage = Storage(catalog, S3BlobStore(bucket, "bw", endpoint_url=s3_endpoint))
     records = [demo_with_frame(storage, i) for i in range(3)]
     storage.catalog.put_records(records)
     storage.catalog.set_status([r.id for r in records], Status.ACCEPTED)
@@ -159,7 +160,7 @@ def test_release_round_trip_on_s3(s3_endpoint, catalog, tmp_path):
     assert sorted(p.read_bytes() for p in (target / "blobs").iterdir()) == [f"jpeg bytes {i}".encode()
                                                                           for i in range(3)]
     victim = records[1].blobs[0].sha256
-    storage.blobs.client.put_object(Bucket="releases", Key=storage.blobs.key_for(victim), Body=b"swapped")
+    storage.blobs.client.put_object(Bucket=bucket, Key=storage.blobs.key_for(victim), Body=b"swapped")
     assert verify_release(storage.catalog, storage.blobs, "on-s3").corrupt_blobs == [victim]
 
 
@@ -206,9 +207,8 @@ def test_content_hash_covers_statuses_not_names(storage, released):
 def test_a_release_frozen_before_content_hashes_keeps_its_manifest_hash(storage, released):
     _, manifest = released
     old = manifest.model_copy(update={"content_sha256": None})
-    con = duckdb.connect(str(storage.catalog.path))
-    con.execute("UPDATE releases SET manifest = ?::JSON, manifest_sha256 = ?", [old.canonical(), old.sha256()])
-    con.close()
+    storage.catalog.run(lambda con: con.execute("UPDATE releases SET manifest = ?::JSON, manifest_sha256 = ?",
+                                                [old.canonical(), old.sha256()]))
     storage.blobs.put(old.canonical().encode())
     loaded = load_release(storage.catalog, "progress-demo")
     assert loaded.content_sha256 is None and "content_sha256" not in loaded.canonical()
@@ -221,9 +221,8 @@ def test_a_release_frozen_before_content_hashes_keeps_its_manifest_hash(storage,
 def test_verify_names_a_content_hash_that_does_not_match(storage, released):
     _, manifest = released
     forged = manifest.model_copy(update={"content_sha256": "0" * 64})
-    con = duckdb.connect(str(storage.catalog.path))
-    con.execute("UPDATE releases SET manifest = ?::JSON, manifest_sha256 = ?", [forged.canonical(), forged.sha256()])
-    con.close()
+    storage.catalog.run(lambda con: con.execute("UPDATE releases SET manifest = ?::JSON, manifest_sha256 = ?",
+                                                [forged.canonical(), forged.sha256()]))
     storage.blobs.put(forged.canonical().encode())
     report = verify_release(storage.catalog, storage.blobs, "progress-demo")
     assert report.manifest_ok and not report.content_ok and not report.ok
