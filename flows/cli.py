@@ -37,6 +37,8 @@ app.add_typer(models_app, name="models")
 app.add_typer(build_app, name="build")
 blobs_app = typer.Typer(help="The blob store: what no record references.", no_args_is_help=True)
 app.add_typer(blobs_app, name="blobs")
+catalog_app = typer.Typer(help="The catalog itself: copy it between DuckDB and PostgreSQL.", no_args_is_help=True)
+app.add_typer(catalog_app, name="catalog")
 annotate_app = typer.Typer(invoke_without_command=True)
 app.add_typer(annotate_app, name="annotate")
 review_app = typer.Typer(help="Send released records back to people (the Recheck queue).", no_args_is_help=True)
@@ -438,6 +440,33 @@ def blobs_gc(
     console.print(f"{report.stored} blobs: {report.referenced} referenced, {report.young} unreferenced but younger "
                   f"than {older_than:g} h (kept), {len(report.removed)} "
                   f"{'to remove (dry run)' if dry_run else 'removed'}", soft_wrap=True)
+
+
+@catalog_app.command("copy")
+def catalog_copy(
+    source: Annotated[str, typer.Argument(help="The catalog to copy: a DuckDB file or a postgresql:// URL.")],
+    target: Annotated[str, typer.Argument(help="Where to: a DuckDB file (made if missing) or a postgresql:// URL "
+                                               "of an existing database (tables made if missing).")],
+) -> None:
+    """Copy every table of SOURCE into TARGET: the embedded DuckDB catalog onto a PostgreSQL server when workers on
+    several hosts must share it, and back. Rows TARGET already has are skipped, so an interrupted copy is simply run
+    again. Then point `[catalog] url` (or `path`) at TARGET.
+
+    Example: benchwright catalog copy data/catalog.duckdb postgresql://bw@db-host:5432/benchwright"""
+    from schemas.config import CatalogSettings
+    from storage import open_catalog
+    from storage.copy import copy_catalog
+
+    def opened(where: str) -> Any:
+        return open_catalog(CatalogSettings(url=where) if where.startswith(("postgres://", "postgresql://"))
+                            else CatalogSettings(path=Path(where)))
+
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("copying", total=None)
+        copied = copy_catalog(opened(source), opened(target),
+                              progress=lambda table, rows: bar.update(task, advance=rows, description=table))
+    for table, rows in copied.items():
+        console.print(f"{table:16} {rows:>10,} new rows", soft_wrap=True)
 
 
 # -- releases ---------------------------------------------------------------------------------------------

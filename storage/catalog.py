@@ -558,6 +558,27 @@ class Catalog:
                 "unnest(?::VARCHAR[]), unnest(?::TIMESTAMPTZ[])) AS incoming "
                 "ON CONFLICT DO NOTHING", [list(column) for column in zip(*rows, strict=True)]))
 
+    def insert_rows(self, table: str, rows: list[tuple[Any, ...]], *, keyed: bool) -> int:
+        """Rows of ``table`` as another catalog holds them (every column, in the table's order), in one
+        transaction; a row already here is skipped (by its key where ``keyed``, else whole). How many were new."""
+        import pyarrow as pa
+
+        if not rows:
+            return 0
+        names = [f"c{i}" for i in range(len(rows[0]))]
+        incoming = pa.Table.from_pylist([dict(zip(names, row, strict=True)) for row in rows])
+
+        def write(con: duckdb.DuckDBPyConnection) -> int:
+            con.register("incoming_rows", incoming)
+            try:
+                sql = (f"INSERT INTO {table} SELECT * FROM incoming_rows ON CONFLICT DO NOTHING" if keyed else
+                       f"INSERT INTO {table} SELECT * FROM incoming_rows EXCEPT SELECT * FROM {table}")
+                return con.execute(sql).fetchone()[0]
+            finally:
+                con.unregister("incoming_rows")
+
+        return self.run(write)
+
     def blob_references(self) -> set[str]:
         """Every blob address some record names (the garbage collector keeps these). A record's blobs column
         holds [sha256, role, media type] triples."""

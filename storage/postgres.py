@@ -190,6 +190,22 @@ class PostgresCatalog(Catalog):
 
         return write
 
+    def insert_rows(self, table: str, rows: list[tuple[Any, ...]], *, keyed: bool) -> int:
+        if not rows:
+            return 0
+
+        def write(con: PgConnection) -> int:
+            con.raw.execute(f"CREATE TEMP TABLE IF NOT EXISTS incoming_{table} (LIKE {table}) ON COMMIT DELETE ROWS")
+            with con.raw.cursor() as cursor:
+                with cursor.copy(f"COPY incoming_{table} FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
+                sql = (f"INSERT INTO {table} SELECT * FROM incoming_{table} ON CONFLICT DO NOTHING" if keyed else
+                       f"INSERT INTO {table} SELECT * FROM incoming_{table} EXCEPT SELECT * FROM {table}")
+                return cursor.execute(sql).rowcount
+
+        return self.run(write)
+
     def blob_references(self) -> set[str]:
         return {row[0] for row in self.query(
             "SELECT DISTINCT triple->>0 FROM records, json_array_elements(blobs) AS triple")}
