@@ -368,6 +368,7 @@ class Catalog:
 
     def migrate(self) -> int:
         def upgrade(con: duckdb.DuckDBPyConnection) -> int:
+            self._prepare_schema(con)
             con.execute("CREATE TABLE IF NOT EXISTS schema_meta (version INTEGER NOT NULL, applied_at TIMESTAMPTZ)")
             current = con.execute("SELECT coalesce(max(version), 0) FROM schema_meta").fetchone()[0]
             if current > SCHEMA_VERSION:
@@ -380,6 +381,9 @@ class Catalog:
             return SCHEMA_VERSION
 
         return self.run(upgrade)
+
+    def _prepare_schema(self, con: Any) -> None:
+        """What an engine needs before the migrations run (nothing for DuckDB)."""
 
     def schema_version(self) -> int:
         return self.query("SELECT max(version) FROM schema_meta")[0][0]

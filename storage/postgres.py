@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from schemas.records import Record
-from storage.catalog import _RECORD_COLUMNS, MIGRATIONS, SCHEMA_VERSION, Catalog, _record_columns, _revive_superseded
+from storage.catalog import _RECORD_COLUMNS, Catalog, _record_columns, _revive_superseded
 
 T = TypeVar("T")
 
@@ -147,23 +147,10 @@ class PostgresCatalog(Catalog):
 
     # -- schema --------------------------------------------------------------------------------------------
 
-    def migrate(self) -> int:
-        def upgrade(con: PgConnection) -> int:
-            con.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
-            for statement in COMPATIBILITY:
-                con.execute(statement)
-            con.execute("CREATE TABLE IF NOT EXISTS schema_meta (version INTEGER NOT NULL, applied_at TIMESTAMPTZ)")
-            current = con.execute("SELECT coalesce(max(version), 0) FROM schema_meta").fetchone()[0]
-            if current > SCHEMA_VERSION:
-                raise RuntimeError(f"catalog {self.path} has schema version {current}, newer than this code "
-                                   f"({SCHEMA_VERSION}); upgrade benchwright")
-            for version in range(current + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[version - 1]:
-                    con.execute(statement)
-                con.execute("INSERT INTO schema_meta VALUES (?, now())", [version])
-            return SCHEMA_VERSION
-
-        return self.run(upgrade)
+    def _prepare_schema(self, con: Any) -> None:
+        con.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+        for statement in COMPATIBILITY:
+            con.execute(statement)
 
     # -- writes --------------------------------------------------------------------------------------------
 
