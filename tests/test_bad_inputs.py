@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from schemas import Producer, Status
-from schemas.config import BlobSettings, CatalogSettings, Settings
+from schemas.config import BlobSettings, Settings
 from tasks.progress.construct import build_folder
 from tasks.progress.published import SAMPLE_DIR, import_into_catalog
 from tasks.progress.sampling import SamplingPlan
 from tasks.sources.sample_world import generate_episode, write_episode
+from tests.conftest import catalog_settings
 from tests.test_progress_construct import _camera_frames, to_lerobot, write_hdf5
 
 PLAN = SamplingPlan(interval_per_segment=1, boundary_offsets=(), demo_camera="front", cross_cameras=("top",))
@@ -374,9 +375,9 @@ CASES: list[tuple[str, str, Callable[[Path, Path], None], str, str]] = [
 # -- running an importer ----------------------------------------------------------------------------------------
 
 
-def _settings(tmp_path: Path) -> Settings:
-    return Settings(catalog=CatalogSettings(path=tmp_path / "catalog.duckdb"),
-                    blobs=BlobSettings(uri=f"file://{tmp_path / 'blobs'}"))
+def _settings(storage: Any) -> Settings:
+    """Settings that open the test's storage (a stage opens its own)."""
+    return Settings(catalog=catalog_settings(storage.catalog), blobs=BlobSettings(uri=storage.blobs.uri))
 
 
 def run_importer(kind: str, src: Path, storage: Any, tmp_path: Path) -> dict[str, Any]:
@@ -387,7 +388,7 @@ def run_importer(kind: str, src: Path, storage: Any, tmp_path: Path) -> dict[str
     from tasks.explore.stages import extract_explore_instances
 
     clip_format = {"ego4d": "ego4d", "actions": "folder", "clips": "sample"}[kind]
-    return extract_explore_instances(_settings(tmp_path), str(src), clip_format, None, None)
+    return extract_explore_instances(_settings(storage), str(src), clip_format, None, None)
 
 
 def built_ids(storage: Any) -> set[str]:

@@ -122,14 +122,14 @@ def test_an_empty_source_folder_says_nothing_was_found(storage, tmp_path, fmt):
 
 
 def test_empty_published_and_clip_folders_say_so(storage, tmp_path):
-    from schemas.config import BlobSettings, CatalogSettings, Settings
+    from schemas.config import BlobSettings, Settings
     from tasks.explore.stages import extract_explore_instances
+    from tests.conftest import catalog_settings
 
     (tmp_path / "empty").mkdir()
     assert "holds none of the PROGRESS-BENCH files" in import_into_catalog(
         tmp_path / "empty", storage, Producer(task="t"))["nothing found"]
-    settings = Settings(catalog=CatalogSettings(path=tmp_path / "catalog.duckdb"),
-                        blobs=BlobSettings(uri=f"file://{tmp_path / 'blobs'}"))
+    settings = Settings(catalog=catalog_settings(storage.catalog), blobs=BlobSettings(uri=storage.blobs.uri))
     for fmt in ("sample", "ego4d", "folder"):
         counts = extract_explore_instances(settings, str(tmp_path / "empty"), fmt, None, None)
         assert counts["clips"] == 0 and "no clips" in counts["nothing found"]
