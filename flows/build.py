@@ -3,6 +3,7 @@ carrying the tags of the model roles it asks (``gpu`` for local weights on a GPU
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -41,4 +42,26 @@ def build(benchmark: str, settings: Settings | None = None, stages: list[str] | 
     context = BuildContext(benchmark=benchmark, run_id=current_flow_run_id(), options=plugin.options(options),
                            units=tuple(units) if units is not None else None, unattended_review=unattended_review,
                            review_wait_s=review_wait_s, data_folder=str(Path(settings.catalog.path).parent))
-    return {stage.key: stage_task(stage, settings)(settings, context) for stage in chosen}
+    return {stage.key: run_stage(stage, settings, context) for stage in chosen}
+
+
+def run_stage(stage: BuildStage, settings: Settings, context: BuildContext) -> dict[str, Any]:
+    """One task run of the stage; or, when it declares its units and the configured task runner spans processes or
+    hosts, one per share of its units on that runner, their counts added up. A share's work runs inline there
+    (``[compute] workers`` = 1): the runner's processes are the parallelism."""
+    from dataclasses import replace
+
+    from flows.runners import added_up, distributed, shares, task_runner
+
+    run = stage_task(stage, settings)
+    if not stage.units or context.units is not None or not distributed(settings):
+        return run(settings, context)
+    units = registry.load_target(stage.units)(settings, context)
+    if len(units) < 2:
+        return run(settings, context)
+    inline = settings.model_copy(update={"compute": settings.compute.model_copy(update={"workers": 1})})
+    names = list(inspect.signature(run.fn).parameters)[:2]  # (settings, context), as the stage names them
+    with task_runner(settings) as runner:
+        futures = [runner.submit(run, dict(zip(names, (inline, replace(context, share=share)), strict=True)))
+                   for share in shares(units, settings)]
+        return added_up([future.result() for future in futures])

@@ -51,6 +51,13 @@ class PrefectSettings(BaseModel):
 class ComputeSettings(BaseModel):
     # processes a stage uses on this machine for its CPU-heavy part (decoding and encoding frames); 0: one per core
     workers: int = Field(default=0, ge=0)
+    # where a build's stages run their shares of units (episodes...), as Prefect task runs: "threads" (Prefect's
+    # default, this process), "dask" (prefect-dask: a LocalCluster of `workers` processes, or `dask_address`'s
+    # scheduler), "ray" (prefect-ray, where Ray is installed; `ray_address` or a local Ray)
+    task_runner: Literal["threads", "dask", "ray"] = "threads"
+    dask_address: str | None = None  # tcp://scheduler:8786 of an existing Dask cluster
+    ray_address: str | None = None  # ray://head:10001 of an existing Ray cluster
+    shares: int = Field(default=0, ge=0)  # task runs a stage's units are split into; 0: two per worker
 
 
 class ReviewSettings(BaseModel):

@@ -214,6 +214,7 @@ class BuildContext:
     run_id: str | None
     options: Any  # the benchmark's ``build_options`` model, validated
     units: tuple[str, ...] | None = None  # a backfill rebuilds only these units (trajectories, clips...)
+    share: tuple[str, ...] | None = None  # a fanned-out task run's share: only these source locators
     unattended_review: str = "wait"  # wait for people, or accept (the demo policy)
     review_wait_s: float = 0.0
     data_folder: str = "data"  # beside the catalog: where bundled sample sources are rendered
@@ -239,6 +240,10 @@ class BuildStage:
     default: bool = True  # run when no stage is named
     summary_key: str = ""  # its key in the build's summary (default: the name)
     help: str = ""
+    # "module:attr" of (settings, context) -> the source locators the stage's work falls into (episodes...): the
+    # build flow then runs the stage as several task runs on the configured task runner, each with a share of them
+    # (``context.share``); their counts are added up. Empty: one task run.
+    units: str = ""
 
     @property
     def key(self) -> str:

@@ -177,16 +177,18 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
                  run_id: str | None = None, *, episode_format: str = "sample",
                  key_steps: Path | None = None, hdf5_layout: Hdf5Layout | None = None,
                  only: list[str] | None = None, allow_symlinks_outside: bool = False,
-                 workers: int = 1) -> dict[str, Any]:
+                 workers: int = 1, share: tuple[str, ...] | None = None) -> dict[str, Any]:
     """Build every episode of ``folder`` (see ``tasks.sources.episodes.iter_episodes`` for the formats), or only
     those whose trajectory id or locator is in ``only``, writing records every ``STORE_EVERY`` episodes, so an
     interrupted run keeps what it finished and a rerun adds only the rest. ``workers`` processes load episodes,
     decode and encode their frames, write them to the blob store and make their records, a few episodes ahead;
     this process writes the catalog. An episode built before with other settings has its earlier records
     superseded; a second episode with an id already built in this run is quarantined, never built over the first.
-    A folder with nothing to build says so under ``nothing found``."""
+    A folder with nothing to build says so under ``nothing found``. ``share``: of a stage fanned out over task
+    runs, the locators this run builds (the others are not even loaded; a repeated id is caught within a share)."""
     counts: dict[str, Any] = {"episodes": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
-    episodes = _episodes(folder, episode_format, key_steps, hdf5_layout, only, allow_symlinks_outside, counts)
+    episodes = _episodes(folder, episode_format, key_steps, hdf5_layout, only, allow_symlinks_outside, counts,
+                         share)
     # many small reads and writes per group of episodes: the catalog file opened once
     with storage.catalog.kept_open(), process_pool(workers) as pool:
         started = ahead(episodes, lambda episode: _start(episode, producer, plan, storage.blobs, pool),
@@ -201,7 +203,8 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
 
 
 def _episodes(folder: Path, episode_format: str, key_steps: Path | None, hdf5_layout: Hdf5Layout | None,
-              only: list[str] | None, allow_symlinks_outside: bool, counts: dict[str, Any]) -> Iterator[_Episode]:
+              only: list[str] | None, allow_symlinks_outside: bool, counts: dict[str, Any],
+              share: tuple[str, ...] | None = None) -> Iterator[_Episode]:
     """The episodes, each with what a worker needs to build it: its loader where that can be sent to another
     process (loading is then done there too), else the episode loaded here; a backfill (``only``) loads here, to
     skip the others before any work."""
@@ -209,6 +212,8 @@ def _episodes(folder: Path, episode_format: str, key_steps: Path | None, hdf5_la
     for locator, loaded in iter_episodes(folder, episode_format, key_steps=key_steps, hdf5_layout=hdf5_layout,
                                          allow_symlinks_outside=allow_symlinks_outside):
         seen_any = True
+        if share is not None and locator not in share:
+            continue
         if only is None and _sendable(loaded):
             yield _Episode(locator, unit=loaded)
             continue

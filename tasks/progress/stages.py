@@ -36,17 +36,13 @@ def _sampling_plan(settings: Settings, options: ProgressBuildOptions) -> Samplin
 
 
 def construct_progress(settings: Settings, context: BuildContext) -> dict[str, Any]:
-    """Trajectories, demos and observations from episodes with key steps (the sample world when none are named)."""
+    """Trajectories, demos and observations from episodes with key steps (the sample world when none are named);
+    of ``context.share``'s episodes only when the build flow fanned the stage out (see ``progress_units``)."""
     from tasks.parallel import worker_count
     from tasks.progress.construct import build_folder
-    from tasks.sources.tasks import render_sample_world
 
     options: ProgressBuildOptions = context.options
-    folder = options.episodes_dir
-    if folder is None:
-        folder = context.sample_folder("sample-world")
-        if context.units is None:  # a backfill rebuilds episodes that exist; it renders none
-            render_sample_world(folder, options.sample_episodes, options.sample_seed, SAMPLE_CAMERAS, (320, 240))
+    folder = _episodes_folder(context)
     plan = _sampling_plan(settings, options)
     layout = Hdf5Layout(image_group=options.hdf5_image_group, cameras=dict(options.hdf5_cameras),
                         goal_key=options.hdf5_goal_key, fps=options.hdf5_fps)
@@ -54,11 +50,39 @@ def construct_progress(settings: Settings, context: BuildContext) -> dict[str, A
     producer = Producer(task="construct-progress", flow_run_id=context.run_id,
                         params={"folder": folder, "format": options.episodes_format, "plan": plan.__dict__, **hdf5})
     return build_folder(Path(folder), open_storage(settings), producer, plan, context.run_id,
-                        episode_format=options.episodes_format,
-                        key_steps=Path(options.key_steps_file) if options.key_steps_file else None,
-                        hdf5_layout=layout, only=_trajectories(context),
+                        episode_format=options.episodes_format, key_steps=_key_steps(options),
+                        hdf5_layout=layout, only=_trajectories(context), share=context.share,
                         allow_symlinks_outside=settings.sources.allow_symlinks_outside,
                         workers=worker_count(settings.compute.workers))
+
+
+def progress_units(settings: Settings, context: BuildContext) -> list[str]:
+    """The episodes' locators, which a fanned-out construct stage shares among its task runs (the sample world
+    rendered first, once, when no folder is named)."""
+    from tasks.sources.episodes import iter_episodes
+
+    options: ProgressBuildOptions = context.options
+    return [locator for locator, _ in iter_episodes(
+        Path(_episodes_folder(context)), options.episodes_format, key_steps=_key_steps(options),
+        allow_symlinks_outside=settings.sources.allow_symlinks_outside)]
+
+
+def _episodes_folder(context: BuildContext) -> str:
+    """The folder the options name, else the bundled sample world, rendered where missing (a backfill, or a
+    share of a fanned-out stage, renders none: the episodes exist)."""
+    from tasks.sources.tasks import render_sample_world
+
+    options: ProgressBuildOptions = context.options
+    if options.episodes_dir is not None:
+        return options.episodes_dir
+    folder = context.sample_folder("sample-world")
+    if context.units is None and context.share is None:
+        render_sample_world(folder, options.sample_episodes, options.sample_seed, SAMPLE_CAMERAS, (320, 240))
+    return folder
+
+
+def _key_steps(options: ProgressBuildOptions) -> Path | None:
+    return Path(options.key_steps_file) if options.key_steps_file else None
 
 
 def import_progress_published(settings: Settings, context: BuildContext) -> dict[str, Any]:

@@ -1,0 +1,76 @@
+"""Stages fanned out on a Dask cluster through Prefect: the same records as one process, whatever order the shares
+finish in, and a worker killed mid-build does not change what is built."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from schemas import Status
+from schemas.config import BlobSettings, CatalogSettings, ComputeSettings, Settings
+from storage import open_storage
+from storage.releases import ReleaseSelection, create_release
+
+EPISODES = 6
+KINDS = ("trajectory", "demo", "observation")
+
+
+@pytest.fixture(scope="module")
+def prefect_server():
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield
+
+
+def settings_in(folder: Path, **compute: object) -> Settings:
+    return Settings(catalog=CatalogSettings(path=folder / "catalog.duckdb"),
+                    blobs=BlobSettings(uri=f"file://{folder / 'blobs'}"), compute=ComputeSettings(**compute))
+
+
+def constructed(settings: Settings) -> tuple[dict, str]:
+    """(the construct stage's counts, the content hash of a release of what it made), after building the sample
+    world's first EPISODES episodes."""
+    from flows.build import build
+
+    counts = build("progress", settings, stages=["construct"], options={"sample_episodes": EPISODES})["constructed"]
+    storage = open_storage(settings)
+    manifest = create_release(storage.catalog, storage.blobs, "scaled",
+                              selection=ReleaseSelection(benchmarks=("progress",), kinds=KINDS,
+                                                         statuses=(Status.ACCEPTED,)))
+    return counts, manifest.content_sha256
+
+
+def test_a_local_dask_cluster_builds_what_one_process_builds(tmp_path: Path, prefect_server):
+    alone, alone_hash = constructed(settings_in(tmp_path / "one"))
+    fanned, fanned_hash = constructed(settings_in(tmp_path / "dask", task_runner="dask", workers=2, shares=3))
+    assert alone["episodes"] == fanned["episodes"] == EPISODES
+    assert fanned["records"] == alone["records"] > 0 and fanned["new"] == alone["new"]
+    assert fanned_hash == alone_hash
+
+
+def test_a_dask_worker_killed_mid_build_changes_nothing_built(tmp_path: Path, prefect_server, monkeypatch):
+    """The first share to start kills its own worker process; Dask reschedules it on another worker (a fresh one
+    replaces the dead), the stage's counts come back whole, and the release is the one a single process makes."""
+    import tasks.progress.stages as stages
+
+    _, alone_hash = constructed(settings_in(tmp_path / "one"))
+    marker = tmp_path / "killed-one-worker"
+    real = stages.construct_progress
+
+    def dies_once(settings: Settings, context: object) -> dict:
+        try:
+            marker.touch(exist_ok=False)  # the first share anywhere; the file is shared by the workers
+        except FileExistsError:
+            return real(settings, context)
+        os.kill(os.getpid(), signal.SIGKILL)  # this worker process, while the other shares run
+        return real(settings, context)
+
+    monkeypatch.setattr(stages, "construct_progress", dies_once)
+    counts, fanned_hash = constructed(settings_in(tmp_path / "dask", task_runner="dask", workers=2, shares=3))
+    assert marker.exists()
+    assert counts["episodes"] == EPISODES
+    assert fanned_hash == alone_hash
