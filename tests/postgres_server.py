@@ -1,5 +1,6 @@
-"""A real PostgreSQL server for tests (and benchmarks): Debian's ``postgresql`` binaries, initdb and pg_ctl in a
-temporary folder, listening on 127.0.0.1 only, trust authentication, gone at the end.
+"""A real PostgreSQL server for tests (and benchmarks): Debian's ``postgresql`` binaries, initdb in a temporary
+folder and the server as a child process, listening on 127.0.0.1 only, trust authentication, gone at the end (and
+with the process that started it, if that one is killed).
 
 PostgreSQL refuses to run as root, so as root (containers, CI) the server runs as the ``postgres`` user the Debian
 package creates.
@@ -42,30 +43,68 @@ def _as_server_user(command: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *command]
 
 
+def _server_process_setup() -> None:
+    """In the server's process before it starts: run as the ``postgres`` user when we are root, and die with the
+    process that started it (a test session killed midway leaves no server behind). Linux sends that signal when
+    the starting *thread* ends: start the server from a thread that lives as long as it should (the main one)."""
+    import ctypes
+    import signal
+
+    if os.geteuid() == 0:
+        owner = pwd.getpwnam("postgres")
+        os.setgid(owner.pw_gid)
+        os.setuid(owner.pw_uid)
+    # after the user change, which clears it; SIGQUIT: an immediate shutdown, children included
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGQUIT)  # PR_SET_PDEATHSIG
+
+
 @contextmanager
 def postgres_server() -> Iterator[str]:
-    """Starts a server; yields the URL of its (empty) ``postgres`` database as user ``bw``."""
+    """Starts a server, a child of this process; yields the URL of its (empty) ``postgres`` database as ``bw``."""
     folder = Path(tempfile.mkdtemp(prefix="bw-postgres-"))
     if os.geteuid() == 0:
         owner = pwd.getpwnam("postgres")
         os.chown(folder, owner.pw_uid, owner.pw_gid)
     data, port = folder / "data", _free_port()
-    log = folder / "server.log"
+    server = None
     try:
-        subprocess.run(_as_server_user([_binary("initdb"), "-D", str(data), "-U", "bw", "--auth=trust",
-                                        "--encoding=UTF8", "--no-sync"]), check=True, capture_output=True)
-        options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
-        subprocess.run(_as_server_user([_binary("pg_ctl"), "-D", str(data), "-l", str(log), "-o", options, "-w",
-                                        "start"]), check=True, capture_output=True)
-        yield f"postgresql://bw@127.0.0.1:{port}/postgres"
-    except subprocess.CalledProcessError as error:
-        detail = (error.stderr or b"").decode(errors="replace")[-2000:]
-        server_log = log.read_text()[-2000:] if log.exists() else ""
-        raise RuntimeError(f"PostgreSQL did not start: {detail}\n{server_log}") from None
+        made = subprocess.run(_as_server_user([_binary("initdb"), "-D", str(data), "-U", "bw", "--auth=trust",
+                                               "--encoding=UTF8", "--no-sync"]), capture_output=True)
+        if made.returncode != 0:
+            raise RuntimeError(f"initdb failed: {made.stderr.decode(errors='replace')[-2000:]}")
+        with open(folder / "server.log", "wb") as log:
+            server = subprocess.Popen(
+                [_binary("postgres"), "-D", str(data), "-p", str(port), "-k", str(folder),
+                 "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "max_connections=200"],
+                stdout=log, stderr=subprocess.STDOUT, preexec_fn=_server_process_setup)
+        url = f"postgresql://bw@127.0.0.1:{port}/postgres"
+        _wait_until_up(url, server, folder / "server.log")
+        yield url
     finally:
-        subprocess.run(_as_server_user([_binary("pg_ctl"), "-D", str(data), "-m", "immediate", "stop"]),
-                       capture_output=True)
+        if server is not None:
+            server.terminate()  # a smart shutdown: waits for sessions, so a fast one next
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _wait_until_up(url: str, server: subprocess.Popen, log: Path) -> None:
+    import psycopg
+
+    deadline = time.monotonic() + 60
+    while True:
+        if server.poll() is not None:
+            raise RuntimeError(f"PostgreSQL did not start: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            psycopg.connect(url, connect_timeout=2).close()
+            return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
 
 
 def fresh_database(server_url: str) -> str:

@@ -23,26 +23,50 @@ SAMPLE_TASKS = ("gather", "swap", "gather", "swap", "pick_place")
 
 
 def _clips(context: BuildContext) -> list[str] | None:
+    """The clips a backfill names, or a fanned-out task run's share of them."""
+    if context.share is not None:
+        return list(context.share)
     return list(context.units) if context.units is not None else None
 
 
 def extract_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     """Instances from the clips the options name, or from the sample world filmed by its head camera."""
+    options = context.options
+    return extract_explore_instances(settings, _clips_folder(context), options.clip_format, options.narrations_file,
+                                     context.run_id, _clips(context))
+
+
+def extract_units(settings: Settings, context: BuildContext) -> list[str]:
+    """The clips' locators, which a fanned-out extract stage shares among its task runs."""
+    options = context.options
+    return [locator for locator, _ in iter_clips(
+        Path(_clips_folder(context)), options.clip_format,
+        narrations=Path(options.narrations_file) if options.narrations_file else None,
+        allow_symlinks_outside=settings.sources.allow_symlinks_outside)]
+
+
+def _clips_folder(context: BuildContext) -> str:
+    """The folder the options name, else the sample world's head-camera clips, rendered where missing (not by a
+    backfill or a share of a fanned-out stage: the clips exist)."""
     from tasks.sources.tasks import render_sample_world
 
     options = context.options
-    folder = options.clips_dir
-    if folder is None:
-        folder = context.sample_folder("sample-world-ego")
-        if context.units is None:
-            render_sample_world(folder, options.sample_clips, options.sample_seed, ("ego",), (640, 480),
-                                SAMPLE_TASKS)
-    return extract_explore_instances(settings, folder, options.clip_format, options.narrations_file,
-                                     context.run_id, _clips(context))
+    if options.clips_dir is not None:
+        return options.clips_dir
+    folder = context.sample_folder("sample-world-ego")
+    if context.units is None and context.share is None:
+        render_sample_world(folder, options.sample_clips, options.sample_seed, ("ego",), (640, 480), SAMPLE_TASKS)
+    return folder
 
 
 def annotate_stage(settings: Settings, context: BuildContext) -> dict[str, int]:
     return annotate_explore(settings, context.run_id, _clips(context), context.options.annotate_again)
+
+
+def annotate_units(settings: Settings, context: BuildContext) -> list[str]:
+    """The clips of the accepted instances, which a fanned-out annotate stage shares among its task runs."""
+    instances = open_storage(settings).catalog.find_records(kind="explore_instance", status=Status.ACCEPTED)
+    return sorted({instance.payload["clip_id"] for instance in instances})
 
 
 def corrections_stage(settings: Settings, context: BuildContext) -> dict[str, int]:

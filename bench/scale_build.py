@@ -1,0 +1,112 @@
+"""Builds fanned out on a Dask cluster through Prefect, on 1 and on 2 worker processes, and the catalog's write rate
+on DuckDB and on PostgreSQL.
+
+    python bench/scale_build.py [--episodes 240] [--clips 24] [--records 50000]
+
+Renders the sample world once (PROGRESS-BENCH episodes, EXPLORE-Bench head-camera clips; not timed), then runs the
+build flow (PROGRESS: construct; EXPLORE: extract and annotate, offline backends) with ``[compute] task_runner =
+"dask"`` on a LocalCluster of 1 and of 2 worker processes, each into a fresh catalog, and prints wall times and the
+speed-up (target >= 1.6x on a 2-core machine), with the in-process build (one task run, no cluster) beside them.
+Then writes ``--records`` records through the catalog into a DuckDB file and into a PostgreSQL server this script
+starts (Debian's postgresql) and prints records/s for both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
+
+
+def settings_in(folder: Path, catalog_url: str | None, **compute: Any) -> Any:
+    from schemas.config import BlobSettings, CatalogSettings, ComputeSettings, Settings
+
+    return Settings(catalog=CatalogSettings(path=folder / "catalog.duckdb", url=catalog_url),
+                    blobs=BlobSettings(uri=f"file://{folder / 'blobs'}"), compute=ComputeSettings(**compute))
+
+
+def timed_build(benchmark: str, stages: list[str], options: dict[str, Any], folder: Path, server: str | None,
+                **compute: Any) -> tuple[float, dict[str, Any]]:
+    """Seconds and the build's summary, into a fresh catalog: a new database on ``server``, else a DuckDB file."""
+    from flows.build import build
+    from tests.postgres_server import fresh_database
+
+    settings = settings_in(folder, fresh_database(server) if server else None, **compute)
+    start = time.perf_counter()
+    result = build(benchmark, settings, stages=stages, options=options)
+    return time.perf_counter() - start, result
+
+
+def render(world: Path, clips: Path, episodes: int, clip_count: int) -> None:
+    from tasks.explore.stages import SAMPLE_TASKS
+    from tasks.progress.stages import SAMPLE_CAMERAS
+    from tasks.sources.tasks import render_sample_world
+
+    render_sample_world(str(world), episodes, 0, SAMPLE_CAMERAS, (320, 240))
+    render_sample_world(str(clips), clip_count, 0, ("ego",), (640, 480), SAMPLE_TASKS)
+
+
+def write_rate(catalog: Any, records: list[Any]) -> float:
+    start = time.perf_counter()
+    catalog.put_records(records)
+    return len(records) / (time.perf_counter() - start)
+
+
+def catalog_rates(count: int, folder: Path, server: str) -> tuple[float, float]:
+    from storage.catalog import Catalog
+    from storage.postgres import PostgresCatalog
+    from tests.conftest import item_record
+    from tests.postgres_server import fresh_database
+
+    records = [item_record(i) for i in range(count)]
+    duck = write_rate(Catalog(folder / "rate.duckdb"), records)
+    catalog = PostgresCatalog(fresh_database(server))
+    postgres = write_rate(catalog, records)
+    catalog.close()
+    return duck, postgres
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--episodes", type=int, default=240, help="PROGRESS-BENCH sample episodes")
+    parser.add_argument("--clips", type=int, default=24, help="EXPLORE-Bench sample clips")
+    parser.add_argument("--records", type=int, default=50_000, help="records for the catalog write rate")
+    args = parser.parse_args()
+    from prefect.testing.utilities import prefect_test_harness
+
+    from tests.postgres_server import postgres_server
+
+    with tempfile.TemporaryDirectory() as tmp, prefect_test_harness(server_startup_timeout=180), \
+            postgres_server() as server:
+        root = Path(tmp)
+        render(root / "world", root / "clips", args.episodes, args.clips)
+        builds = {"PROGRESS-BENCH construct": ("progress", ["construct"], {"episodes_dir": str(root / "world")},
+                                               "records"),
+                  "EXPLORE-Bench extract + annotate": ("explore", ["extract", "annotate"],
+                                                       {"clips_dir": str(root / "clips")}, "records")}
+        print(f"{'build':34} {'catalog':10} {'in process':>11} {'dask x1':>9} {'dask x2':>9} {'x2 vs x1':>9}")
+        for label, (benchmark, stages, options, _) in builds.items():
+            for engine, where in (("DuckDB", None), ("PostgreSQL", server)):
+                inline, _ = timed_build(benchmark, stages, options, root / f"{benchmark}-{engine}-inline", where,
+                                        workers=1)
+                one, first = timed_build(benchmark, stages, options, root / f"{benchmark}-{engine}-1", where,
+                                         task_runner="dask", workers=1, shares=4)
+                two, second = timed_build(benchmark, stages, options, root / f"{benchmark}-{engine}-2", where,
+                                          task_runner="dask", workers=2, shares=4)
+                same = "same records" if first == second else f"DIFFERENT: {first} vs {second}"
+                print(f"{label:34} {engine:10} {inline:10.1f}s {one:8.1f}s {two:8.1f}s {one / two:8.2f}x  ({same})")
+        print("target (issue 20): speed-up >= 1.6x on 2 workers of a 2-core machine")
+        duck, postgres = catalog_rates(args.records, root, server)
+        print(f"catalog writes, {args.records:,} records: DuckDB {duck:,.0f}/s, PostgreSQL {postgres:,.0f}/s "
+              f"(a local server; fsync off, as the test server runs)")
+
+
+if __name__ == "__main__":
+    main()
