@@ -27,3 +27,4 @@ bench: setup
 	.venv/bin/python bench/eval_throughput.py
 	.venv/bin/python bench/vic_build.py
 	.venv/bin/python bench/webplan_build.py
+	.venv/bin/python bench/scale_build.py
