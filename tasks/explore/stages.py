@@ -108,20 +108,21 @@ def extract_explore_instances(settings: Settings, folder: str, clip_format: str,
     counts: dict[str, Any] = {"clips": 0, "records": 0, "new": 0, "quarantined": 0}
     first_of: dict[str, str] = {}  # clip id -> the locator it was built from in this run
     found = False
-    for locator, load in iter_clips(Path(folder), clip_format, narrations=Path(narrations) if narrations else None,
-                                    allow_symlinks_outside=settings.sources.allow_symlinks_outside):
-        found = True
-        if clips is not None and locator not in clips:
-            continue
-        counts["clips"] += 1
-        with storage.batched_blob_meta():
-            built = build_clip(_unique(load, locator, first_of), locator, storage, producer, bounds=bounds,
-                               quality=quality, middle_frames=settings.explore.middle_frames)
-        counts["records"] += len(built.records)
-        counts["quarantined"] += len(built.quarantined)
-        counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
-        if built.records:
-            resolve_quarantined(storage.catalog, source=folder, locator=locator, run_id=run_id)
+    with storage.catalog.kept_open():  # a few small reads and writes per clip: the file opened once
+        for locator, load in iter_clips(Path(folder), clip_format, narrations=Path(narrations) if narrations else None,
+                                        allow_symlinks_outside=settings.sources.allow_symlinks_outside):
+            found = True
+            if clips is not None and locator not in clips:
+                continue
+            counts["clips"] += 1
+            with storage.batched_blob_meta():
+                built = build_clip(_unique(load, locator, first_of), locator, storage, producer, bounds=bounds,
+                                   quality=quality, middle_frames=settings.explore.middle_frames)
+            counts["records"] += len(built.records)
+            counts["quarantined"] += len(built.quarantined)
+            counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
+            if built.records:
+                resolve_quarantined(storage.catalog, source=folder, locator=locator, run_id=run_id)
     if not found:
         counts["nothing found"] = f"{folder}: no clips ({clip_format} format) found; nothing built"
     return counts
@@ -163,20 +164,21 @@ def annotate_explore(settings: Settings, run_id: str | None, instances: list[str
     annotators, producer = _annotators(settings, catalog)
     producer = producer.model_copy(update={"flow_run_id": run_id})
     counts = {"instances": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
-    for instance in catalog.find_records(kind="explore_instance", status=Status.ACCEPTED):
-        if instances is not None and instance.payload["clip_id"] not in instances and instance.id not in instances:
-            continue
-        if not again and catalog.children_by_task([instance.id], "annotate-explore"):
-            continue
-        final = next(b for b in instance.blobs if b.role == "final")
-        built = annotate_instance(instance, storage.blobs.get(final.sha256), annotators, producer)
-        counts["instances"] += 1
-        counts["records"] += len(built.records)
-        counts["quarantined"] += len(built.quarantined)
-        counts["new"] += catalog.put_records(built.records + built.quarantined, run_id=run_id)
-        if again and built.records:
-            counts["superseded"] += supersede_outputs_of(catalog, task="annotate-explore", produced=built.records[:1],
-                                                         run_id=run_id)
+    with catalog.kept_open():  # a few small reads and writes per instance: the file opened once
+        for instance in catalog.find_records(kind="explore_instance", status=Status.ACCEPTED):
+            if instances is not None and instance.payload["clip_id"] not in instances and instance.id not in instances:
+                continue
+            if not again and catalog.children_by_task([instance.id], "annotate-explore"):
+                continue
+            final = next(b for b in instance.blobs if b.role == "final")
+            built = annotate_instance(instance, storage.blobs.get(final.sha256), annotators, producer)
+            counts["instances"] += 1
+            counts["records"] += len(built.records)
+            counts["quarantined"] += len(built.quarantined)
+            counts["new"] += catalog.put_records(built.records + built.quarantined, run_id=run_id)
+            if again and built.records:
+                counts["superseded"] += supersede_outputs_of(catalog, task="annotate-explore",
+                                                             produced=built.records[:1], run_id=run_id)
     return counts
 
 
