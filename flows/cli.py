@@ -450,7 +450,7 @@ def catalog_copy(
 ) -> None:
     """Copy every table of SOURCE into TARGET: the embedded DuckDB catalog onto a PostgreSQL server when workers on
     several hosts must share it, and back. Rows TARGET already has are skipped, so an interrupted copy is simply run
-    again. Then point `[catalog] url` (or `path`) at TARGET.
+    again. Then point the configuration's catalog `url` (or `path`) at TARGET.
 
     Example: benchwright catalog copy data/catalog.duckdb postgresql://bw@db-host:5432/benchwright"""
     from schemas.config import CatalogSettings
