@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,18 +44,33 @@ def build(benchmark: str, settings: Settings | None = None, stages: list[str] | 
     context = BuildContext(benchmark=benchmark, run_id=current_flow_run_id(), options=plugin.options(options),
                            units=tuple(units) if units is not None else None, unattended_review=unattended_review,
                            review_wait_s=review_wait_s, data_folder=str(Path(settings.catalog.path).parent))
-    with ExitStack() as cluster:  # one cluster for the build's fanned-out stages: its workers stay warm
+    with ExitStack() as stack:  # one cluster for the build's fanned-out stages: its workers stay warm
+        cluster = Cluster(stack)
         return {stage.key: run_stage(stage, settings, context, cluster) for stage in chosen}
 
 
-def run_stage(stage: BuildStage, settings: Settings, context: BuildContext, cluster: ExitStack) -> dict[str, Any]:
+@dataclass
+class Cluster:
+    """The task runner a build's fanned-out stages share: entered on ``stack`` when the first one needs it."""
+
+    stack: ExitStack
+    runner: Any = None
+
+    def entered(self, settings: Settings) -> Any:
+        from flows.runners import task_runner
+
+        if self.runner is None:
+            self.runner = self.stack.enter_context(task_runner(settings))
+        return self.runner
+
+
+def run_stage(stage: BuildStage, settings: Settings, context: BuildContext, cluster: Cluster) -> dict[str, Any]:
     """One task run of the stage; or, when it declares its units and the configured task runner spans processes or
-    hosts, one per share of its units on that runner (entered on ``cluster`` at the first such stage), their counts
-    added up. A share's work runs inline there (``[compute] workers`` = 1): the runner's processes are the
-    parallelism."""
+    hosts, one per share of its units on the build's ``cluster``, their counts added up. A share's work runs inline
+    there (``[compute] workers`` = 1): the runner's processes are the parallelism."""
     from dataclasses import replace
 
-    from flows.runners import added_up, distributed, shares, task_runner
+    from flows.runners import added_up, distributed, shares
 
     run = stage_task(stage, settings)
     if not stage.units or context.units is not None or not distributed(settings):
@@ -64,9 +80,7 @@ def run_stage(stage: BuildStage, settings: Settings, context: BuildContext, clus
         return run(settings, context)
     inline = settings.model_copy(update={"compute": settings.compute.model_copy(update={"workers": 1})})
     names = list(inspect.signature(run.fn).parameters)[:2]  # (settings, context), as the stage names them
-    runner = getattr(cluster, "runner", None)
-    if runner is None:
-        runner = cluster.runner = cluster.enter_context(task_runner(settings))  # type: ignore[attr-defined]
+    runner = cluster.entered(settings)
     futures = [runner.submit(run, dict(zip(names, (inline, replace(context, share=share)), strict=True)))
                for share in shares(units, settings)]
     return added_up([future.result() for future in futures])
