@@ -106,7 +106,7 @@ class Guard:
             if scope["type"] == "websocket":
                 await send({"type": "websocket.close", "code": 1008})
                 return
-            await _json(send, 401, {"detail": {"error": "Not authenticated",
+            await send_json(send, 401, {"detail": {"error": "Not authenticated",
                                                "auth_message": "log in first (POST /login)"}})
             return
         if scope["type"] != "http":
@@ -128,9 +128,9 @@ class Guard:
         from starlette.requests import Request
         from starlette.responses import JSONResponse
 
-        body = await _read_body(receive, LOGIN_BODY_BYTES)
+        body = await read_body(receive, LOGIN_BODY_BYTES)
         if body is None:
-            await _json(send, 413, {"detail": f"a login is at most {LOGIN_BODY_BYTES} bytes"})
+            await send_json(send, 413, {"detail": f"a login is at most {LOGIN_BODY_BYTES} bytes"})
             return
         form = await Request(scope, _replay(body)).form(max_files=0, max_fields=8)
         name, password = str(form.get("username") or "").strip(), str(form.get("password") or "")
@@ -144,10 +144,10 @@ class Guard:
                     ok = await self._check(name, password)
                     self.limiter.record(name, address, ok)
         if refusal is not None:
-            await _json(send, 429, {"detail": refusal.message}, {"retry-after": str(max(1, refusal.retry_after_s))})
+            await send_json(send, 429, {"detail": refusal.message}, {"retry-after": str(max(1, refusal.retry_after_s))})
             return
         if not ok:
-            await _json(send, 400, {"detail": "Incorrect credentials."})
+            await send_json(send, 400, {"detail": "Incorrect credentials."})
             return
         token = secrets.token_urlsafe(32)
         self.sessions[token] = name
@@ -199,7 +199,7 @@ def _cookies(scope: Scope) -> dict[str, str]:
     return cookie_parser(raw.decode("latin-1")) if raw else {}
 
 
-async def _json(send: Any, status: int, content: Any, headers: dict[str, str] | None = None) -> None:
+async def send_json(send: Any, status: int, content: Any, headers: dict[str, str] | None = None) -> None:
     body = json.dumps(content).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
@@ -219,7 +219,7 @@ def _replay(body: bytes) -> Any:
     return receive
 
 
-async def _read_body(receive: Any, limit: int) -> bytes | None:
+async def read_body(receive: Any, limit: int) -> bytes | None:
     """The whole body, or None as soon as it passes ``limit`` bytes."""
     chunks, size = [], 0
     while True:
@@ -245,7 +245,7 @@ async def _limited(app: Any, scope: Scope, receive: Any, send: Any, limit: int) 
     message = {"detail": f"request body too large: at most {limit} bytes here"}
     declared = dict(scope.get("headers") or []).get(b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        await _json(send, 413, message)
+        await send_json(send, 413, message)
         return
     state = {"size": 0, "over": False, "started": False}
 
@@ -262,7 +262,7 @@ async def _limited(app: Any, scope: Scope, receive: Any, send: Any, limit: int) 
         if state["over"]:
             if not state["started"]:
                 state["started"] = True
-                await _json(send, 413, message)
+                await send_json(send, 413, message)
             return
         state["started"] = state["started"] or out["type"] == "http.response.start"
         await send(out)
@@ -271,7 +271,7 @@ async def _limited(app: Any, scope: Scope, receive: Any, send: Any, limit: int) 
         await app(scope, counted, guarded_send)
     except _TooLarge:
         if not state["started"]:
-            await _json(send, 413, message)
+            await send_json(send, 413, message)
 
 
 def _without_api_info(send: Any) -> Any:
@@ -292,7 +292,7 @@ def _without_api_info(send: Any) -> Any:
         body, replaced = API_INFO.subn(lambda _: NO_API_INFO, held["body"], count=1)
         start = held["start"]
         if body.count(b"\"named_endpoints\"") > replaced:
-            await _json(send, 500, {"detail": "the login page would describe the API; refused"})
+            await send_json(send, 500, {"detail": "the login page would describe the API; refused"})
             return
         headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
         await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})

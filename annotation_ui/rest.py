@@ -23,6 +23,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from annotation_ui.guard import read_body, send_json
 from annotation_ui.work import WorkError
 
 BLOB = re.compile(r"/api/v1/blob/([0-9a-f]{64})")
@@ -76,8 +77,6 @@ class Routes:
     async def handle(self, scope: dict[str, Any], receive: Any, send: Any, user: str) -> None:
         import anyio
 
-        from annotation_ui.guard import _json, _read_body
-
         path, method = scope["path"], scope.get("method", "GET")
         blob = BLOB.fullmatch(path)
         if blob and method in ("GET", "HEAD"):
@@ -85,11 +84,11 @@ class Routes:
             return
         handler = {"/api/v1/take": self.take, "/api/v1/answer": self.answer}.get(path)
         if handler is None or method != "POST":
-            await _json(send, 404, {"detail": f"no route {method} {path}"})
+            await send_json(send, 404, {"detail": f"no route {method} {path}"})
             return
-        body = await _read_body(receive, self.max_body_bytes)
+        body = await read_body(receive, self.max_body_bytes)
         if body is None:
-            await _json(send, 413, {"detail": f"request body too large: at most {self.max_body_bytes} bytes here"})
+            await send_json(send, 413, {"detail": f"request body too large: at most {self.max_body_bytes} bytes here"})
             return
         try:
             arguments = json.loads(body or b"{}")
@@ -101,7 +100,7 @@ class Routes:
         except (WorkError, ValueError, KeyError, TypeError) as error:
             why = error.args[0] if isinstance(error, KeyError) and error.args else error  # KeyError quotes its text
             status, content = 400, {"detail": str(why)}
-        await _json(send, status, content)
+        await send_json(send, status, content)
 
     def take(self, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:
         return {"item": summary(self.app.take(_text(arguments, "queue"), caller))}
@@ -118,8 +117,6 @@ class Routes:
     async def _blob(self, scope: dict[str, Any], send: Any, sha: str) -> None:
         import anyio
 
-        from annotation_ui.guard import _json
-
         etag = f'"{sha}"'
         headers = dict(scope.get("headers") or [])
         if headers.get(b"if-none-match", b"").decode("latin-1").strip() == etag:
@@ -129,7 +126,7 @@ class Routes:
             return
         found = self.app.shown_images.get(sha) or await anyio.to_thread.run_sync(self.app.stored_image, sha)
         if found is None:
-            await _json(send, 404, {"detail": f"no image {sha}"})
+            await send_json(send, 404, {"detail": f"no image {sha}"})
             return
         data, media_type = found
         await send({"type": "http.response.start", "status": 200, "headers": [

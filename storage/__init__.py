@@ -13,6 +13,7 @@ from storage.blobs import BlobStore, LocalBlobStore, S3BlobStore, open_blob_stor
 from storage.catalog import Catalog
 
 __all__ = [
+    "BlobPutter",
     "BlobStore",
     "BlobWriter",
     "Catalog",
@@ -20,20 +21,19 @@ __all__ = [
     "S3BlobStore",
     "Storage",
     "open_blob_store",
+    "open_catalog",
     "open_storage",
 ]
 
 
-@dataclass
-class Storage:
-    """The catalog and the blob store a job writes to, opened from one configuration."""
+class BlobPutter:
+    """Writing blobs and naming them: ``put_blob``/``put_blob_file`` write to ``blobs`` and hand (sha256, size,
+    media type) to ``register_blobs``, which each kind of putter does its own way."""
 
-    catalog: Catalog
     blobs: BlobStore
-    _pending: list[tuple[str, int, str]] | None = field(default=None, repr=False)
 
     def put_blob(self, data: bytes, *, role: str, media_type: str) -> BlobRef:
-        """Write bytes to the blob store and register their size and type in the catalog."""
+        """Write bytes to the blob store and register their size and type."""
         return self._registered(self.blobs.put(data), len(data), role, media_type)
 
     def put_blob_file(self, path: Path, *, role: str, media_type: str) -> BlobRef:
@@ -43,6 +43,18 @@ class Storage:
     def _registered(self, sha: str, size: int, role: str, media_type: str) -> BlobRef:
         self.register_blobs([(sha, size, media_type)])
         return BlobRef(sha256=sha, role=role, media_type=media_type)
+
+    def register_blobs(self, entries: list[tuple[str, int, str]]) -> None:
+        raise NotImplementedError
+
+
+@dataclass
+class Storage(BlobPutter):
+    """The catalog and the blob store a job writes to, opened from one configuration."""
+
+    catalog: Catalog
+    blobs: BlobStore
+    _pending: list[tuple[str, int, str]] | None = field(default=None, repr=False)
 
     def register_blobs(self, entries: list[tuple[str, int, str]]) -> None:
         """(sha256, size, media type) of blobs already in the store, into the catalog (at the end of a
@@ -67,7 +79,7 @@ class Storage:
 
 
 @dataclass
-class BlobWriter:
+class BlobWriter(BlobPutter):
     """Stands in for ``Storage`` in a worker process: writes blobs to the store itself (any process may: blobs
     are content-addressed files or objects) and keeps (sha256, size, media type) of each for the process that owns
     the catalog, which ``register``s them before the records that use them."""
@@ -75,15 +87,8 @@ class BlobWriter:
     blobs: BlobStore
     written: list[tuple[str, int, str]] = field(default_factory=list)
 
-    def put_blob(self, data: bytes, *, role: str, media_type: str) -> BlobRef:
-        return self._kept(self.blobs.put(data), len(data), role, media_type)
-
-    def put_blob_file(self, path: Path, *, role: str, media_type: str) -> BlobRef:
-        return self._kept(self.blobs.put_file(path), path.stat().st_size, role, media_type)
-
-    def _kept(self, sha: str, size: int, role: str, media_type: str) -> BlobRef:
-        self.written.append((sha, size, media_type))
-        return BlobRef(sha256=sha, role=role, media_type=media_type)
+    def register_blobs(self, entries: list[tuple[str, int, str]]) -> None:
+        self.written.extend(entries)
 
     def register(self, storage: Storage) -> None:
         storage.register_blobs(self.written)

@@ -51,15 +51,15 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def _sync_file_system(any_file: Path, files: list[Path]) -> None:
-    """Make ``files`` durable: one syncfs(2) of the file system holding them where Linux offers it, else an fsync
-    of each."""
+def _sync_file_system(files: list[Path]) -> None:
+    """Make ``files`` (of one store, so of one file system) durable: one syncfs(2) of that file system where Linux
+    offers it, else an fsync of each."""
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
     syncfs = getattr(libc, "syncfs", None)
     if syncfs is not None:
-        fd = os.open(any_file, os.O_RDONLY)
+        fd = os.open(files[0], os.O_RDONLY)
         try:
             if syncfs(fd) == 0:
                 return
@@ -162,7 +162,7 @@ class LocalBlobStore(BlobStore):
                 if done:
                     self._unsynced = {}
             if done:
-                _sync_file_system(next(iter(done.values())), list(done.values()))
+                _sync_file_system(list(done.values()))
                 for sha256, tmp in done.items():
                     os.replace(tmp, self.path_for(sha256))
 

@@ -166,6 +166,9 @@ def _is_write_conflict(error: Exception) -> bool:
 class Catalog:
     def __init__(self, path: str | Path, *, lock_timeout_s: float = 120.0, batch_size: int = 20000,
                  hold_s: float = 2.0) -> None:
+        if "://" in str(path):  # a server's URL taken for a file would make folders named after it, here
+            raise ValueError(f"catalog path {path!r} is a URL: a PostgreSQL catalog is [catalog] url "
+                             f"(storage.open_catalog), a DuckDB one a file path")
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.lock_timeout_s = lock_timeout_s

@@ -55,8 +55,7 @@ def test_a_batch_publishes_its_blobs_together_at_its_end(blob_store: LocalBlobSt
 
     syncs: list[int] = []
     real_sync = blobs._sync_file_system
-    monkeypatch.setattr(blobs, "_sync_file_system", lambda first, files: syncs.append(len(files)) or
-                        real_sync(first, files))
+    monkeypatch.setattr(blobs, "_sync_file_system", lambda files: syncs.append(len(files)) or real_sync(files))
     elsewhere = LocalBlobStore(blob_store.root)  # another reader of the same folder (another process)
     stored_before = blob_store.put(b"already there")
     with blob_store.batch():

@@ -101,6 +101,13 @@ def test_a_service_keeping_the_file_open_lets_go_only_when_a_process_waits(tmp_p
     assert len(opened) >= 2  # it let go for the writer and took the file again
 
 
+def test_a_url_is_refused_as_a_duckdb_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="is a URL"):
+        Catalog("postgresql://bw@127.0.0.1:5432/benchwright")
+    assert list(tmp_path.iterdir()) == []  # no folder named after the server
+
+
 def test_id_prefix_resolution(catalog):
     record = item_record(0)
     catalog.put_records([record])

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas import Producer, Record, Status, Trajectory, make_record
-from storage import BlobStore, BlobWriter, Storage
+from storage import BlobPutter, BlobStore, BlobWriter, Storage
 from tasks.parallel import ahead, process_pool
 from tasks.progress.payloads import Demo, Observation
 from tasks.progress.sampling import (
@@ -58,7 +58,7 @@ def wanted_frames(source: EpisodeSource, plan: SamplingPlan) -> dict[str, list[i
     return wanted
 
 
-def build_episode(source: EpisodeSource, storage: Storage | BlobWriter, producer: Producer, plan: SamplingPlan,
+def build_episode(source: EpisodeSource, storage: BlobPutter, producer: Producer, plan: SamplingPlan,
                   encoded: dict[str, Callable[[], dict[int, bytes]]]) -> EpisodeBuild:
     """All records of one episode; cameras that cannot be used are quarantined and the rest is built.
     ``encoded[camera]()`` gives that camera's ``wanted_frames`` as JPEG bytes, or raises FrameError (it is the
