@@ -77,6 +77,7 @@ def build_episode(source: EpisodeSource, storage: BlobPutter, producer: Producer
         return build
     samples = segment_samples(source.key_frames, plan)
     frames: dict[str, dict[int, bytes]] = {}
+    unreadable = set()
     for camera, result in encoded.items():
         try:
             frames[camera] = result()
@@ -85,6 +86,7 @@ def build_episode(source: EpisodeSource, storage: BlobPutter, producer: Producer
                 reject(f"{source.id}/{plan.demo_camera}", str(error))
                 return build
             reject(f"{source.id}/{camera}", str(error))
+            unreadable.add(camera)
     cross = [c for c in plan.cross_cameras if c in frames and c != plan.demo_camera]
 
     def blob(camera: str, frame: int, role: str) -> Any:
@@ -92,6 +94,8 @@ def build_episode(source: EpisodeSource, storage: BlobPutter, producer: Producer
 
     trajectories = {}
     for camera, camera_frames in source.cameras.items():
+        if camera in unreadable:
+            continue  # quarantined above: no trajectory of frames that do not decode
         archived = []
         if camera_frames.archive is not None:  # a video is kept whole; frame folders and HDF5 rows only as used
             archived = [storage.put_blob_file(camera_frames.archive, role="video", media_type="video/mp4")]
@@ -309,12 +313,16 @@ def _store_episodes(storage: Storage, group: list[_Episode], folder: str, task: 
     stored = [record for episode in group for record in episode.build.records + episode.build.quarantined]
     counts["records"] += sum(len(episode.build.records) for episode in group)
     counts["quarantined"] += sum(len(episode.build.quarantined) for episode in group)
-    counts["new"] += storage.catalog.put_records(stored, run_id=run_id)
     built_now = [episode for episode in group if episode.build.records and episode.source is not None]
+    rebuilt = [r for episode in built_now for r in episode.build.records]
+    # asked before the write: with no earlier build of these episodes (a first build) there is nothing to walk
+    earlier = _earlier_builds(storage.catalog, rebuilt, task)
+    counts["new"] += storage.catalog.put_records(stored, run_id=run_id)
     if not built_now:
         return
-    counts["superseded"] += _supersede_earlier_builds(
-        storage.catalog, [r for episode in built_now for r in episode.build.records], task, run_id)
+    if earlier:
+        counts["superseded"] += supersede_replaced(storage.catalog, task=task, previous=earlier,
+                                                   produced=[r.id for r in rebuilt], run_id=run_id)
     resolved = []
     for episode in built_now:
         source = episode.source
@@ -326,11 +334,12 @@ def _store_episodes(storage: Storage, group: list[_Episode], folder: str, task: 
     resolve_quarantined_many(storage.catalog, resolved, run_id=run_id)
 
 
-def _supersede_earlier_builds(catalog: Any, records: list[Record], task: str, run_id: str | None) -> int:
-    """Episodes rebuilt with other sampling settings (or changed key steps) replace their earlier builds."""
+def _earlier_builds(catalog: Any, records: list[Record], task: str) -> list[str]:
+    """The current trajectories ``task`` built before from the same episodes: where a rebuild with other sampling
+    settings (or changed key steps) starts superseding."""
     source_ids = sorted({r.payload["source_id"] for r in records if r.kind == "trajectory"})
-    earlier = [row[0] for row in catalog.query(
+    if not source_ids:
+        return []
+    return [row[0] for row in catalog.query(
         "SELECT id FROM records WHERE kind = 'trajectory' AND producer->>'task' = ? AND status = ? "
         "AND list_contains(?, payload->>'source_id')", [task, str(Status.ACCEPTED), source_ids])]
-    return supersede_replaced(catalog, task=task, previous=earlier, produced=[r.id for r in records],
-                              run_id=run_id)

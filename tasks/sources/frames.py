@@ -128,7 +128,11 @@ class VideoFrames(FrameSource):
         self.location = str(path)
 
     def count(self) -> int:
-        return video_info(self.path)[0]
+        """The container's frame count, without decoding a frame: the frames a stage uses are decoded (and so
+        checked) when it reads them, and a camera whose frames do not decode is refused then. Decoding the first
+        frame here as well cost as much as a fifth of a PROGRESS-BENCH build's decoding."""
+        with open_video(self.path) as (_, count):
+            return count
 
     def read(self, indices: list[int]) -> dict[int, Any]:
         return read_frames(self.path, indices)
