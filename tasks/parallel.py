@@ -44,14 +44,18 @@ class InlineExecutor(Executor):
 
 @contextmanager
 def process_pool(workers: int) -> Iterator[Executor]:
-    """``workers`` processes (see the module's note on ``spawn``), or the inline executor for one."""
+    """``workers`` processes (see the module's note on ``spawn``), each decoding videos on one thread (the
+    processes fill the cores), or the inline executor for one."""
     if workers <= 1:
         yield InlineExecutor()
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    from tasks.sources.frames import decode_on_threads
+
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+                               initializer=decode_on_threads, initargs=(1,))
     try:
         yield pool
     finally:

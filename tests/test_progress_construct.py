@@ -159,6 +159,25 @@ def test_frames_are_read_by_seeking(world):
     assert np.abs(frames[55].astype(int) - truth).mean() < 8
 
 
+def _frames_in_this_process(path, indices):
+    from tasks.sources.frames import _decode_threads
+
+    return _decode_threads, read_frames(path, indices)
+
+
+def test_a_pool_decodes_on_one_thread_and_gets_the_same_pixels(world):
+    from tasks.parallel import process_pool
+
+    source, episodes = world
+    path = source / sorted(episodes)[0] / "front.mp4"
+    wanted = [0, 7, 40, 55]
+    here = read_frames(path, wanted)
+    with process_pool(2) as pool:
+        threads, there = pool.submit(_frames_in_this_process, path, wanted).result()
+    assert threads == 1
+    assert sorted(there) == wanted and all(np.array_equal(here[i], there[i]) for i in wanted)
+
+
 def test_splits_keep_tasks_apart_and_stay_put():
     from tasks.progress.splits import SplitPlan, split_of
 
