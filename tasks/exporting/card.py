@@ -30,7 +30,7 @@ def dataset_card(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path,
             f"- manifest sha256: `{manifest.sha256()}`", f"- content sha256: `{manifest.content_hash()}`",
             f"- created: {manifest.created_at:%Y-%m-%d %H:%M:%S %Z}; code version `{manifest.code_version}`",
             f"- records: {len(manifest.records)}, blobs: {len(manifest.blobs)}", "",
-            "## Configurations", "", f"| configuration | split | rows | prompt strategy |", "|---|---|---:|---|"]
+            "## Configurations", "", "| configuration | split | rows | prompt strategy |", "|---|---|---:|---|"]
     body += [f"| {name} | {split} | {len(rows)} | {', '.join(sorted({r.strategy for r in rows}))} |"
              for name, rows in configs.items()]
     if release.skipped:
@@ -69,7 +69,7 @@ def _built(records: list[Any]) -> list[str]:
              "| stage (producer task) | model backend | model | prompt version | records |", "|---|---|---|---|---:|"]
     lines += [f"| {task} | {backend} | {model} | {prompt} | {n} |"
               for (task, backend, model, prompt), n in sorted(producers.items())]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def _reviewed(catalog: Any, released: set[str]) -> list[str]:
@@ -82,8 +82,8 @@ def _reviewed(catalog: Any, released: set[str]) -> list[str]:
     annotators = {d.payload["annotator"] for d in decisions}
     lines = ["## What people reviewed", ""]
     if not decisions:
-        return lines + ["No decision of a person is recorded on these records.", ""]
+        return [*lines, "No decision of a person is recorded on these records.", ""]
     lines += [f"{len(decisions)} decision(s) by {len(annotators)} annotator(s) on released records.", "",
               "| review queue | verdict | decisions |", "|---|---|---:|"]
     lines += [f"| {queue} | {verdict} | {n} |" for (queue, verdict), n in sorted(verdicts.items())]
-    return lines + [""]
+    return [*lines, ""]
