@@ -179,7 +179,7 @@ def _yaml(path: Path) -> dict[str, Any]:
         pass
 
     Loader.add_constructor("!function", lambda loader, node: f"!function {loader.construct_scalar(node)}")
-    return yaml.load(path.read_text(), Loader=Loader)  # noqa: S506 - a SafeLoader with one more tag
+    return yaml.load(path.read_text(), Loader=Loader)  # a SafeLoader with lmms-eval's one more tag
 
 
 def _utils(folder: Path) -> Any:
@@ -302,7 +302,8 @@ def test_a_harness_row_with_an_unknown_index_or_no_prediction_is_reported_and_th
     frame["prediction"] = [answers[i] for i in frame["index"]]
     frame.loc[0, "index"] = "not-an-item"
     frame.drop(columns=["image"]).to_csv(tmp_path / "pred.tsv", sep="\t", index=False)
-    result = evaluate(settings, release=tag, model="vlm", strategy="instruct", predictions=str(tmp_path / "pred.tsv"))[2]
+    result = evaluate(settings, release=tag, model="vlm", strategy="instruct",
+                      predictions=str(tmp_path / "pred.tsv"))[2]
     assert result.counts["scored"] == len(frame) - 1
     assert any("pred.tsv:2:" in p and "'not-an-item'" in p for p in result.problems)
     samples = tmp_path / "samples.jsonl"

@@ -74,6 +74,11 @@ def harness_release(catalog: Any, store: Any, tag: str, format_name: str) -> Har
             rows.append(HarnessRow(index=item.key, config=file_stem(fields.config), strategy=strategy,
                                    category=fields.category, question=question, answer=fields.answer,
                                    images=images, options=dict(fields.options), extra=dict(fields.extra)))
+    if not rows:
+        lacking = next(iter(skipped.items()), None)
+        raise ValueError(f"release {manifest.tag} has no item that can be shown to a model, so nothing to export"
+                         + (f": {len(skipped)} lack their images (first {lacking[0][:12]}: {lacking[1]})"
+                            if lacking else ""))
     return HarnessRelease(plugin, manifest, rows, skipped)
 
 
