@@ -99,16 +99,22 @@ def _expected(settings: Settings, tag: str) -> dict[tuple[str, str], dict[str, A
     return expected
 
 
+def _exported(settings: Settings, name: str, exporter: Callable[..., dict[str, int]], folder: Path
+              ) -> tuple[str, dict[str, int], dict[tuple[str, str], dict[str, Any]]]:
+    """The benchmark's test release exported by ``exporter``: its tag, the counts, what each row must hold."""
+    tag = CASES[name][0](settings)
+    storage = open_storage(settings)
+    return tag, exporter(storage.catalog, storage.blobs, tag, folder), _expected(settings, tag)
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_hf_export_loads_with_datasets_row_for_row(settings: Settings, tmp_path: Path, name: str) -> None:
     import datasets
 
     from tasks.exporting.hf import export_hf
 
-    tag = CASES[name][0](settings)
+    tag, counts, expected = _exported(settings, name, export_hf, tmp_path / "hf")
     storage = open_storage(settings)
-    counts = export_hf(storage.catalog, storage.blobs, tag, tmp_path / "hf")
-    expected = _expected(settings, tag)
     assert sum(counts.values()) == len(expected)
     card = (tmp_path / "hf" / "README.md").read_text()
     from storage.releases import load_release
@@ -147,10 +153,7 @@ def _tsv_images(cell: str) -> list[bytes]:
 def test_the_vlmevalkit_tsv_has_its_columns_and_every_row(settings: Settings, tmp_path: Path, name: str) -> None:
     from tasks.exporting.vlmevalkit import export_vlmevalkit
 
-    tag = CASES[name][0](settings)
-    storage = open_storage(settings)
-    counts = export_vlmevalkit(storage.catalog, storage.blobs, tag, tmp_path / "vlm")
-    expected = _expected(settings, tag)
+    _tag, counts, expected = _exported(settings, name, export_vlmevalkit, tmp_path / "vlm")
     seen = set()
     for config in counts:
         frame = pd.read_csv(tmp_path / "vlm" / f"{config}.tsv", sep="\t", dtype=str, keep_default_na=False)
@@ -195,11 +198,9 @@ def test_the_lmms_eval_task_folder_follows_its_schema(settings: Settings, tmp_pa
 
     from tasks.exporting.lmms_eval import export_lmms_eval
 
-    tag = CASES[name][0](settings)
-    storage = open_storage(settings)
     folder = tmp_path / "lmms"
-    counts = export_lmms_eval(storage.catalog, storage.blobs, tag, folder)
-    expected, plugin = _expected(settings, tag), benchmark.get(name)
+    tag, counts, expected = _exported(settings, name, export_lmms_eval, folder)
+    plugin = benchmark.get(name)
     utils, mapping = _utils(folder), plugin.harness_mapping()
     tasks = []
     for config, count in counts.items():
