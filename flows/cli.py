@@ -555,10 +555,11 @@ def release_diff(old: Annotated[str, typer.Argument(help="NAME@VERSION to compar
 
 def _export_help() -> str:
     """The formats the registry offers; plugin modules are light, so listing them costs the CLI's start little."""
-    from tasks.benchmark import export_formats
+    from tasks.benchmark import HARNESS_FORMATS, export_formats
 
     return "; ".join(["records: records.parquet, records.jsonl, manifest.json and blobs/",
-                      *(f"{f.name}: {f.help}" for f in export_formats().values())]) + "."
+                      *(f"{f.name}: {f.help}" for f in export_formats().values()),
+                      *(f"{f.name} (benchmarks that declare it): {f.help}" for f in HARNESS_FORMATS.values())]) + "."
 
 
 @release_app.command("export")
@@ -568,13 +569,14 @@ def release_export(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION
                    fmt: Annotated[str, typer.Option("--format", help=_export_help())] = "records") -> None:
     """Write a release in a format other tools read."""
     from storage.releases import export_release, load_release
-    from tasks.benchmark import export_formats
+    from tasks.benchmark import HARNESS_FORMATS, export_formats
 
     storage = _storage()
     with _failures_as_messages():
         manifest = load_release(storage.catalog, tag)
         folder = out or _settings().export.folder
-        formats = export_formats()
+        # a harness format is one shared writer, which refuses a release whose benchmark does not declare it
+        formats = {**export_formats(), **HARNESS_FORMATS}
         if fmt in formats:
             target = Path(folder) / f"{manifest.name}-v{manifest.version}-{fmt}"
             written = formats[fmt].export(storage.catalog, storage.blobs, tag, target)

@@ -14,7 +14,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$PYTHON" -m venv "$work/venv"
 echo "resolving pyproject.toml's dependencies in a fresh venv (a few minutes)"
-if ! { "$work/venv/bin/python" -m pip install ".[models,dev,vic,web,scale]" \
+if ! { "$work/venv/bin/python" -m pip install ".[models,dev,vic,web,scale,harness]" \
   && "$work/venv/bin/python" -m pip install --no-deps -r scripts/no-deps.txt; } > "$work/pip.log" 2>&1; then
   grep -v '^WARNING: Location' "$work/pip.log" >&2
   exit 1

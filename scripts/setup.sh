@@ -42,7 +42,7 @@ pip_install() {  # quiet on success; the whole log, less the index's location no
 
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 echo "installing Python packages into .venv (a few minutes on a fresh machine)"
-pip_install -c requirements.lock -e ".[models,dev,vic,web,scale]"
+pip_install -c requirements.lock -e ".[models,dev,vic,web,scale,harness]"
 pip_install -c requirements.lock --no-deps -r scripts/no-deps.txt
 .venv/bin/benchwright --help >/dev/null
 echo "$want" > "$stamp"

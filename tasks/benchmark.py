@@ -282,6 +282,49 @@ class ExportFormat:
 
 
 @dataclass(frozen=True)
+class HarnessFields:
+    """What a benchmark says of one item for the evaluation harnesses' formats, besides its prompt (which the
+    shared writers take from ``Evaluation.messages``, so no prompt is worded twice)."""
+
+    config: str  # the configuration (setting, task, test) the item belongs to: one table/TSV/task each
+    category: str  # VLMEvalKit's ``category`` column: what its results are broken down by
+    answer: str  # the right answer as text (an option letter, a percentage, a scene description)
+    options: dict[str, str] = field(default_factory=dict)  # letter -> option text; empty for an open question
+    extra: dict[str, str | int | float | bool | None] = field(default_factory=dict)  # more columns of its own
+
+
+@dataclass(frozen=True)
+class HarnessMapping:
+    """How a benchmark's items become rows of the harness formats (Hugging Face datasets, VLMEvalKit, lmms-eval).
+
+    ``strategies`` are the one-request strategies whose prompts are exported (an agent loop or a multi-turn strategy
+    cannot be written as one question); ``fields(item, strategy)`` the rest of a row. ``sample_metric(doc,
+    response)`` -> {metric: value or None (not counted)} is what lmms-eval calls per sample, the benchmark's own
+    parsing rules scoring a row that carries its truth (``metrics`` names what it returns); None where a metric
+    needs more than a row (a scorer model, the whole release)."""
+
+    strategies: tuple[str, ...]
+    fields: Callable[[Any, str], HarnessFields]
+    sample_metric: Callable[[dict[str, Any], str], dict[str, float | None]] | None = None
+    metrics: tuple[str, ...] = ()
+    lower_is_better: tuple[str, ...] = ()  # of ``metrics``: errors, the smaller the better
+
+
+# The formats evaluation harnesses read, written by one shared writer each (tasks/exporting/); a benchmark supports
+# those its plugin lists in ``harness_formats`` and maps its items once for all of them (``harness``).
+HARNESS_FORMATS: dict[str, ExportFormat] = {
+    "hf": ExportFormat("hf", "a Hugging Face dataset folder: one Parquet configuration per setting or task, images "
+                             "as Image features, and a dataset card (README.md)", "tasks.exporting.hf:export_hf"),
+    "vlmevalkit": ExportFormat("vlmevalkit", "one VLMEvalKit TSV per setting or task (index, base64 image, "
+                                             "question, options A-D, answer, category)",
+                               "tasks.exporting.vlmevalkit:export_vlmevalkit"),
+    "lmms-eval": ExportFormat("lmms-eval", "an lmms-eval task folder: a YAML task per setting or task, its data "
+                                           "and utils.py with the benchmark's prompt and metric",
+                              "tasks.exporting.lmms_eval:export_lmms_eval"),
+}
+
+
+@dataclass(frozen=True)
 class BenchmarkPlugin:
     name: str  # the records' ``benchmark`` value
     title: str  # as the papers write it
@@ -311,6 +354,22 @@ class BenchmarkPlugin:
     publish: str | None = None
     evaluated: tuple[str, ...] = ("{prefix}-{name}",)
     stats: str | None = None  # "module:attr" of ``(catalog, tag) -> ReleaseStats``
+    # the harness formats (HARNESS_FORMATS) it supports, and "module:attr" of its HarnessMapping
+    harness_formats: tuple[str, ...] = ()
+    harness: str | None = None
+
+    def harness_exports(self) -> dict[str, ExportFormat]:
+        """The harness formats a release of this benchmark can be exported to, by name."""
+        unknown = sorted(set(self.harness_formats) - set(HARNESS_FORMATS))
+        if unknown or (self.harness_formats and not self.harness):
+            raise ValueError(f"{self.title} declares harness formats {', '.join(unknown) or ''} it cannot have: "
+                             f"choose from {', '.join(HARNESS_FORMATS)}, with a ``harness`` mapping")
+        return {name: HARNESS_FORMATS[name] for name in self.harness_formats}
+
+    def harness_mapping(self) -> HarnessMapping:
+        if not self.harness:
+            raise ValueError(f"{self.title} declares no harness mapping, so no harness format")
+        return load_target(self.harness)
 
     @cached_property
     def evaluation(self) -> Evaluation:

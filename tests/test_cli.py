@@ -175,7 +175,44 @@ def test_release_export_in_the_progresslm_format(project, tmp_path, monkeypatch)
     assert len((target / "visual_cross_view.jsonl").read_text().splitlines()) == 30
     assert (target / "text-normal.jsonl").exists()
     wrong = invoke("release", "export", "pub", "--format", "csv")
-    assert wrong.exit_code == 1 and "unknown export format 'csv'" in wrong.output
+    assert wrong.exit_code == 1 and "unknown export format 'csv'" in wrong.output and "lmms-eval" in wrong.output
+
+
+def test_a_harness_export_of_items_without_frames_is_refused(project, tmp_path):
+    from schemas import Producer
+    from tasks.progress.published import SAMPLE_DIR, import_into_catalog
+
+    storage, _, _ = project
+    import_into_catalog(SAMPLE_DIR, storage, Producer(task="import"))  # the published rows ship no frames
+    assert invoke("release", "create", "pub", "--kind", "observation", "--kind", "demo").exit_code == 0
+    blind = invoke("release", "export", "pub", "--format", "vlmevalkit", "--out", str(tmp_path / "x"))
+    assert blind.exit_code == 1 and "no item that can be shown to a model" in blind.output
+    assert "lack their images" in blind.output
+
+
+def test_release_export_in_a_harness_format_the_benchmark_declares(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from schemas.config import BlobSettings, CatalogSettings, Settings
+    from tasks import benchmark
+    from tests.test_evaluate import progress_release
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("BENCHWRIGHT_CONFIG", raising=False)
+    (tmp_path / "benchwright.toml").write_text('[catalog]\npath = "state/cat.duckdb"\n'
+                                               '[blobs]\nuri = "file://state/blobs"\n')
+    settings = Settings(catalog=CatalogSettings(path=tmp_path / "state" / "cat.duckdb"),
+                        blobs=BlobSettings(uri=f"file://{tmp_path}/state/blobs"))
+    tag, _ = progress_release(settings, trajectories=1)
+    result = invoke("release", "export", tag, "--format", "vlmevalkit", "--out", str(tmp_path / "x"))
+    assert result.exit_code == 0, result.output
+    lines = [line.strip() for line in result.output.splitlines()]
+    written = sorted(p.name for p in (tmp_path / "x" / "tiny-progress-v1-vlmevalkit").iterdir())
+    assert written == ["same.tsv", "text.tsv"] and "same 4" in lines and "text 3" in lines
+    plugin = benchmark.get("progress")
+    monkeypatch.setitem(benchmark._loaded, "progress", replace(plugin, harness_formats=("hf",)))
+    refused = invoke("release", "export", tag, "--format", "lmms-eval", "--out", str(tmp_path / "y"))
+    assert refused.exit_code == 1 and "PROGRESS-BENCH does not export to lmms-eval" in refused.output
 
 
 def test_stats_prints_settings_and_draws_a_chart(project, tmp_path):

@@ -20,7 +20,7 @@ from pathlib import Path
 from tasks import benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_ROOMS = ("schemas", "storage", "flows", "annotation_ui", "tasks/evaluate", "tasks/models")
+SHARED_ROOMS = ("schemas", "storage", "flows", "annotation_ui", "tasks/evaluate", "tasks/models", "tasks/exporting")
 
 # Identifiers in which a benchmark's name is an ordinary word, not the benchmark ("progress" also means how far
 # along something is).

@@ -198,7 +198,12 @@ def _answer_rows(path: Path) -> list[tuple[int, str, Any]]:
     as they are: its scored file, one JSON object ``{start_frame: description or [descriptions]}``, gives one row
     per entry; its ``results.json``, a JSON list of ``{start_frame, response, success}``, one row per element (the
     response cleaned as the harness cleans it); both numbered from 1, the last description of a list being the
-    answer. Its per-chunk ``results_<k>.json`` are JSONL with the same keys."""
+    answer. Its per-chunk ``results_<k>.json`` are JSONL with the same keys. A VLMEvalKit prediction file (.xlsx,
+    .tsv) gives a row per spreadsheet row (tasks/exporting/predictions.py)."""
+    from tasks.exporting.predictions import TABLE_SUFFIXES, table_rows
+
+    if path.suffix in TABLE_SUFFIXES:
+        return table_rows(path)
     text = path.read_text(encoding="utf-8")
     try:
         whole = json.loads(text)
@@ -220,6 +225,11 @@ def _answer_rows(path: Path) -> list[tuple[int, str, Any]]:
 
 
 def _key_and_answer(row: dict[str, Any]) -> tuple[str | None, Any]:
+    from tasks.exporting.predictions import harness_key_and_answer
+
+    harness = harness_key_and_answer(row)
+    if harness is not None:
+        return harness
     if "start_frame" in row and "response" in row and not {"key", "id"} & row.keys():
         return str(row["start_frame"]), _last(official_clean(row["response"]))
     key = next((str(row[k]) for k in ("key", "id") if k in row), None)
@@ -229,7 +239,8 @@ def _key_and_answer(row: dict[str, Any]) -> tuple[str | None, Any]:
 def read_predictions(path: Path, items: list[Any], settings: EvalSettings
                      ) -> tuple[Collected, list[tuple[int, str, str]]]:
     """Answers from a JSONL file of ``{"key": ..., "answer": ...}`` (``id``/``prediction``/``response`` also
-    read), or from the official EXPLORE-Bench harness's JSON. A key is an item's record id, its published
+    read), from the official EXPLORE-Bench harness's JSON, or from what VLMEvalKit and lmms-eval write of a harness
+    export (keyed by its ``index``, the record id). A key is an item's record id, its published
     ``<file>:<line>``, an EXPLORE clip id or its exported initial image. Returns the answers and the lines that
     could not be used: (line number, the line, why)."""
     by_alias = {alias: item for item in items for alias in item_aliases(item, settings.benchmark)}
@@ -245,7 +256,9 @@ def read_predictions(path: Path, items: list[Any], settings: EvalSettings
         key, answer = _key_and_answer(row)
         if key is None or not isinstance(answer, str):
             problems.append((number, line, "needs a \"key\" and an \"answer\" string (or the official "
-                                           "\"start_frame\" and \"response\")"))
+                                           "\"start_frame\" and \"response\", VLMEvalKit's \"index\" and "
+                                           "\"prediction\", lmms-eval's \"doc\".\"index\" and "
+                                           "\"filtered_resps\")"))
             continue
         item = by_alias.get(key)
         if item is None:

@@ -52,6 +52,8 @@ PLUGIN = BenchmarkPlugin(
                          view="tasks.explore.review_view:VIEW"),),
     exports=(ExportFormat("explore", "explore_bench.json plus images/, EXPLORE-Bench's annotation format",
                           "tasks.explore.export:export_explore"),),
+    harness_formats=("hf", "vlmevalkit", "lmms-eval"),
+    harness="tasks.explore.harness:HARNESS",
     stages=STAGES,
     build_options=ExploreBuildOptions,
     cli="tasks.explore.cli:build_command",

@@ -44,6 +44,8 @@ PLUGIN = BenchmarkPlugin(
     exports=(ExportFormat("progresslm", "the five PROGRESS-BENCH .jsonl files plus frames/<id>/<frame>, as "
                                         "ProgressLM publishes them",
                           "tasks.progress.published:export_progresslm"),),
+    harness_formats=("hf", "vlmevalkit", "lmms-eval"),
+    harness="tasks.progress.harness:HARNESS",
     stages=STAGES,
     build_options=ProgressBuildOptions,
     cli="tasks.progress.cli:build_command",

@@ -27,6 +27,8 @@ PLUGIN = BenchmarkPlugin(
     reviews=(ReviewCheck(queue="vic_recheck", verdicts=("accept", "reject"), view="tasks.vic.review_view:VIEW"),),
     exports=(ExportFormat("vic", "per task and stage a JSON file of instances (question, options, answer, ground "
                                  "truth) plus images/", "tasks.vic.export:export_vic"),),
+    harness_formats=("hf", "vlmevalkit", "lmms-eval"),
+    harness="tasks.vic.harness:HARNESS",
     stages=STAGES,
     build_options=VicBuildOptions,
     # the main job's demo: a few instances per task (the paper's 250 are `benchwright build vic`'s default)

@@ -30,6 +30,8 @@ PLUGIN = BenchmarkPlugin(
                          view="tasks.webplan.review_view:VIEW"),),
     exports=(ExportFormat("webplan", "per test a JSONL file of instances (task, images, options, answer, plans "
                                      "and states) plus images/", "tasks.webplan.export:export_webplan"),),
+    harness_formats=("hf", "vlmevalkit", "lmms-eval"),
+    harness="tasks.webplan.harness:HARNESS",
     stages=STAGES,
     build_options=WebplanBuildOptions,
     # the main job's demo: one MiniWob++ episode per expert task, one edge case per form task, one future-state

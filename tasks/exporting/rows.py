@@ -1,0 +1,92 @@
+"""A release as the rows every harness format is written from: one per item and exported strategy.
+
+A row's question and images are the benchmark's own request (``Evaluation.messages`` of the first round), so the
+harnesses ask what ``benchwright evaluate`` asks: the text parts joined by newlines, the images in the order the
+request shows them (a harness shows them before the text; each text part that introduced an image still names it,
+"Frame 2 (50%):", in that order). The row's ``index`` is the item's record id, the first key every answers file may
+use (``Evaluation.aliases``), so a harness's predictions come back keyed by it with no table beside the export.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from storage.paths import file_stem
+from tasks import benchmark
+
+
+@dataclass(frozen=True)
+class HarnessRow:
+    index: str  # the item's record id
+    config: str
+    strategy: str
+    category: str
+    question: str
+    answer: str
+    images: tuple[bytes, ...]
+    options: dict[str, str] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class HarnessRelease:
+    """A release's rows, with what the dataset card says of it."""
+
+    plugin: benchmark.BenchmarkPlugin
+    manifest: Any
+    rows: list[HarnessRow]
+    skipped: dict[str, str]  # record id -> why it could not be exported (frames the source lacks)
+
+    def configs(self) -> dict[str, list[HarnessRow]]:
+        """Rows per configuration, configurations in name order."""
+        grouped: dict[str, list[HarnessRow]] = {}
+        for row in self.rows:
+            grouped.setdefault(row.config, []).append(row)
+        return dict(sorted(grouped.items()))
+
+
+def harness_release(catalog: Any, store: Any, tag: str, format_name: str) -> HarnessRelease:
+    """The rows of a release whose benchmark supports ``format_name``; an error naming the formats it supports
+    otherwise."""
+    from storage.releases import load_release
+    from tasks.evaluate.run import eval_settings
+
+    manifest = load_release(catalog, tag)
+    plugin = benchmark.release_benchmark(manifest)
+    if format_name not in plugin.harness_exports():
+        raise ValueError(f"{plugin.title} does not export to {format_name}: its harness formats are "
+                         f"{', '.join(plugin.harness_formats) or 'none'}")
+    mapping = plugin.harness_mapping()
+    evaluation = plugin.evaluation
+    items = evaluation.items(catalog, manifest, store.get)
+    rows, skipped = [], {}
+    for strategy in mapping.strategies:
+        settings = eval_settings(plugin.name, strategy)
+        for item in items:
+            if item.missing:
+                skipped[item.key] = item.missing
+                continue
+            messages, _count = evaluation.messages(item, settings, store.get, 0, [])
+            images = tuple(part for message in messages for part in message.parts if isinstance(part, bytes))
+            question = "\n".join(part for message in messages for part in message.parts if isinstance(part, str))
+            fields = mapping.fields(item, strategy)
+            rows.append(HarnessRow(index=item.key, config=file_stem(fields.config), strategy=strategy,
+                                   category=fields.category, question=question, answer=fields.answer,
+                                   images=images, options=dict(fields.options), extra=dict(fields.extra)))
+    if not rows:
+        lacking = next(iter(skipped.items()), None)
+        raise ValueError(f"release {manifest.tag} has no item that can be shown to a model, so nothing to export"
+                         + (f": {len(skipped)} lack their images (first {lacking[0][:12]}: {lacking[1]})"
+                            if lacking else ""))
+    return HarnessRelease(plugin, manifest, rows, skipped)
+
+
+def image_suffix(data: bytes) -> str:
+    """The file suffix of an encoded image, from its magic bytes (the blob store keeps bytes, not names)."""
+    if data.startswith(b"\x89PNG"):
+        return "png"
+    if data.startswith(b"\xff\xd8"):
+        return "jpg"
+    return "webp" if data[8:12] == b"WEBP" else "png"
+

@@ -1,0 +1,35 @@
+"""ViC-Bench in the harness formats (tasks/exporting): per task its Stage-1 (multiple choice) and Stage-2 (open
+form) questions as configurations ``<task>_stage1`` / ``<task>_stage2``. Stage 3 is an agent loop whose every turn
+depends on the simulator's reply, which no one-question harness can ask. lmms-eval scores Stage 1 per sample
+(the task's choice rule); a Stage-2 answer is replayed in the task's simulator, which needs the instance, so it is
+scored by ``benchwright evaluate --predictions --strategy stage2`` on the harness's output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tasks.benchmark import HarnessFields, HarnessMapping
+from tasks.vic.evaluation import VicItem
+
+
+def vic_fields(item: VicItem, strategy: str) -> HarnessFields:
+    payload = item.payload
+    if strategy == "stage1":
+        return HarnessFields(config=f"{item.task}_stage1", category=item.task,
+                             answer=str(payload["stage_one_answer"]), options=dict(payload["stage_one_options"]),
+                             extra={"task": item.task, "instance": item.instance_key})
+    return HarnessFields(config=f"{item.task}_stage2", category=item.task, answer=json.dumps(payload["open_answer"]),
+                         extra={"task": item.task, "instance": item.instance_key})
+
+
+def vic_sample_metric(doc: dict[str, Any], response: str) -> dict[str, float | None]:
+    from tasks.vic.suite import task
+
+    if doc["strategy"] != "stage1":
+        return {"ACC": None}
+    return {"ACC": float(task(doc["task"]).parse_choice(response) == doc["answer"])}
+
+
+HARNESS = HarnessMapping(strategies=("stage1", "stage2"), fields=vic_fields, sample_metric=vic_sample_metric,
+                         metrics=("ACC",))
