@@ -1,7 +1,7 @@
 """Builds fanned out on a Dask cluster through Prefect, on 1 and on 2 worker processes, and the catalog's write rate
 on DuckDB and on PostgreSQL.
 
-    python bench/scale_build.py [--episodes 240] [--clips 24] [--records 50000]
+    python bench/scale_build.py [--episodes 240] [--clips 24] [--records 50000] [--cold] [--prefect-on-sqlite]
 
 Renders the sample world once (PROGRESS-BENCH episodes, EXPLORE-Bench head-camera clips; not timed), then runs the
 build flow (PROGRESS: construct; EXPLORE: extract and annotate, offline backends) with ``[compute] task_runner =
@@ -10,17 +10,21 @@ speed-up (target >= 1.6x on a 2-core machine), with the in-process build (one ta
 The clusters are started before the clock and warmed (each worker has imported benchwright's stages and models once),
 as a cluster that serves scheduled builds is (``[compute] dask_address``); ``--cold`` times a LocalCluster made by
 the build itself instead, which pays each worker's imports (torch, spaCy: seconds) inside the build.
-Then writes ``--records`` records through the catalog into a DuckDB file and into a PostgreSQL server this script
-starts (Debian's postgresql) and prints records/s for both.
+The Prefect server the builds report to runs on a database of the PostgreSQL server this script starts (Debian's
+postgresql), as a deployment that fans out would run it; ``--prefect-on-sqlite`` uses Prefect's temporary
+SQLite-backed server instead. Then writes ``--records`` records through the catalog into a DuckDB file and into
+that PostgreSQL server and prints records/s for both.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +78,37 @@ def _import_stages() -> None:
         importlib.import_module(module)
 
 
+@contextlib.contextmanager
+def prefect_server(folder: Path, postgres: str | None) -> Iterator[None]:
+    """A Prefect server for the builds: kept (``benchwright server start``) on a database of the PostgreSQL server,
+    as the README's "Scaling out" runs one; or, without ``postgres``, Prefect's temporary SQLite-backed server, whose
+    writes take turns (task runs of several Dask workers reporting at once meet "database is locked" and retry)."""
+    if postgres is None:
+        from prefect.testing.utilities import prefect_test_harness
+
+        with prefect_test_harness(server_startup_timeout=180):
+            yield
+        return
+    from flows.server import start_server, stop_server
+    from tests.postgres_server import fresh_database
+
+    database = fresh_database(postgres).replace("postgresql://", "postgresql+asyncpg://", 1)
+    saved = {name: os.environ.get(name) for name in ("PREFECT_HOME", "PREFECT_API_DATABASE_CONNECTION_URL",
+                                                     "PREFECT_API_URL")}
+    os.environ.update(PREFECT_HOME=str(folder / "prefect-home"), PREFECT_API_DATABASE_CONNECTION_URL=database)
+    os.environ.pop("PREFECT_API_URL", None)
+    try:
+        os.environ["PREFECT_API_URL"] = start_server()["url"]
+        yield
+    finally:
+        stop_server()
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def write_rate(catalog: Any, records: list[Any]) -> float:
     start = time.perf_counter()
     catalog.put_records(records)
@@ -100,13 +135,13 @@ def main() -> None:
     parser.add_argument("--clips", type=int, default=24, help="EXPLORE-Bench sample clips")
     parser.add_argument("--records", type=int, default=50_000, help="records for the catalog write rate")
     parser.add_argument("--cold", action="store_true", help="a LocalCluster made by each build (see above)")
+    parser.add_argument("--prefect-on-sqlite", action="store_true",
+                        help="Prefect's temporary SQLite-backed server instead of a server on the PostgreSQL one")
     args = parser.parse_args()
-    from prefect.testing.utilities import prefect_test_harness
-
     from tests.postgres_server import postgres_server
 
-    with tempfile.TemporaryDirectory() as tmp, prefect_test_harness(server_startup_timeout=180), \
-            postgres_server() as server:
+    with tempfile.TemporaryDirectory() as tmp, postgres_server() as server, \
+            prefect_server(Path(tmp), None if args.prefect_on_sqlite else server):
         root = Path(tmp)
         render(root / "world", root / "clips", args.episodes, args.clips)
         builds = {"PROGRESS-BENCH construct": ("progress", ["construct"], {"episodes_dir": str(root / "world")},

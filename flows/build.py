@@ -3,7 +3,6 @@ carrying the tags of the model roles it asks (``gpu`` for local weights on a GPU
 
 from __future__ import annotations
 
-import inspect
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from schemas.config import Settings
 from tasks import benchmark as registry
 from tasks.benchmark import BuildContext, BuildStage
 from tasks.models.registry import with_role_tags
+from tasks.parallel import run_share
 
 
 def stage_task(stage: BuildStage, settings: Settings) -> Any:
@@ -67,7 +67,8 @@ class Cluster:
 def run_stage(stage: BuildStage, settings: Settings, context: BuildContext, cluster: Cluster) -> dict[str, Any]:
     """One task run of the stage; or, when it declares its units and the configured task runner spans processes or
     hosts, one per share of its units on the build's ``cluster``, their counts added up. A share's work runs inline
-    there (``[compute] workers`` = 1): the runner's processes are the parallelism."""
+    there (``[compute] workers`` = 1, videos decoded on one thread: ``tasks.parallel.run_share``): the runner's
+    processes are the parallelism."""
     from dataclasses import replace
 
     from flows.runners import added_up, distributed, shares
@@ -79,8 +80,10 @@ def run_stage(stage: BuildStage, settings: Settings, context: BuildContext, clus
     if len(units) < 2:
         return run(settings, context)
     inline = settings.model_copy(update={"compute": settings.compute.model_copy(update={"workers": 1})})
-    names = list(inspect.signature(run.fn).parameters)[:2]  # (settings, context), as the stage names them
+    share_run = with_role_tags(task(run_share, name=stage.task_name, cache_policy=NONE), settings, *stage.roles)
     runner = cluster.entered(settings)
-    futures = [runner.submit(run, dict(zip(names, (inline, replace(context, share=share)), strict=True)))
+    stage_fn = registry.load_target(stage.run)
+    futures = [runner.submit(share_run, {"stage_fn": stage_fn, "settings": inline,
+                                         "context": replace(context, share=share)})
                for share in shares(units, settings)]
     return added_up([future.result() for future in futures])

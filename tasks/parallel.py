@@ -72,3 +72,12 @@ def ahead(items: Iterable[T], start: Callable[[T], U], window: int) -> Iterator[
             yield started.popleft()
     while started:
         yield started.popleft()
+
+
+def run_share(stage_fn: Callable[[Any, Any], dict[str, Any]], settings: Any, context: Any) -> dict[str, Any]:
+    """One share of a stage fanned out on a task runner (``flows.build.run_stage``), in one of its worker processes.
+    Those processes fill the cores, so each decodes videos on one thread, as a process of ``process_pool`` does."""
+    from tasks.sources.frames import decode_on_threads
+
+    decode_on_threads(1)
+    return stage_fn(settings, context)

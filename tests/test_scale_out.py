@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -44,12 +45,27 @@ def constructed(settings: Settings) -> tuple[dict, str]:
     return counts, manifest.content_sha256
 
 
-def test_a_local_dask_cluster_builds_what_one_process_builds(tmp_path: Path, prefect_server):
+def test_a_local_dask_cluster_builds_what_one_process_builds(tmp_path: Path, prefect_server, monkeypatch):
+    import tasks.progress.stages as stages
+
     alone, alone_hash = constructed(settings_in(tmp_path / "one"))
+    real = stages.construct_progress
+    threads = tmp_path / "decode-threads"
+    threads.mkdir()
+
+    def noting_threads(settings: Settings, context: object) -> dict:
+        from tasks.sources import frames
+
+        (threads / f"{os.getpid()}-{time.monotonic_ns()}").write_text(str(frames._decode_threads))
+        return real(settings, context)
+
+    monkeypatch.setattr(stages, "construct_progress", noting_threads)
     fanned, fanned_hash = constructed(settings_in(tmp_path / "dask", task_runner="dask", workers=2, shares=3))
     assert alone["episodes"] == fanned["episodes"] == EPISODES
     assert fanned["records"] == alone["records"] > 0 and fanned["new"] == alone["new"]
     assert fanned_hash == alone_hash
+    # each of the 3 shares ran in a Dask worker decoding on one thread (the workers fill the cores)
+    assert sorted(p.read_text() for p in threads.iterdir()) == ["1", "1", "1"]
 
 
 def test_a_dask_worker_killed_mid_build_changes_nothing_built(tmp_path: Path, prefect_server, monkeypatch):
