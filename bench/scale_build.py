@@ -7,9 +7,10 @@ Renders the sample world once (PROGRESS-BENCH episodes, EXPLORE-Bench head-camer
 build flow (PROGRESS: construct; EXPLORE: extract and annotate, offline backends) with ``[compute] task_runner =
 "dask"`` on a Dask cluster of 1 and of 2 worker processes, each into a fresh catalog, and prints wall times and the
 speed-up (target >= 1.6x on a 2-core machine), with the in-process build (one task run, no cluster) beside them.
-The clusters are started before the clock and warmed (each worker has imported benchwright's stages and models once),
-as a cluster that serves scheduled builds is (``[compute] dask_address``); ``--cold`` times a LocalCluster made by
-the build itself instead, which pays each worker's imports (torch, spaCy: seconds) inside the build.
+The clusters are started before the clock and warmed: each worker process has imported benchwright's stages and
+run each build once, untimed, loading its models (this process too), as a cluster that serves scheduled builds is
+(``[compute] dask_address``); ``--cold`` times a LocalCluster made by the build itself instead, which pays each
+worker's imports and model loads (torch, spaCy: seconds) inside the build.
 The Prefect server the builds report to runs on a database of the PostgreSQL server this script starts (Debian's
 postgresql), as a deployment that fans out would run it; ``--prefect-on-sqlite`` uses Prefect's temporary
 SQLite-backed server instead. Then writes ``--records`` records through the catalog into a DuckDB file and into
@@ -152,6 +153,11 @@ def main() -> None:
         clusters = {} if args.cold else {n: warm_cluster(n) for n in (1, 2)}
         on = {n: {"dask_address": clusters[n].scheduler_address} if clusters else {} for n in (1, 2)}
         for label, (benchmark, stages, options, _) in builds.items():
+            if clusters:  # each process loads a stage's models once (spaCy...): warm them too, untimed
+                for name, compute in (("inline", {"workers": 1}),
+                                      *((f"x{n}", {"task_runner": "dask", "workers": n, "shares": 4, **on[n]})
+                                        for n in (1, 2))):
+                    timed_build(benchmark, stages, options, root / f"{benchmark}-warm-{name}", None, **compute)
             for engine, where in (("DuckDB", None), ("PostgreSQL", server)):
                 inline, _ = timed_build(benchmark, stages, options, root / f"{benchmark}-{engine}-inline", where,
                                         workers=1)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import duckdb
 import pytest
 
@@ -99,6 +101,31 @@ def test_a_service_keeping_the_file_open_lets_go_only_when_a_process_waits(tmp_p
     assert written.returncode == 0, written.stderr[-2000:]
     assert written.stdout.strip() == "1" and service.query("SELECT count(*) FROM records") == [(1,)]
     assert len(opened) >= 2  # it let go for the writer and took the file again
+
+
+def test_a_build_keeping_the_file_open_lets_a_waiting_process_in_after_its_short_hold(tmp_path):
+    """A kept_open block (a build) gives the file up BLOCK_HOLD_S after another process leaves its note, not after
+    the service's hold_s: two builds side by side take turns per transaction."""
+    import time
+
+    from storage.catalog import BLOCK_HOLD_S
+
+    catalog = Catalog(tmp_path / "c.duckdb", hold_s=3600.0)
+    with catalog.kept_open():
+        catalog.query("SELECT count(*) FROM records")  # the file is now held
+        assert not catalog._turn_is_over()  # nobody waits
+        Path(str(catalog.path) + ".waiting").touch()  # what a waiting process's Catalog writes
+        time.sleep(BLOCK_HOLD_S + 0.05)
+        assert catalog._turn_is_over()
+    assert catalog._turn_hold_s is None  # after the block, the service's hold again
+    catalog.keep_open(5.0)
+    try:
+        catalog.query("SELECT count(*) FROM records")
+        Path(str(catalog.path) + ".waiting").touch()
+        time.sleep(BLOCK_HOLD_S + 0.05)
+        assert not catalog._turn_is_over()  # a service holds for hold_s
+    finally:
+        catalog.close()
 
 
 def test_a_url_is_refused_as_a_duckdb_path(tmp_path, monkeypatch):
