@@ -35,6 +35,7 @@ from tasks.exporting.rows import harness_release, task_prefix
 _UTILS = '''"""lmms-eval hooks of benchwright release {tag} ({title}); written by `benchwright release export --format
 lmms-eval`. The metric is benchwright's own, imported from the code below."""
 
+import importlib
 import sys
 
 BENCHWRIGHT = {root!r}  # benchwright's code, for its metric; change it if the code moves
@@ -55,14 +56,14 @@ def _benchwright():
     if BENCHWRIGHT not in sys.path:
         sys.path.append(BENCHWRIGHT)
     try:
-        from tasks.exporting import lmms_eval
+        hooks = importlib.import_module("tasks.exporting.lmms_eval")
     except ImportError as error:
         raise ImportError(
             f"this task's metric is benchwright's own, imported from BENCHWRIGHT = {{BENCHWRIGHT!r}} in "
             f"{{__file__}}, and that failed: {{error}}. Point BENCHWRIGHT at a benchwright checkout and install its "
             "dependencies in lmms-eval's environment (pip install -e <checkout>), or score the --log_samples file "
             "with `benchwright evaluate --predictions`.") from error
-    return lmms_eval
+    return hooks
 
 
 def process_results(doc, results):
