@@ -852,7 +852,10 @@ def evaluate(
         "Score answers produced elsewhere instead of asking a model: JSONL lines {\"key\": ..., \"answer\": ...}; "
         "the key is an item's record id, the published <file>:<line> of an imported row, or an EXPLORE clip id; "
         "or the official EXPLORE-Bench harness's files as they are (<model>.json keyed by start_frame, "
-        "results.json)."),
+        "results.json); or what an evaluation harness wrote for a `release export --format vlmevalkit` or "
+        "`lmms-eval` export, keyed by its index: VLMEvalKit's <model>_<dataset>.xlsx or .tsv (index, prediction; "
+        "an empty prediction is reported with its row) or lmms-eval's --log_samples file "
+        "(<date_id>_samples_<task>.jsonl)."),
         exists=True, dir_okay=False)] = None,
     scoring: Annotated[str | None, typer.Option(help=(
         "EXPLORE relation scoring: correct (the default: every relation phrase against its own sentences) or "

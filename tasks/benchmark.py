@@ -281,6 +281,9 @@ class ExportFormat:
         return load_target(self.exporter)(catalog, store, tag, out_dir)
 
 
+ANSWERED = "answered"  # the harness metric of questions no row can score: the share of non-empty responses
+
+
 @dataclass(frozen=True)
 class HarnessFields:
     """What a benchmark says of one item for the evaluation harnesses' formats, besides its prompt (which the
@@ -301,13 +304,27 @@ class HarnessMapping:
     cannot be written as one question); ``fields(item, strategy)`` the rest of a row. ``sample_metric(doc,
     response)`` -> {metric: value or None (not counted)} is what lmms-eval calls per sample, the benchmark's own
     parsing rules scoring a row that carries its truth (``metrics`` names what it returns); None where a metric
-    needs more than a row (a scorer model, the whole release)."""
+    needs more than a row (a scorer model, the whole release). A strategy in ``unscored`` has none either (its
+    answers need more than a row: a simulator replay), so its configurations report ``answered``.
+    ``aggregate(values)`` turns one metric's per-sample values of one configuration into the figure ``evaluate``
+    reports for those items (default: the mean of the values that are not None); a benchmark whose figure is not a
+    plain mean (a macro mean over cells) returns per-sample values its ``aggregate`` can group.
+    ``source(record)`` names where a released record's content came from (a dataset, a generator and its seed), for
+    the dataset card; None where that record does not say."""
 
     strategies: tuple[str, ...]
     fields: Callable[[Any, str], HarnessFields]
-    sample_metric: Callable[[dict[str, Any], str], dict[str, float | None]] | None = None
+    sample_metric: Callable[[dict[str, Any], str], dict[str, Any]] | None = None
     metrics: tuple[str, ...] = ()
     lower_is_better: tuple[str, ...] = ()  # of ``metrics``: errors, the smaller the better
+    unscored: tuple[str, ...] = ()  # of ``strategies``: no per-sample metric, ``answered`` instead
+    aggregate: Callable[[list[Any]], float] | None = None
+    source: Callable[[Any], str | None] | None = None
+
+    def metrics_of(self, strategy: str) -> tuple[str, ...]:
+        """The metrics lmms-eval reports on a configuration of ``strategy``'s questions (``answered`` where no
+        per-sample metric applies)."""
+        return self.metrics if self.sample_metric and strategy not in self.unscored else (ANSWERED,)
 
 
 # The formats evaluation harnesses read, written by one shared writer each (tasks/exporting/); a benchmark supports

@@ -12,20 +12,25 @@ import importlib.util
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
 
+from schemas import Producer, ReviewItem, Status, make_record
 from schemas.config import BlobSettings, CatalogSettings, ExportSettings, Settings
+from schemas.releases import ReleaseSelection
 from storage import open_storage
-from storage.paths import file_stem
+from storage.releases import create_release
 from tasks import benchmark
 from tasks.evaluate.run import eval_settings
+from tasks.webplan.instance import WebplanInstance
+from tests.conftest import solid_png as png
 from tests.test_evaluate import evaluate, explore_release, progress_release
 from tests.test_vic_benchmark import vic_release
-from tests.test_webplan_eval import _release as webplan_release
+from tests.test_webplan_eval import _instances as webplan_instances
 
 # VLMEvalKit's custom-dataset columns (vlmeval/dataset/image_base.py, image_mcq.py): every TSV has these
 VLMEVALKIT_COLUMNS = ("index", "image", "question", "answer", "category")
@@ -60,6 +65,47 @@ def _webplan_answer(item: Any, n: int) -> str:
     return str(item.payload["answer"]) if n % 2 == 0 else "I cannot tell"
 
 
+REVIEW_QUEUE = "harness-test-review"
+
+
+def _realweb() -> list[WebplanInstance]:
+    """Real-web plan questions, two of one distractor strategy and one of the other (so the test's figure, the mean
+    of its strategies, is not the mean of its samples)."""
+    plans = {letter: f"1. plan {letter}." for letter in "ABCD"}
+    return [WebplanInstance(test="realweb", key=f"realweb-{n}", task="Buy a ticket", answer=answer, options=plans,
+                            images={"start": png(20 + n)},
+                            meta={"strategy": strategy, "dataset": "mind2web", "website": "example.com",
+                                  "plan_len": 1, "previous_actions": []})
+            for n, (strategy, answer) in enumerate((("shuffle", "A"), ("shuffle", "B"), ("semantic", "C")))]
+
+
+def webplan_release(settings: Settings, people: bool = True) -> str:
+    """The web-planning test instances and three real-web ones, each reviewed: the unattended demo policy accepts
+    them, except (``people``) the first, which ann1 accepts, and the second, which ann2 corrects (the release holds
+    the corrected version, whose parents name the decision, as a stage's correction does)."""
+    from tasks.review import apply_unattended_policy, decide
+    from tasks.webplan.records import instance_record
+
+    storage = open_storage(settings)
+    put = lambda data, role: storage.put_blob(data, role=role, media_type="image/png")  # noqa: E731
+    instances = [*webplan_instances(), *_realweb()]
+    records = [instance_record(i, Producer(task="test"), put) for i in instances]
+    items = [make_record(ReviewItem(target_id=r.id, queue=REVIEW_QUEUE, question="right?"), benchmark="webplan",
+                         producer=Producer(task="test")) for r in records]
+    storage.catalog.put_records(records + items)
+    if people:
+        decide(storage.catalog, items[0], annotator="ann1", verdict="accept")
+        decision = decide(storage.catalog, items[1], annotator="ann2", verdict="correct",
+                          correction={"task": "Sign in"})
+        corrected = instance_record(replace(instances[1], task="Sign in"), Producer(task="apply-correction"), put,
+                                    parents=(records[1].id, decision.id))
+        storage.catalog.put_records([corrected])
+        storage.catalog.set_status([corrected.id], Status.ACCEPTED, reason="corrected by ann2", actor="ann2")
+    apply_unattended_policy(storage.catalog, REVIEW_QUEUE)
+    return create_release(storage.catalog, storage.blobs, "webplan-test",
+                          selection=ReleaseSelection(benchmarks=("webplan",), kinds=("webplan_instance",))).tag
+
+
 # benchmark -> (release builder, the strategy whose questions the answers are to, an answer per (item, n))
 CASES: dict[str, tuple[Callable[[Settings], str], str, Callable[[Any, int], str]]] = {
     "progress": (lambda s: progress_release(s, lacking=True)[0], "direct", _progress_answer),
@@ -67,6 +113,9 @@ CASES: dict[str, tuple[Callable[[Settings], str], str, Callable[[Any, int], str]
     "vic": (lambda s: vic_release(s, ("maze", "jigsaw"), 2), "stage1", _vic_answer),
     "webplan": (webplan_release, "instruct", _webplan_answer),
 }
+# what each benchmark's card names as a source of the test release (its mapping's ``source``)
+SOURCES = {"progress": "test (", "explore": "test (", "vic": "maze_dataset.LatticeMazeGenerators.gen_dfs (",
+           "webplan": "miniwob ("}
 
 
 def _items(settings: Settings, tag: str) -> tuple[Any, list[Any]]:
@@ -78,25 +127,67 @@ def _items(settings: Settings, tag: str) -> tuple[Any, list[Any]]:
     return plugin, plugin.evaluation.items(storage.catalog, manifest, storage.blobs.get)
 
 
+def _truth(name: str, item: Any, record: Any, scene: Any, strategy: str) -> dict[str, Any]:
+    """What a row of ``item`` must hold, from its record's payload (and EXPLORE's scene record), not from the
+    mapping the writers use: the configuration it lands in, the answer (as read back by ``_decoded``), options."""
+    payload = record.payload
+    if name == "progress":
+        return {"config": item.setting, "options": {},
+                "answer": payload["progress_score"] if payload["answerable"] else None}
+    if name == "explore":
+        scene = [{"category": o["category"], "description": o["description"], "relation": o["relation"],
+                  **({"key_state": o["key_state"]} if o["key_state"] else {})} for o in scene.payload["objects"]]
+        return {"config": payload["subset"], "options": {}, "answer": scene}
+    if name == "vic":
+        if strategy == "stage1":
+            return {"config": f"{payload['task']}_stage1", "options": payload["stage_one_options"],
+                    "answer": payload["stage_one_answer"]}
+        return {"config": f"{payload['task']}_stage2", "options": {}, "answer": payload["open_answer"]}
+    form = payload["meta"].get("form")
+    return {"config": f"temporal_{form}" if payload["test"] == "temporal" else payload["test"],
+            "options": payload["options"], "answer": payload["answer"]}
+
+
+def _decoded(name: str, strategy: str, answer: str) -> Any:
+    """A row's answer column as the value ``_truth`` gives."""
+    if name == "progress":
+        return None if answer == "n/a" else float(answer.rstrip("%")) / 100
+    return json.loads(answer) if name == "explore" or strategy == "stage2" else answer
+
+
 def _expected(settings: Settings, tag: str) -> dict[tuple[str, str], dict[str, Any]]:
-    """What each exported row must hold, from the release itself: (strategy, record id) -> question, images,
+    """What each exported row must hold, from the release's records: (strategy, record id) -> question, images,
     answer, options, configuration."""
+    from storage.releases import load_release
+
     plugin, items = _items(settings, tag)
     storage = open_storage(settings)
-    mapping, expected = plugin.harness_mapping(), {}
-    for strategy in mapping.strategies:
+    records = {r.id: r for r in storage.catalog.get_records([e.id for e in load_release(storage.catalog,
+                                                                                           tag).records])}
+    scenes = {r.payload["instance_id"]: r for r in records.values() if r.kind == "scene"}
+    expected = {}
+    for strategy in plugin.harness_mapping().strategies:
         for item in items:
             if item.missing:
                 continue
             messages, _ = plugin.evaluation.messages(item, eval_settings(plugin.name, strategy), storage.blobs.get,
                                                      0, [])
             parts = [p for m in messages for p in m.parts]
-            fields = mapping.fields(item, strategy)
             expected[(strategy, item.key)] = {
                 "question": "\n".join(p for p in parts if isinstance(p, str)),
-                "images": [p for p in parts if isinstance(p, bytes)], "answer": fields.answer,
-                "options": fields.options, "config": fields.config, "category": fields.category}
+                "images": [p for p in parts if isinstance(p, bytes)],
+                **_truth(plugin.name, item, records[item.key], scenes.get(item.key), strategy)}
     return expected
+
+
+def _check_row(name: str, row: dict[str, Any], config: str, want: dict[str, Any]) -> None:
+    """A row against what its record says: its configuration, question, answer, options."""
+    assert config == want["config"], (row["index"], config)
+    assert row["question"] == want["question"]
+    answer = _decoded(name, row["strategy"], row["answer"])
+    assert answer == (pytest.approx(want["answer"], abs=1e-3) if isinstance(want["answer"], float) else want["answer"])
+    assert {letter: row[letter] for letter in want["options"]} == want["options"]
+    assert not any(row.get(letter) for letter in "ABCD" if letter not in want["options"])
 
 
 def _exported(settings: Settings, name: str, exporter: Callable[..., dict[str, int]], folder: Path
@@ -122,6 +213,7 @@ def test_the_hf_export_loads_with_datasets_row_for_row(settings: Settings, tmp_p
     manifest = load_release(storage.catalog, tag)
     assert manifest.sha256() in card and "## How it was built" in card and "## What people reviewed" in card
     assert (tmp_path / "hf" / "statistics.png").read_bytes().startswith(b"\x89PNG")
+    assert "Sources: not recorded" not in card and SOURCES[name] in card
     seen = set()
     for config, count in counts.items():
         assert f"| {config} | test | {count} |" in card
@@ -131,10 +223,8 @@ def test_the_hf_export_loads_with_datasets_row_for_row(settings: Settings, tmp_p
         raw = loaded.cast_column("images", datasets.List(datasets.Image(decode=False)))
         for row, raw_row in zip(loaded, raw, strict=True):
             want = expected[(row["strategy"], row["index"])]
-            assert (row["question"], row["answer"], row["category"]) == (want["question"], want["answer"],
-                                                                       want["category"])
+            _check_row(name, row, config, want)
             assert [image["bytes"] for image in raw_row["images"]] == want["images"]
-            assert all(row[letter] == text for letter, text in want["options"].items())
             assert len(row["images"]) == len(want["images"])  # decoded as PIL images too
             seen.add((row["strategy"], row["index"]))
     assert seen == set(expected)
@@ -153,24 +243,22 @@ def _tsv_images(cell: str) -> list[bytes]:
 def test_the_vlmevalkit_tsv_has_its_columns_and_every_row(settings: Settings, tmp_path: Path, name: str) -> None:
     from tasks.exporting.vlmevalkit import export_vlmevalkit
 
-    _tag, counts, expected = _exported(settings, name, export_vlmevalkit, tmp_path / "vlm")
+    tag, counts, expected = _exported(settings, name, export_vlmevalkit, tmp_path / "vlm")
+    prefix = "bw_" + tag.split("@")[0].replace("-", "_")  # the release in every name: $LMUData holds them all
+    assert sorted(p.name for p in (tmp_path / "vlm").iterdir()) == sorted(f"{prefix}_{c}.tsv" for c in counts)
     seen = set()
     for config in counts:
-        frame = pd.read_csv(tmp_path / "vlm" / f"{config}.tsv", sep="\t", dtype=str, keep_default_na=False)
+        frame = pd.read_csv(tmp_path / "vlm" / f"{prefix}_{config}.tsv", sep="\t", dtype=str, keep_default_na=False)
         assert list(frame.columns[:2]) == ["index", "image"] and set(VLMEVALKIT_COLUMNS) <= set(frame.columns)
         for row in frame.to_dict(orient="records"):
             want = expected[(row["strategy"], row["index"])]
-            assert file_stem(want["config"]) == config
-            assert (row["question"], row["answer"], row["category"]) == (want["question"], want["answer"],
-                                                                       want["category"])
+            _check_row(name, row, config, want)
             assert _tsv_images(row["image"]) == want["images"]
             assert len(row["image"]) > 64  # shorter is read as another row's index
             if len(want["images"]) > 1:
                 assert len(ast.literal_eval(row["image_path"])) == len(want["images"])
-            # multiple choice: the letters are columns (VLMEvalKit's MCQ layout); open questions have none
-            assert {k: row[k] for k in want["options"]} == want["options"]
-            assert ("A" in frame.columns) == any(e["options"] for (s, _), e in expected.items()
-                                                 if e["config"] == want["config"] and s == row["strategy"])
+            # VLMEvalKit reads a TSV with option columns as multiple choice: one form of question per file
+            assert ("A" in frame.columns) == bool(want["options"])
             seen.add((row["strategy"], row["index"]))
     assert seen == set(expected)
 
@@ -203,23 +291,31 @@ def test_the_lmms_eval_task_folder_follows_its_schema(settings: Settings, tmp_pa
     plugin = benchmark.get(name)
     utils, mapping = _utils(folder), plugin.harness_mapping()
     tasks = []
+    generation = plugin.evaluation.generation
     for config, count in counts.items():
         path = next(folder.glob(f"*_{config}.yaml"))
         task = _yaml(path)
         assert set(task) == LMMS_EVAL_FIELDS and task["task"] == path.stem
         assert task["output_type"] == "generate_until" and task["test_split"] == "test"
         assert task["doc_to_visual"] == "!function utils.doc_to_visual" and task["doc_to_target"] == "answer"
-        assert task["generation_kwargs"]["max_new_tokens"] == plugin.evaluation.generation.max_tokens
-        names = [m["metric"] for m in task["metric_list"]]
-        assert names == (list(mapping.metrics) if mapping.sample_metric else ["answered"])
-        assert all(m["aggregation"] == "!function utils.mean_scored" for m in task["metric_list"])
+        kwargs = task["generation_kwargs"]
+        assert kwargs["max_new_tokens"] == generation.max_tokens and kwargs["top_p"] == generation.top_p
+        # benchwright's stops, none where it sends none (lmms-eval would otherwise stop at a blank line)
+        assert kwargs["until"] == list(generation.stop)
+        assert kwargs.get("top_k") == generation.top_k
         docs = datasets.load_dataset(task["dataset_path"], **task["dataset_kwargs"], split="test")
         assert len(docs) == count
+        strategies = set(docs["strategy"])
+        names = [m["metric"] for m in task["metric_list"]]
+        assert names == list(mapping.metrics_of(strategies.pop())) and not strategies
+        assert [m["aggregation"] for m in task["metric_list"]] == [
+            "!function utils." + ("mean_scored" if n == "answered" else "aggregate") for n in names]
         for doc in docs:
             want = expected[(doc["strategy"], doc["index"])]
+            _check_row(name, doc, config, want)
             assert utils.doc_to_text(doc, {"pre_prompt": "", "post_prompt": ""}) == want["question"]
             assert len(utils.doc_to_visual(doc)) == len(want["images"])
-            scores = utils.process_results(doc, [want["answer"] if want["options"] else "x"])
+            scores = utils.process_results(doc, ["x"])
             assert set(scores) == set(names)
         tasks.append(task["task"])
         if importlib.util.find_spec("lmms_eval") is not None:  # its own loader as well, where it imports
@@ -299,14 +395,23 @@ def test_a_harness_row_with_an_unknown_index_or_no_prediction_is_reported_and_th
     export_vlmevalkit(storage.catalog, storage.blobs, tag, tmp_path / "vlm")
     _, items = _items(settings, tag)
     answers = {item.key: str(item.payload["answer"]) for item in items}
-    frame = pd.read_csv(next((tmp_path / "vlm").glob("temporal.tsv")), sep="\t", dtype=str, keep_default_na=False)
+    frame = pd.read_csv(next((tmp_path / "vlm").glob("bw_*_realweb.tsv")), sep="\t", dtype=str,
+                        keep_default_na=False)
     frame["prediction"] = [answers[i] for i in frame["index"]]
     frame.loc[0, "index"] = "not-an-item"
+    frame.loc[1, "prediction"] = ""  # VLMEvalKit's cell when it has no prediction
     frame.drop(columns=["image"]).to_csv(tmp_path / "pred.tsv", sep="\t", index=False)
     result = evaluate(settings, release=tag, model="vlm", strategy="instruct",
                       predictions=str(tmp_path / "pred.tsv"))[2]
-    assert result.counts["scored"] == len(frame) - 1
+    assert result.counts["scored"] == len(frame) - 2
     assert any("pred.tsv:2:" in p and "'not-an-item'" in p for p in result.problems)
+    assert any(p.endswith("pred.tsv:3: empty prediction") for p in result.problems)
+    # both lines are stored as quarantined inputs and counted so; the items they would answer are skipped
+    assert result.counts["lines quarantined"] == 2 and result.counts["quarantined"] == 0
+    assert result.counts["skipped"] == len(items) - result.counts["scored"]
+    stored = open_storage(settings).catalog.find_records(kind="quarantined_input")
+    assert sorted(r.payload["reason"] for r in stored if r.payload["source"].endswith("pred.tsv"))[0] == \
+        "empty prediction"
     samples = tmp_path / "samples.jsonl"
     samples.write_text(json.dumps({"doc_id": 0, "doc": {"question": "?"}, "filtered_resps": ["A"]}) + "\n"
                        + json.dumps({"doc_id": 1, "doc": {"index": items[0].key}, "filtered_resps": ["A"]}) + "\n")
@@ -327,3 +432,142 @@ def test_a_benchmark_refuses_a_harness_format_it_does_not_declare(settings: Sett
     with pytest.raises(ValueError, match="does not export to hf: its harness formats are vlmevalkit"):
         export_hf(storage.catalog, storage.blobs, tag, tmp_path / "hf")
     assert not (tmp_path / "hf").exists()
+
+
+def _same(value: float | None, want: float | None) -> bool:
+    """Equal figures, or both none (lmms-eval's NaN where ``evaluate`` has no value)."""
+    if value is None or value != value:
+        return want is None or want != want
+    return want is not None and value == pytest.approx(want)
+
+
+def _headline(name: str, config: str, metric: str) -> str:
+    """``evaluate``'s metric that an lmms-eval metric of a configuration reports (the test's figure for webplan)."""
+    if name == "webplan":
+        return config.split("_")[0]
+    return {"nse": "NSE", "afrr": "AFRR", "uda": "UDA"}.get(metric, metric)
+
+
+def _lmms_eval_figures(utils: Any, task: dict[str, Any], docs: Any, answers: dict[str, str]) -> dict[str, Any]:
+    """What lmms-eval reports for a task: process_results per doc, then each metric's aggregation over them."""
+    values: dict[str, list[Any]] = {}
+    for doc in docs:
+        for metric, value in utils.process_results(doc, [answers[doc["index"]]]).items():
+            values.setdefault(metric, []).append(value)
+    return {m["metric"]: getattr(utils, m["aggregation"].split(".")[-1])(values[m["metric"]])
+            for m in task["metric_list"]}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_each_lmms_eval_configuration_reports_what_evaluate_gives_its_items(settings: Settings, tmp_path: Path,
+                                                                            name: str) -> None:
+    """For every configuration: lmms-eval's figures (its hooks on the exported rows) are ``evaluate
+    --predictions``'s on the same answers to that configuration's items; ``answered`` is the share evaluate
+    scores of a VLMEvalKit file where the empty answers are reported, not scored."""
+    import datasets
+
+    from tasks.exporting.lmms_eval import export_lmms_eval
+
+    build, _, answer_of = CASES[name]
+    tag = build(settings)
+    storage = open_storage(settings)
+    export_lmms_eval(storage.catalog, storage.blobs, tag, tmp_path / "lmms")
+    utils = _utils(tmp_path / "lmms")
+    _, items = _items(settings, tag)
+    numbered = {item.key: (n, item) for n, item in enumerate(items)}
+    checked = []
+    for path in sorted((tmp_path / "lmms").glob("*.yaml")):
+        task = _yaml(path)
+        if "group" in task:
+            continue
+        docs = datasets.load_dataset(task["dataset_path"], **task["dataset_kwargs"], split="test")
+        blank = "answered" in [m["metric"] for m in task["metric_list"]]  # some empty answers to count
+        answers = {doc["index"]: "" if blank and numbered[doc["index"]][0] % 3 == 2
+                   else answer_of(numbered[doc["index"]][1], numbered[doc["index"]][0]) for doc in docs}
+        reported = _lmms_eval_figures(utils, task, docs, answers)
+        predictions = tmp_path / f"{path.stem}.xlsx"
+        pd.DataFrame({"index": list(answers), "prediction": list(answers.values())}).to_excel(predictions,
+                                                                                            index=False)
+        result = evaluate(settings, release=tag, model=f"m-{path.stem}", strategy=docs[0]["strategy"],
+                          predictions=str(predictions))[2]
+        config = path.stem.split("_", 3)[-1] if name == "webplan" else path.stem
+        for metric, value in reported.items():
+            want = (result.counts["scored"] / len(docs) if metric == "answered"
+                    else result.metrics.get(_headline(name, config.split("test_")[-1], metric)))
+            assert _same(value, want), (path.stem, metric, value, want)
+            checked.append((path.stem, metric))
+    assert len({stem for stem, _ in checked}) == len(list((tmp_path / "lmms").glob("*.yaml"))) - 1
+
+
+def test_a_vlmevalkit_xlsx_reads_answers_as_written(settings: Settings, tmp_path: Path) -> None:
+    """"n/a" (PROGRESS-BENCH's can't-tell answer), "None", "NA", "null", "50", "1e3": the same metrics from
+    VLMEvalKit's .xlsx as from a JSONL of the same answers (pandas' NA reading made the first four empty)."""
+    from tasks.exporting.vlmevalkit import export_vlmevalkit
+
+    tag = CASES["progress"][0](settings)
+    storage = open_storage(settings)
+    export_vlmevalkit(storage.catalog, storage.blobs, tag, tmp_path / "vlm")
+    _, items = _items(settings, tag)
+    words = ["n/a", "None", "NA", "null", "50", "1e3"]
+    answers = {item.key: words[n % len(words)] for n, item in enumerate(items) if not item.missing}
+    direct = tmp_path / "direct.jsonl"
+    direct.write_text("".join(json.dumps({"key": k, "answer": a}) + "\n" for k, a in answers.items()))
+    xlsx = _vlmevalkit_predictions(tmp_path / "vlm", answers, "direct", tmp_path / "m.xlsx")
+    results = {how: evaluate(settings, release=tag, model=f"na-{how}", strategy="direct", predictions=str(path))[2]
+               for how, path in (("direct", direct), ("xlsx", xlsx))}
+    assert results["direct"].metrics["AFRR"]  # n/a read as the can't-tell answer
+    assert results["xlsx"].metrics == results["direct"].metrics
+    assert results["xlsx"].counts == results["direct"].counts
+
+
+@pytest.mark.parametrize("people", [False, True])
+def test_the_card_tells_people_from_the_unattended_demo_policy(settings: Settings, tmp_path: Path,
+                                                               people: bool) -> None:
+    from storage.releases import load_release
+    from tasks.exporting.hf import export_hf
+
+    tag = webplan_release(settings, people=people)
+    storage = open_storage(settings)
+    export_hf(storage.catalog, storage.blobs, tag, tmp_path / "hf")
+    reviewed = (tmp_path / "hf" / "README.md").read_text().split("## What people reviewed")[1]
+    released = len(load_release(storage.catalog, tag).records)
+    automatic = released - 2 if people else released
+    assert (f"{automatic} decision(s) by the unattended demo policy (`policy:unattended-demo`), not counted above: "
+            "auto-accepted by the unattended demo review policy; NOT human-reviewed.") in reviewed
+    assert f"| {REVIEW_QUEUE} | accept | unattended demo policy | {automatic} |" in reviewed
+    if not people:
+        assert "No person reviewed these records." in reviewed and "| person |" not in reviewed
+        return
+    # ann2's correction: the released record is the corrected version, whose parents name the decision
+    assert "2 human decision(s) by 2 annotator(s) (ann1, ann2)" in reviewed
+    assert f"| {REVIEW_QUEUE} | accept | person | 1 |" in reviewed
+    assert f"| {REVIEW_QUEUE} | correct | person | 1 |" in reviewed
+
+
+def test_the_lmms_eval_hooks_say_where_they_looked_for_benchwright(settings: Settings, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    import datasets
+
+    from tasks.exporting.lmms_eval import export_lmms_eval
+
+    tag = webplan_release(settings, people=False)
+    storage = open_storage(settings)
+    export_lmms_eval(storage.catalog, storage.blobs, tag, tmp_path / "lmms")
+    utils = _utils(tmp_path / "lmms")
+    doc = datasets.load_dataset("parquet", data_files={"test": str(next((tmp_path / "lmms").glob(
+        "data/*/test.parquet")))}, split="test")[0]
+    assert utils.process_results(doc, ["A"])
+    monkeypatch.setitem(sys.modules, "tasks.exporting.lmms_eval", None)  # as where benchwright does not import
+    with pytest.raises(ImportError, match=r"imported from BENCHWRIGHT = '.*' in .*utils\.py, and that failed"):
+        utils.process_results(doc, ["A"])
+
+
+def test_evaluate_help_names_the_harness_prediction_files() -> None:
+    import typer
+
+    from flows.cli import app
+
+    command = typer.main.get_command(app).commands["evaluate"]  # type: ignore[attr-defined]
+    text = next(p.help for p in command.params if p.name == "predictions")
+    assert ".xlsx" in text and ".tsv" in text and "VLMEvalKit" in text
+    assert "lmms-eval" in text and "--log_samples" in text and "_samples_<task>.jsonl" in text

@@ -243,6 +243,8 @@ def read_predictions(path: Path, items: list[Any], settings: EvalSettings
     export (keyed by its ``index``, the record id). A key is an item's record id, its published
     ``<file>:<line>``, an EXPLORE clip id or its exported initial image. Returns the answers and the lines that
     could not be used: (line number, the line, why)."""
+    from tasks.exporting.predictions import empty_prediction
+
     by_alias = {alias: item for item in items for alias in item_aliases(item, settings.benchmark)}
     collected = Collected()
     problems: list[tuple[int, str, str]] = []
@@ -259,6 +261,9 @@ def read_predictions(path: Path, items: list[Any], settings: EvalSettings
                                            "\"start_frame\" and \"response\", VLMEvalKit's \"index\" and "
                                            "\"prediction\", lmms-eval's \"doc\".\"index\" and "
                                            "\"filtered_resps\")"))
+            continue
+        if empty_prediction(path, answer):
+            problems.append((number, line, "empty prediction"))
             continue
         item = by_alias.get(key)
         if item is None:

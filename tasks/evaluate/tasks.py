@@ -159,6 +159,9 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     failures = quarantined_items(collected, benchmark, f"evaluate {plan.label}", producer)
     counts = {"items": len(plan.items), "scored": len(parsed), "asked": collected.asked,
               "from cache": collected.from_cache, "quarantined": len(failures),
+              # lines of a predictions file that answer no item (unknown key, empty prediction...): each is stored
+              # as a quarantined input; the items they would have answered count as skipped
+              "lines quarantined": len(collected.problems),
               "failed requests": len(collected.failed), "frames missing": len(collected.unshowable),
               "skipped": len(collected.skipped), "unparsed": sum(p.method == "failed" for p in parsed.values()),
               "judged": sum(p.method == "judge" for p in parsed.values())}

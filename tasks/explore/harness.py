@@ -6,6 +6,7 @@ output is scored by ``benchwright evaluate --predictions``."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from tasks.benchmark import HarnessFields, HarnessMapping
 from tasks.explore.evaluation import ExploreItem
@@ -20,4 +21,9 @@ def explore_fields(item: ExploreItem, strategy: str) -> HarnessFields:
                                 "actions": len(item.actions)})
 
 
-HARNESS = HarnessMapping(strategies=("final-scene",), fields=explore_fields)
+def explore_source(record: Any) -> str | None:
+    """An instance names the videos its clip was cut from (a scene is an annotation of one instance)."""
+    return record.payload.get("source") if record.kind == "explore_instance" else None
+
+
+HARNESS = HarnessMapping(strategies=("final-scene",), fields=explore_fields, source=explore_source)

@@ -1,6 +1,7 @@
 """The dataset card (README.md) of a harness export, written from the release: its hashes, counts per split and
 configuration, the statistics chart, how it was built (sources, model backends and prompt versions from the
-records' producers) and what people reviewed (decisions on its records)."""
+records' producers) and what people reviewed (decisions on its records), told apart from what the unattended
+demo policy accepted, which is no review."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from tasks.benchmark import load_target
+from schemas import Status
+from tasks.benchmark import HarnessMapping, load_target
 from tasks.exporting.rows import HarnessRelease
+from tasks.review import UNATTENDED, UNATTENDED_REASON
 
 CHART = "statistics.png"
-# payload fields that name where a record's content came from (a dataset, a simulator, a bundled sample)
-SOURCE_FIELDS = ("source", "data_source")
 
 
 def dataset_card(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path, files: dict[str, str],
@@ -36,7 +37,7 @@ def dataset_card(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path,
     if release.skipped:
         body += ["", f"{len(release.skipped)} item(s) are not exported: the source lacked their frames."]
     body += ["", "## Statistics", "", f"![statistics]({_chart(release, catalog, tag, out_dir)})", ""]
-    body += _built(records) + _reviewed(catalog, {r.id for r in records})
+    body += _built(records, plugin.harness_mapping()) + _reviewed(catalog, records)
     return "\n".join(header + body) + "\n"
 
 
@@ -60,8 +61,10 @@ def _chart(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path) -> st
     return CHART
 
 
-def _built(records: list[Any]) -> list[str]:
-    sources = Counter(str(r.payload[f]) for r in records for f in SOURCE_FIELDS if r.payload.get(f))
+def _built(records: list[Any], mapping: HarnessMapping) -> list[str]:
+    # where content came from is the benchmark's knowledge (a dataset, a generator and its seed): its mapping says
+    named = (mapping.source(r) for r in records) if mapping.source else iter(())
+    sources = Counter(name for name in named if name)
     producers = Counter((r.producer.task, r.producer.backend or "-", r.producer.model_id or "-",
                          r.producer.prompt_template_version or "-") for r in records)
     lines = ["## How it was built", "", "Sources: " + (", ".join(f"{s} ({n})" for s, n in sorted(sources.items()))
@@ -72,18 +75,27 @@ def _built(records: list[Any]) -> list[str]:
     return [*lines, ""]
 
 
-def _reviewed(catalog: Any, released: set[str]) -> list[str]:
-    """People's decisions on the released records (or on records a released one was made from by a correction)."""
-    decisions = [d for d in catalog.find_records(kind="decision")
-                 if d.payload["target_id"] in released or d.id in released]
+def _reviewed(catalog: Any, records: list[Any]) -> list[str]:
+    """The decisions in force on the released records, and those a released record was made from (a correction is
+    a new record whose parents name the decision). The unattended demo policy's are counted apart: they are no
+    review, and a demo release must not read as reviewed."""
+    released, made_from = {r.id for r in records}, {p for r in records for p in r.parents}
+    decisions = [d for d in catalog.find_records(kind="decision", status=Status.ACCEPTED)
+                 if d.payload["target_id"] in released or d.id in made_from]
     items = {r.id: r for r in catalog.get_records(sorted({d.payload["item_id"] for d in decisions}))}
     verdicts = Counter((items[d.payload["item_id"]].payload["queue"] if d.payload["item_id"] in items else "-",
-                       d.payload["verdict"]) for d in decisions)
-    annotators = {d.payload["annotator"] for d in decisions}
+                        d.payload["verdict"], "unattended demo policy" if d.payload["annotator"] == UNATTENDED
+                        else "person") for d in decisions)
+    human = [d for d in decisions if d.payload["annotator"] != UNATTENDED]
+    annotators = sorted({d.payload["annotator"] for d in human})
+    automatic = len(decisions) - len(human)
     lines = ["## What people reviewed", ""]
-    if not decisions:
-        return [*lines, "No decision of a person is recorded on these records.", ""]
-    lines += [f"{len(decisions)} decision(s) by {len(annotators)} annotator(s) on released records.", "",
-              "| review queue | verdict | decisions |", "|---|---|---:|"]
-    lines += [f"| {queue} | {verdict} | {n} |" for (queue, verdict), n in sorted(verdicts.items())]
+    lines.append(f"{len(human)} human decision(s) by {len(annotators)} annotator(s) ({', '.join(annotators)}) on "
+                 "released records or on what they correct." if human else "No person reviewed these records.")
+    if automatic:
+        lines += ["", f"{automatic} decision(s) by the unattended demo policy (`{UNATTENDED}`), not counted above: "
+                      f"{UNATTENDED_REASON}."]
+    if decisions:
+        lines += ["", "| review queue | verdict | decided by | decisions |", "|---|---|---|---:|"]
+        lines += [f"| {queue} | {verdict} | {who} | {n} |" for (queue, verdict, who), n in sorted(verdicts.items())]
     return [*lines, ""]

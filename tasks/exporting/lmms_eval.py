@@ -6,11 +6,15 @@ them all, and ``utils.py`` with the hooks the YAMLs call (``!function utils.…`
   benchmark's own prompt (``question``) between lmms-eval's ``pre_prompt``/``post_prompt`` (empty by default);
   ``doc_to_target``: ``answer``.
 - ``process_results``: the benchmark's ``HarnessMapping.sample_metric`` (its parsing rules on one response against
-  the row's truth) when it has one; it imports benchwright from where the export was made (``BENCHWRIGHT`` in
-  utils.py: change it if the code moves). A benchmark whose metrics need more than a row (a scorer model) gets
-  ``answered`` (the share of non-empty responses) there, and is scored by ``benchwright evaluate --predictions``
+  the row's truth) when it has one, and ``aggregation`` its ``HarnessMapping.aggregate``, so a configuration's
+  figure is the one ``benchwright evaluate`` reports on the same items; both import benchwright from where the
+  export was made (``BENCHWRIGHT`` in utils.py: change it if the code moves; its dependencies must import in
+  lmms-eval's environment). Questions whose metrics need more than a row (a scorer model, a simulator replay) get
+  ``answered`` (the share of non-empty responses) there, and are scored by ``benchwright evaluate --predictions``
   on the run's ``--log_samples`` file, as every benchmark can be.
-- Decoding: the benchmark's paper settings (``Evaluation.generation``) as lmms-eval's ``generation_kwargs``.
+- Decoding: the benchmark's paper settings (``Evaluation.generation``) as lmms-eval's ``generation_kwargs``, its
+  stop strings as ``until`` (an empty list where it has none: lmms-eval's own default, a blank line, would cut a
+  multi-paragraph answer benchwright reads whole).
 - ``dataset_kwargs.data_files`` holds the absolute path of each Parquet file: lmms-eval resolves a relative one
   against the directory it is started from, not the YAML's; export again (or edit the paths) after moving it.
 """
@@ -24,14 +28,14 @@ from typing import Any
 
 from storage.paths import export_path
 from tasks import benchmark
+from tasks.benchmark import ANSWERED
 from tasks.exporting.hf import SPLIT, write_parquet_configs
-from tasks.exporting.rows import harness_release
-
-ANSWERED = "answered"  # the metric of a benchmark that gives lmms-eval none of its own
+from tasks.exporting.rows import harness_release, task_prefix
 
 _UTILS = '''"""lmms-eval hooks of benchwright release {tag} ({title}); written by `benchwright release export --format
 lmms-eval`. The metric is benchwright's own, imported from the code below."""
 
+import importlib
 import sys
 
 BENCHWRIGHT = {root!r}  # benchwright's code, for its metric; change it if the code moves
@@ -47,18 +51,33 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None):
     return f"{{kwargs.get('pre_prompt', '')}}{{doc['question']}}{{kwargs.get('post_prompt', '')}}"
 
 
-def process_results(doc, results):
+def _benchwright():
+    """benchwright's harness hooks, imported from its checkout (its dependencies must import here too)."""
     if BENCHWRIGHT not in sys.path:
         sys.path.append(BENCHWRIGHT)
-    from tasks.exporting.lmms_eval import sample_metrics
+    try:
+        hooks = importlib.import_module("tasks.exporting.lmms_eval")
+    except ImportError as error:
+        raise ImportError(
+            f"this task's metric is benchwright's own, imported from BENCHWRIGHT = {{BENCHWRIGHT!r}} in "
+            f"{{__file__}}, and that failed: {{error}}. Point BENCHWRIGHT at a benchwright checkout and install its "
+            "dependencies in lmms-eval's environment (pip install -e <checkout>), or score the --log_samples file "
+            "with `benchwright evaluate --predictions`.") from error
+    return hooks
 
-    return sample_metrics(BENCHMARK, doc, results[0])
+
+def process_results(doc, results):
+    return _benchwright().sample_metrics(BENCHMARK, doc, results[0])
+
+
+def aggregate(values):
+    """The benchmark's figure over one configuration's per-sample values (as `benchwright evaluate` computes it)."""
+    return _benchwright().aggregate_metric(BENCHMARK, values)
 
 
 def mean_scored(values):
-    """The mean over the samples a metric applies to (None: not counted, e.g. NSE of an unanswerable sample)."""
-    scored = [value for value in values if value is not None]
-    return sum(scored) / len(scored) if scored else float("nan")
+    """The share of ``answered`` (and any plain mean): the values that count, averaged."""
+    return _benchwright().mean_scored(values)
 '''
 
 
@@ -68,11 +87,11 @@ def export_lmms_eval(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[
     counts = write_parquet_configs(release, out_dir, "data/{config}/" + SPLIT + ".parquet")
     plugin, prefix = release.plugin, task_prefix(release.manifest.name)
     mapping = plugin.harness_mapping()
-    metrics = mapping.metrics if mapping.sample_metric else (ANSWERED,)
     tasks = []
-    for config in counts:
+    for config, rows in release.configs().items():
         task = f"{prefix}_{config}"
         data = export_path(out_dir, "data", config, f"{SPLIT}.parquet")
+        metrics = tuple(dict.fromkeys(m for s in sorted({r.strategy for r in rows}) for m in mapping.metrics_of(s)))
         export_path(out_dir, f"{task}.yaml").write_text(
             task_yaml(task, str(data), metrics, plugin.evaluation.generation, mapping.lower_is_better),
             encoding="utf-8")
@@ -85,11 +104,6 @@ def export_lmms_eval(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[
     return counts
 
 
-def task_prefix(release_name: str) -> str:
-    """lmms-eval task names: letters, digits and underscores."""
-    return "bw_" + "".join(c if c.isalnum() else "_" for c in release_name)
-
-
 def task_yaml(task: str, data_file: str, metrics: tuple[str, ...], generation: Any,
               lower_is_better: tuple[str, ...] = ()) -> str:
     """One task's YAML, the fields lmms-eval's TaskConfig reads; JSON strings are YAML strings."""
@@ -98,20 +112,40 @@ def task_yaml(task: str, data_file: str, metrics: tuple[str, ...], generation: A
              "doc_to_visual: !function utils.doc_to_visual", "doc_to_text: !function utils.doc_to_text",
              "doc_to_target: answer", "process_results: !function utils.process_results", "metric_list:"]
     for metric in metrics:
-        lines += [f"  - metric: {metric}", "    aggregation: !function utils.mean_scored",
+        # ``answered`` is a plain share; a benchmark's own metric aggregates as benchwright does (a macro mean...)
+        aggregation = "mean_scored" if metric == ANSWERED else "aggregate"
+        lines += [f"  - metric: {metric}", f"    aggregation: !function utils.{aggregation}",
                   "    higher_is_better: " + ("false" if metric in lower_is_better else "true")]
     lines += ["generation_kwargs:", f"  max_new_tokens: {generation.max_tokens}",
               f"  temperature: {generation.temperature}", f"  top_p: {generation.top_p}",
               f"  do_sample: {'true' if generation.temperature > 0 else 'false'}",
+              # benchwright sends no stop unless the benchmark sets one: an empty list keeps lmms-eval's default
+              # (``until: ["\\n\\n"]``) from cutting an answer at its first blank line
+              f"  until: {json.dumps(list(generation.stop))}",
+              *([f"  top_k: {generation.top_k}"] if generation.top_k is not None else []),
               "lmms_eval_specific_kwargs:", "  default:", '    pre_prompt: ""', '    post_prompt: ""']
     return "\n".join(lines) + "\n"
 
 
-def sample_metrics(benchmark_name: str, doc: dict[str, Any], response: Any) -> dict[str, float | None]:
+def sample_metrics(benchmark_name: str, doc: dict[str, Any], response: Any) -> dict[str, Any]:
     """What lmms-eval's ``process_results`` gives for one response: the benchmark's metric of it, or whether it
-    answered at all."""
+    answered at all where no row can score it."""
     text = response if isinstance(response, str) else str(response[0] if response else "")
     mapping = benchmark.get(benchmark_name).harness_mapping()
-    if mapping.sample_metric is None:
+    if ANSWERED in mapping.metrics_of(str(doc.get("strategy", ""))):
         return {ANSWERED: float(bool(text.strip()))}
+    assert mapping.sample_metric is not None  # metrics_of gives ``answered`` without one
     return mapping.sample_metric(doc, text)
+
+
+def mean_scored(values: list[Any]) -> float:
+    """The mean over the samples a metric applies to (None: not counted, e.g. NSE of an unanswerable sample)."""
+    scored = [value for value in values if value is not None]
+    return sum(scored) / len(scored) if scored else float("nan")
+
+
+def aggregate_metric(benchmark_name: str, values: list[Any]) -> float:
+    """lmms-eval's ``aggregation`` of a benchmark metric: the benchmark's own (``HarnessMapping.aggregate``) or the
+    mean of the values that count."""
+    mapping = benchmark.get(benchmark_name).harness_mapping()
+    return mapping.aggregate(values) if mapping.aggregate else mean_scored(values)

@@ -19,10 +19,12 @@ def table_rows(path: Path) -> list[tuple[int, str, Any]]:
     """(row number, the row as text, the row as a dict or None) of a VLMEvalKit prediction file."""
     import pandas as pd
 
+    # every cell as written: pandas' default NA reading would turn answers such as "n/a" (a benchmark's
+    # can't-tell), "None", "NA" or "null" into NaN, and "50" or "1e3" into numbers
     if path.suffix == ".xlsx":
-        frame = pd.read_excel(path, dtype={"index": str})  # openpyxl: the ``harness`` extra
+        frame = pd.read_excel(path, dtype=str, keep_default_na=False, na_filter=False)  # openpyxl: ``harness``
     else:
-        frame = pd.read_csv(path, sep="\t", dtype={"index": str}, keep_default_na=False)
+        frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
     shown = [c for c in ("index", "prediction") if c in frame.columns]
     rows = []
     for number, record in enumerate(frame.to_dict(orient="records"), 2):
@@ -30,10 +32,13 @@ def table_rows(path: Path) -> list[tuple[int, str, Any]]:
         if "index" not in record or "prediction" not in record:
             rows.append((number, text, {}))
             continue
-        prediction = record["prediction"]
-        rows.append((number, text, {"key": str(record["index"]),
-                                    "answer": "" if pd.isna(prediction) else str(prediction)}))
+        rows.append((number, text, {"index": record["index"], "prediction": record["prediction"]}))
     return rows
+
+
+def empty_prediction(path: Path, answer: str) -> bool:
+    """An empty cell of a prediction table: no prediction (VLMEvalKit leaves the cell empty), not an answer."""
+    return path.suffix in TABLE_SUFFIXES and not answer.strip()
 
 
 def harness_key_and_answer(row: dict[str, Any]) -> tuple[str | None, Any] | None:

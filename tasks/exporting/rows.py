@@ -82,6 +82,12 @@ def harness_release(catalog: Any, store: Any, tag: str, format_name: str) -> Har
     return HarnessRelease(plugin, manifest, rows, skipped)
 
 
+def task_prefix(release_name: str) -> str:
+    """The prefix of a release's harness dataset names (lmms-eval's tasks, VLMEvalKit's TSVs): letters, digits and
+    underscores, naming the release so two releases' files do not collide where a harness keeps them together."""
+    return "bw_" + "".join(c if c.isalnum() else "_" for c in release_name)
+
+
 def image_suffix(data: bytes) -> str:
     """The file suffix of an encoded image, from its magic bytes (the blob store keeps bytes, not names)."""
     if data.startswith(b"\x89PNG"):

@@ -1,12 +1,13 @@
-"""A release as VLMEvalKit custom datasets: per configuration ``<config>.tsv``, the layout VLMEvalKit's
+"""A release as VLMEvalKit custom datasets: per configuration ``bw_<release>_<config>.tsv`` (VLMEvalKit keeps every
+custom dataset in ``$LMUData`` under its file name, so the release is in it), the layout VLMEvalKit's
 ``CustomMCQDataset`` reads when the file has option columns (``A``, ``B``...) and ``CustomVQADataset`` otherwise.
 
 Columns: ``index`` (the item's record id: VLMEvalKit keeps a string index as it is, and writes it back beside each
 ``prediction``), ``image`` (base64; several images as a Python list of base64 strings, which VLMEvalKit's
 ``toliststr`` reads, with ``image_path`` naming each), ``question`` (the benchmark's prompt), ``A``-``D`` for
 multiple choice, ``answer``, ``category``, then the benchmark's own columns. Copy the files into ``$LMUData`` and
-run ``python run.py --data <config> --model ...``; its ``<model>_<config>.xlsx`` (or ``.tsv``) reads back with
-``benchwright evaluate --predictions``.
+run ``python run.py --data bw_<release>_<config> --model ...``; its ``<model>_bw_<release>_<config>.xlsx`` (or
+``.tsv``) reads back with ``benchwright evaluate --predictions``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from storage.paths import export_path
 from tasks.exporting.hf import table_columns
-from tasks.exporting.rows import HarnessRow, harness_release, image_suffix
+from tasks.exporting.rows import HarnessRow, harness_release, image_suffix, task_prefix
 
 
 def export_vlmevalkit(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
@@ -27,13 +28,13 @@ def export_vlmevalkit(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict
     release = harness_release(catalog, store, tag, "vlmevalkit")
     out_dir = Path(os.path.abspath(out_dir))
     out_dir.mkdir(parents=True, exist_ok=True)
-    counts = {}
+    counts, prefix = {}, task_prefix(release.manifest.name)
     for config, rows in release.configs().items():
         frame = pd.DataFrame(table_columns(rows))
         frame.insert(1, "image", [_image_cell(row) for row in rows])
         if any(len(row.images) > 1 for row in rows):
             frame.insert(2, "image_path", [_image_paths(row) for row in rows])
-        frame.to_csv(export_path(out_dir, f"{config}.tsv"), sep="\t", index=False)
+        frame.to_csv(export_path(out_dir, f"{prefix}_{config}.tsv"), sep="\t", index=False)
         counts[config] = len(rows)
     return counts
 

@@ -31,5 +31,10 @@ def progress_sample_metric(doc: dict[str, Any], response: str) -> dict[str, floa
     return {"nse": nse(doc["progress"], answer.score) if scored else None, "afrr": float(abstained), "uda": None}
 
 
+def progress_source(record: Any) -> str | None:
+    """A demo names the dataset its trajectory came from (an observation is a frame of that trajectory)."""
+    return record.payload.get("data_source") if record.kind == "demo" else None
+
+
 HARNESS = HarnessMapping(strategies=("direct",), fields=progress_fields, sample_metric=progress_sample_metric,
-                         metrics=("nse", "afrr", "uda"), lower_is_better=("nse", "afrr"))
+                         metrics=("nse", "afrr", "uda"), lower_is_better=("nse", "afrr"), source=progress_source)

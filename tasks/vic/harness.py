@@ -24,12 +24,23 @@ def vic_fields(item: VicItem, strategy: str) -> HarnessFields:
 
 
 def vic_sample_metric(doc: dict[str, Any], response: str) -> dict[str, float | None]:
+    """Stage 1's choice rule, as a percentage (``evaluate`` reports ACC x100). Stage 2 is ``unscored``: its
+    answer is replayed in the simulator, which needs the instance."""
     from tasks.vic.suite import task
 
-    if doc["strategy"] != "stage1":
-        return {"ACC": None}
-    return {"ACC": float(task(doc["task"]).parse_choice(response) == doc["answer"])}
+    return {"ACC": 100.0 * (task(doc["task"]).parse_choice(response) == doc["answer"])}
+
+
+def vic_source(record: Any) -> str | None:
+    """The generator an instance came from (a maze generator, a bundled image) and the seed of the run that drew
+    it: instances are generated, not collected."""
+    source = (record.payload.get("meta") or {}).get("source")
+    name = source.get("generator") if isinstance(source, dict) else source
+    seed = (record.producer.params or {}).get("seed")
+    if not name:
+        return f"{record.producer.task} (seed {seed})" if record.producer.task else None
+    return str(name) + (f" ({record.producer.task}, seed {seed})" if seed is not None else "")
 
 
 HARNESS = HarnessMapping(strategies=("stage1", "stage2"), fields=vic_fields, sample_metric=vic_sample_metric,
-                         metrics=("ACC",))
+                         metrics=("ACC",), unscored=("stage2",), source=vic_source)
