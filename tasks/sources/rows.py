@@ -71,6 +71,9 @@ def loads(text: str, *, keyed: bool = False) -> Any:
         return constants[-1]
 
     def collect(pairs: list[tuple[str, Any]]) -> JsonObject:
+        result = JsonObject(pairs)  # built in C; keys are almost never repeated, so check the count first
+        if len(result) == len(pairs):
+            return result
         result, seen = JsonObject(), set()
         for key, value in pairs:
             if key in result:
