@@ -82,25 +82,16 @@ class Storage(BlobPutter):
 class BlobWriter(BlobPutter):
     """Stands in for ``Storage`` in a worker process: writes blobs to the store itself (any process may: blobs
     are content-addressed files or objects) and keeps (sha256, size, media type) of each for the process that owns
-    the catalog, which ``register``s them before the records that use them. Blobs the worker left ``staged``
-    (``staged``: address, temporary file) are published then, inside that process's ``batched_blob_meta``
-    block: one sync for the block."""
+    the catalog, which ``register``s them before the records that use them."""
 
     blobs: BlobStore
     written: list[tuple[str, int, str]] = field(default_factory=list)
-    staged: list[tuple[str, str]] = field(default_factory=list)
 
     def register_blobs(self, entries: list[tuple[str, int, str]]) -> None:
         self.written.extend(entries)
 
     def register(self, storage: Storage) -> None:
-        storage.blobs.publish(self.staged)
         storage.register_blobs(self.written)
-
-    def discard(self) -> None:
-        """The records these blobs were written for are refused: their staged files go, unpublished."""
-        self.blobs.discard(self.staged)
-        self.staged, self.written = [], []
 
 
 def open_catalog(settings: CatalogSettings) -> Catalog:

@@ -119,33 +119,12 @@ class BlobStore(ABC):
         a store where each put is already atomic and durable (S3) does nothing more."""
         yield
 
-    @contextmanager
-    def staged(self) -> Iterator[list[tuple[str, str]]]:
-        """Blobs put inside the block may be left for ``publish`` to make durable and put in place, in this or
-        another process (see ``LocalBlobStore.staged``); the list holds what it must publish. A store where each
-        put is already atomic and durable (S3) leaves nothing."""
-        yield []
-
-    def publish(self, staged: list[tuple[str, str]]) -> None:
-        """Make the blobs a ``staged`` block left durable and put them in place (at the end of the enclosing
-        ``batch``, if any)."""
-        _stages_nothing(self, staged)
-
-    def discard(self, staged: list[tuple[str, str]]) -> None:
-        """Drop the blobs a ``staged`` block left, unpublished (their records are refused)."""
-        _stages_nothing(self, staged)
-
     def verify(self, sha256: str) -> bool:
         """Re-read the blob and check its bytes still hash to its address. False when it is missing."""
         try:
             return sha256_bytes(self.get(sha256)) == sha256
         except BlobNotFoundError:
             return False
-
-
-def _stages_nothing(store: BlobStore, staged: list[tuple[str, str]]) -> None:
-    if staged:  # another store's staged files: publishing them here would lose them
-        raise ValueError(f"{store.uri} stages no blobs; {len(staged)} staged elsewhere were handed to it")
 
 
 class LocalBlobStore(BlobStore):
@@ -178,56 +157,15 @@ class LocalBlobStore(BlobStore):
         try:
             yield
         finally:
-            self._put_in_place(self._leave_block())
-
-    @contextmanager
-    def staged(self) -> Iterator[list[tuple[str, str]]]:
-        """As ``batch``, except that the blobs are left in their temporary files at its end, listed as (address,
-        temporary file) for ``publish``: a worker process writes an episode's blobs, and the process that owns
-        the catalog publishes a group of episodes' blobs with one sync before it writes their records (a sync
-        per episode kept a worker waiting on the disk). Until then no reader sees them; a crash leaves only
-        temporary files, which the garbage collector removes once old."""
-        handed: list[tuple[str, str]] = []
-        with self._guard:
-            self._batch_depth += 1
-        try:
-            yield handed
-        finally:
-            handed.extend((sha256, str(tmp)) for sha256, tmp in self._leave_block().items())
-
-    def publish(self, staged: list[tuple[str, str]]) -> None:
-        with self._guard:
-            batched = bool(self._batch_depth)
-            pending = self._unsynced if batched else {}  # in a batch: synced with the batch's own blobs
-            repeated = []
-            for sha256, tmp in staged:
-                if sha256 in pending:
-                    repeated.append(Path(tmp))
-                else:
-                    pending[sha256] = Path(tmp)
-        for tmp in repeated:  # the same blob staged twice (two episodes sharing a frame): one copy is enough
-            tmp.unlink(missing_ok=True)
-        if not batched:
-            self._put_in_place(pending)
-
-    def discard(self, staged: list[tuple[str, str]]) -> None:
-        for _, tmp in staged:
-            Path(tmp).unlink(missing_ok=True)
-
-    def _leave_block(self) -> dict[str, Path]:
-        """Leave a ``batch``/``staged`` block: the unsynced blobs, once the outermost block ends."""
-        with self._guard:
-            self._batch_depth -= 1
-            done = self._unsynced if not self._batch_depth else {}
+            with self._guard:
+                self._batch_depth -= 1
+                done = self._unsynced if not self._batch_depth else {}
+                if done:
+                    self._unsynced = {}
             if done:
-                self._unsynced = {}
-        return done
-
-    def _put_in_place(self, done: dict[str, Path]) -> None:
-        if done:
-            _sync_file_system(list(done.values()))
-            for sha256, tmp in done.items():
-                os.replace(tmp, self._place(sha256))
+                _sync_file_system(list(done.values()))
+                for sha256, tmp in done.items():
+                    os.replace(tmp, self._place(sha256))
 
     def _place(self, sha256: str) -> str:
         """``path_for`` as text, for an address this store computed: pathlib cost a third of a small put."""

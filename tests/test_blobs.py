@@ -3,7 +3,6 @@ from __future__ import annotations
 import hashlib
 import threading
 import uuid
-from pathlib import Path
 
 import boto3
 import pytest
@@ -71,43 +70,6 @@ def test_a_batch_publishes_its_blobs_together_at_its_end(blob_store: LocalBlobSt
     assert elsewhere.get(first) == b"frame one" and elsewhere.get(second) == b"frame two"
     leftovers = [p for p in blob_store.root.rglob(".incoming-*")]
     assert leftovers == []
-
-
-def test_staged_blobs_are_published_by_another_process_in_its_batch_with_one_sync(blob_store: LocalBlobStore,
-                                                                                  monkeypatch):
-    """A worker leaves an episode's blobs staged; the catalog's process publishes a group of them in its batch:
-    invisible until then, one sync for all, and a refused episode's staged files discarded, never published."""
-    import pickle
-
-    import storage.blobs as blobs
-
-    syncs: list[int] = []
-    real_sync = blobs._sync_file_system
-    monkeypatch.setattr(blobs, "_sync_file_system", lambda files: syncs.append(len(files)) or real_sync(files))
-    worker = pickle.loads(pickle.dumps(blob_store))  # as a worker process gets it: the folder, no batch state
-    stored_before = blob_store.put(b"already there")
-    staged_lists = []
-    for frames in ([b"episode 1 frame", b"shared frame"], [b"episode 2 frame", b"shared frame"],
-                   [b"refused episode frame"]):
-        with worker.staged() as staged:
-            addresses = [worker.put(frame) for frame in frames]
-            assert worker.put(b"already there") == stored_before  # stored before: nothing to stage
-        assert [address for address, _ in staged] == addresses and all(Path(tmp).is_file() for _, tmp in staged)
-        staged_lists.append(staged)
-    assert syncs == [] and not any(blob_store.exists(a) for staged in staged_lists for a, _ in staged)
-    with blob_store.batch():
-        blob_store.publish(staged_lists[0])
-        blob_store.publish(staged_lists[1])
-        assert not LocalBlobStore(blob_store.root).exists(staged_lists[0][0][0])  # in place once durable
-    blob_store.discard(staged_lists[2])
-    assert syncs == [3]  # the two episodes' blobs with one sync (the frame both staged: one copy, the other gone)
-    for staged, frames in zip(staged_lists[:2], ([b"episode 1 frame", b"shared frame"],
-                                                 [b"episode 2 frame", b"shared frame"]), strict=True):
-        assert [LocalBlobStore(blob_store.root).get(a) for a, _ in staged] == frames
-    assert not blob_store.exists(staged_lists[2][0][0])
-    assert [p for p in blob_store.root.rglob(".incoming-*")] == []
-    blob_store.publish([])  # nothing staged (an S3 store stages nothing): no sync
-    assert syncs == [3]
 
 
 def test_a_batch_that_fails_still_publishes_what_it_wrote_whole(blob_store: LocalBlobStore):

@@ -253,9 +253,8 @@ def _start(episode: _Episode, producer: Producer, plan: SamplingPlan, blobs: Blo
 def build_elsewhere(unit: EpisodeSource | Loader, producer: Producer, plan: SamplingPlan, blobs: BlobStore
                     ) -> tuple[EpisodeSource | None, EpisodeBuild | None, BlobWriter | None, EpisodeError | None]:
     """A worker's part of one episode: load it (given its loader), decode and encode its frames, write them to
-    the blob store (staged: made durable and put in place with its group's, before the group's records are
-    written), make its records. (source, build, the blobs written for the catalog to publish and register,
-    error)."""
+    the blob store (durable, one sync for the episode, before this returns), make its records. (source, build,
+    the blobs written for the catalog to register, error)."""
     try:
         source = unit if isinstance(unit, EpisodeSource) else unit()
     except EpisodeError as error:
@@ -263,9 +262,8 @@ def build_elsewhere(unit: EpisodeSource | Loader, producer: Producer, plan: Samp
     writer = BlobWriter(blobs)
     encoded = {camera: functools.partial(encoded_frames, source.cameras[camera], frames)
                for camera, frames in wanted_frames(source, plan).items()}
-    with blobs.staged() as staged:
+    with blobs.batch():
         built = build_episode(source, writer, producer, plan, encoded)
-    writer.staged = staged  # published with its group's blobs by the process that writes the catalog
     return source, built, writer, None
 
 
@@ -290,8 +288,6 @@ def _checked(started: Iterator[_Episode], only: list[str] | None, producer: Prod
             continue  # a backfill of other episodes is no place to report this one
         counts["episodes"] += 1
         if episode.error is not None:
-            if episode.blobs is not None:
-                episode.blobs.discard()
             episode.source, episode.blobs = None, None
             episode.build = EpisodeBuild(quarantined=[quarantine(
                 benchmark="progress", source=folder, locator=episode.locator, reason=str(episode.error), raw="",
