@@ -61,6 +61,14 @@ def render(world: Path, clips: Path, episodes: int, clip_count: int) -> None:
     render_sample_world(str(clips), clip_count, 0, ("ego",), (640, 480), SAMPLE_TASKS)
 
 
+def quiet_dask() -> None:
+    """Only Dask's warnings on the terminal, not a line per worker coming and going."""
+    import logging
+
+    for name in ("distributed", "distributed.scheduler", "distributed.nanny", "distributed.core"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def warm_cluster(workers: int) -> Any:
     """A LocalCluster of ``workers`` single-thread processes whose workers have imported what stages import."""
     from distributed import Client, LocalCluster
@@ -168,6 +176,7 @@ def main() -> None:
                 same = "same records" if first == second else f"DIFFERENT: {first} vs {second}"
                 print(f"{label:34} {engine:10} {inline:10.1f}s {one:8.1f}s {two:8.1f}s {one / two:8.2f}x  ({same})")
         for cluster in clusters.values():
+            quiet_dask()  # Prefect's logging set up by the builds lets the closing clusters' INFO lines through
             cluster.close()
         print(f"target (issue 20): speed-up >= 1.6x on 2 workers of a 2-core machine "
               f"({'clusters made by each build' if args.cold else 'warm clusters started before the clock'})")
