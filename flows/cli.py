@@ -218,8 +218,12 @@ def _print_main_job(summary: dict[str, Any]) -> None:
 
 def _print_built(summary: dict[str, Any]) -> None:
     """What each build stage read, stored and quarantined, as one table."""
+    # "new" counts every record this run stored for the first time, quarantine records included, so it can exceed
+    # "records" (what the stage built); the caption says so
     table = _table(("benchmark", "source", "read", "records", "new", "quarantined"),
                    title=f"main job {summary['run_id']}")
+    table.caption = ("records: built by the stage; new: stored for the first time by this run (quarantine records "
+                     "included; 0 on a rerun)")
     quarantined = 0
     for benchmark, sources in summary["built"].items():
         for source, counts in sources.items():
@@ -237,7 +241,7 @@ def _print_built(summary: dict[str, Any]) -> None:
 def _print_releases(releases: dict[str, dict[str, Any]]) -> None:
     for release in releases.values():
         console.print(f"release {release['tag']}" + (f", exported to {release['export']}" if release.get("export")
-                                                     else ""))
+                                                     else ""), soft_wrap=True)  # a path whole, to copy
         for note in release.get("notes", ()):
             console.print(f"  {note}", soft_wrap=True)
 

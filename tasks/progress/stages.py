@@ -111,7 +111,8 @@ def publish_release(settings: Settings, tag: str) -> dict[str, Any]:
                              markdown=f"# {tag}\n\n{stats.markdown()}\n\nChart: `{png}`",
                              description=f"PROGRESS-BENCH statistics of {tag}")
     return {"stats": {"samples": stats.total_samples, "trajectories": stats.total_trajectories, "chart": str(png)},
-            "notes": [f"{stats.total_samples} samples from {stats.total_trajectories} trajectories; chart {png} "
+            "notes": [f"{stats.total_samples} samples from {stats.total_trajectories} "
+                      f"{'trajectory' if stats.total_trajectories == 1 else 'trajectories'}; chart {png} "
                       f"(benchwright stats {tag})"]}
 
 
