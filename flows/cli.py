@@ -190,8 +190,9 @@ def run(
             raise typer.BadParameter(str(error)) from None
     settings = _settings()
     from flows.main_job import CANARY, main_job
+    from flows.runtime import at_the_terminal
 
-    with console.status("running the main job (starting Prefect can take ~20 s)..."):
+    with console.status("running the main job (starting Prefect can take ~20 s)..."), at_the_terminal(settings):
         summary = main_job(settings=settings, sources=sources, benchmarks=list(benchmark) if benchmark else None,
                            unattended_review=unattended_review, review_wait_s=wait, release_prefix=release_prefix,
                            export_release=export,
@@ -289,8 +290,10 @@ def _build_runner(name: str) -> Any:
             raise typer.BadParameter(str(error)) from None
         settings = _settings()
         from flows.build import build
+        from flows.runtime import at_the_terminal
 
-        with console.status(f"building {plugin.title} (starting Prefect can take ~20 s)..."):
+        with console.status(f"building {plugin.title} (starting Prefect can take ~20 s)..."), \
+                at_the_terminal(settings):
             result = build(name, settings, stages=stages, units=units, options=given,
                            unattended_review=unattended_review)
         _print_counts(result)
@@ -890,7 +893,7 @@ def evaluate(
     default; configure a chat scorer for the paper's LLM judge). Answers are cached: run the same command again
     after an interruption and only what was missing is asked.
     """
-    from flows.runtime import prepare_prefect
+    from flows.runtime import at_the_terminal, prepare_prefect
 
     settings = _settings()
     prepare_prefect(settings)
@@ -898,7 +901,7 @@ def evaluate(
 
     given = {"segment_num": segment_num, "window_size": window_size, "scoring": scoring}
     options = {**_key_values(option, "--option"), **{k: v for k, v in given.items() if v is not None}}
-    with _failures_as_messages():
+    with _failures_as_messages(), at_the_terminal(settings):
         result = evaluate_release(settings, release=release, model=model, strategy=strategy, options=options,
                                   predictions=str(predictions) if predictions else None,
                                   judge_fallback=judge_fallback, judge=judge, limit=limit, temperature=temperature,

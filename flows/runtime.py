@@ -6,7 +6,8 @@ import functools
 import inspect
 import os
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from schemas.config import Settings
@@ -42,6 +43,16 @@ def prepare_prefect(settings: Settings | None) -> None:
     kept = recorded()
     if kept:
         os.environ["PREFECT_API_URL"] = kept["url"]
+
+
+@contextmanager
+def at_the_terminal(settings: Settings) -> Iterator[None]:
+    """Flows run inside the block are a command's, run where the user watches it: they send Prefect heartbeats only
+    as ``[prefect] command_heartbeat_s`` asks (none by default: see that setting for what they cost)."""
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    with temporary_settings(updates={PREFECT_FLOWS_HEARTBEAT_FREQUENCY: settings.prefect.command_heartbeat_s}):
+        yield
 
 
 def current_flow_run_id() -> str | None:

@@ -46,6 +46,11 @@ class BlobSettings(BaseModel):
 class PrefectSettings(BaseModel):
     api_url: str | None = None  # a long-running server; empty means one temporary server for the whole job
     work_pool: str = "benchwright"
+    # Prefect's flow-run heartbeats (its zombie detection) for flows a command runs at the terminal, in seconds
+    # (>= 30); None sends none there. Deployment runs on a worker keep Prefect's own setting (180 s). Prefect 3.8's
+    # heartbeat thread sleeps in whole seconds and the flow waits for it to stop, so with heartbeats every command's
+    # flow ends on the next whole second (0.5 s on average; a 0.2 s flow took 1.1 s).
+    command_heartbeat_s: int | None = Field(default=None, ge=30)
 
 
 class ComputeSettings(BaseModel):

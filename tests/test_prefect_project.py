@@ -27,3 +27,27 @@ def test_every_deployment_points_at_a_flow_with_matching_parameters():
         assert deployment["work_pool"]["name"] == "benchwright"
     nightly = next(d for d in deployments if d["name"] == "nightly")
     assert nightly["schedules"][0]["cron"] == "0 3 * * *"
+
+
+def test_a_commands_flow_sends_heartbeats_only_as_configured_and_a_deployments_keep_prefects() -> None:
+    """Prefect's heartbeat setting as the flow engine reads it when a run starts, inside a flow: none for a command's
+    flow by default, the configured interval when set; outside the block (a worker's deployment run) Prefect's own."""
+    from prefect import flow
+    from prefect.settings import get_current_settings
+    from prefect.testing.utilities import prefect_test_harness
+
+    from flows.runtime import at_the_terminal
+    from schemas.config import PrefectSettings, Settings
+
+    @flow
+    def heartbeat_seen_by_the_run() -> int | None:
+        return get_current_settings().flows.heartbeat_frequency
+
+    prefects_own = get_current_settings().flows.heartbeat_frequency
+    assert prefects_own is not None  # Prefect 3.8 beats every 180 s unless told otherwise
+    with prefect_test_harness(server_startup_timeout=180):
+        with at_the_terminal(Settings()):
+            assert heartbeat_seen_by_the_run() is None
+        with at_the_terminal(Settings(prefect=PrefectSettings(command_heartbeat_s=45))):
+            assert heartbeat_seen_by_the_run() == 45
+        assert heartbeat_seen_by_the_run() == prefects_own
