@@ -32,7 +32,9 @@ class SentenceTransformerEmbedder(Embedder):
     def _load(self) -> Any:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
+            from transformers.utils import logging as transformers_logging
 
+            transformers_logging.disable_progress_bar()  # a local folder loads in a blink: no bar in a job's log
             path = default_embedder_path() if self.model == DEFAULT_EMBEDDER else self.model
             self._model = SentenceTransformer(path, device=resolve_device(self.params.get("device")))
         return self._model
