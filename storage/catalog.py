@@ -99,6 +99,13 @@ KEEP_OPEN_MAX_S = 30.0
 # or so. A build's stage waiting two seconds for each turn (the service's hold_s) took 2 Dask shares' speed-up to
 # 1.27x, against 1.62x on PostgreSQL.
 BLOCK_HOLD_S = 0.1
+# How long a build's kept connection stays open unused once another process waits. A build computes between its
+# transactions (a share of a fanned-out stage decodes and annotates inline); holding the file through that made the
+# other share wait for it doing nothing, so the shares' work took turns, not just their writes. The back-to-back
+# transactions of one write (milliseconds apart) still share one turn. While unused, the block looks for a waiter
+# every WAITED_POLL_S.
+WAITED_IDLE_S = 0.02
+WAITED_POLL_S = 0.05
 
 
 # DuckDB keeps one database instance per file and process, made by the first connection and torn down with the last.
@@ -274,11 +281,21 @@ class Catalog:
             if not self._shared_users and self.keep_open_s <= 0:  # the last user after kept_open ended
                 self._close_shared()
                 return
-            if not self._shared_users and (self._idle_timer is None or not self._idle_timer.is_alive()):
+            if self._shared_users:
+                return
+            if self._turn_hold_s is not None:  # a build's block: see WAITED_IDLE_S
+                self._check_idle_in(min(self._idle_limit(), WAITED_POLL_S))
+            elif self._idle_timer is None or not self._idle_timer.is_alive():
                 # one pending check at a time, not a thread per transaction; it re-arms itself while in use
-                self._idle_timer = threading.Timer(self.keep_open_s, self._close_if_idle)
-                self._idle_timer.daemon = True
-                self._idle_timer.start()
+                self._check_idle_in(self.keep_open_s)
+
+    def _check_idle_in(self, seconds: float) -> None:
+        """Arm the one idle check (the pending one, if any, cancelled). Call under _shared_cv."""
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        self._idle_timer = threading.Timer(seconds, self._close_if_idle)
+        self._idle_timer.daemon = True
+        self._idle_timer.start()
 
     def _turn_is_over(self) -> bool:
         """Whether the kept connection should let the file go now: after ``hold_s`` when another process left a
@@ -288,25 +305,32 @@ class Catalog:
         held = time.monotonic() - self._shared_since
         if held <= (self.hold_s if self._turn_hold_s is None else self._turn_hold_s):
             return False
-        if held > KEEP_OPEN_MAX_S:
-            return True
+        return held > KEEP_OPEN_MAX_S or self._someone_waits()
+
+    def _someone_waits(self) -> bool:
         try:
             return self._waiting_note.stat().st_mtime >= self._shared_since_wall - 1.0
         except OSError:
             return False
 
+    def _idle_limit(self) -> float:
+        """How long the kept connection may stay unused before it is closed: ``keep_open_s``, or in a build's
+        ``kept_open`` block, while another process waits, ``WAITED_IDLE_S``."""
+        if self._turn_hold_s is not None and self._someone_waits():
+            return min(self.keep_open_s, WAITED_IDLE_S)
+        return self.keep_open_s
+
     def _close_if_idle(self) -> None:
         with self._shared_cv:
             if self._shared is None:
                 return
-            idle = time.monotonic() - self._shared_last_use
-            if not self._shared_users and idle >= self.keep_open_s * 0.99:
+            idle, limit = time.monotonic() - self._shared_last_use, self._idle_limit()
+            if not self._shared_users and idle >= limit * 0.99:
                 self._close_shared()
                 return
-            wait = max(0.01, self.keep_open_s - idle)
-        self._idle_timer = threading.Timer(wait, self._close_if_idle)
-        self._idle_timer.daemon = True
-        self._idle_timer.start()
+            wait = max(0.005, limit - idle)
+            # a build's block looks for a waiter again soon: one may come after its last transaction
+            self._check_idle_in(min(wait, WAITED_POLL_S) if self._turn_hold_s is not None else wait)
 
     def _close_shared(self) -> None:
         self._close(self._shared)
@@ -540,6 +564,16 @@ class Catalog:
             """SELECT DISTINCT r.id FROM records r JOIN record_parents p ON p.child = r.id
                WHERE list_contains(?, p.parent) AND r.producer->>'task' = ? AND r.status <> 'superseded'""",
             [list(parent_ids), task])]
+
+    def parents_with_children_by_task(self, parent_ids: Sequence[str], task: str) -> set[str]:
+        """Those of ``parent_ids`` that stage ``task`` made a current record from: one query for a whole stage's
+        "done already?" question."""
+        if not parent_ids:
+            return set()
+        return {row[0] for row in self.query(
+            """SELECT DISTINCT p.parent FROM records r JOIN record_parents p ON p.child = r.id
+               WHERE list_contains(?, p.parent) AND r.producer->>'task' = ? AND r.status <> 'superseded'""",
+            [list(parent_ids), task])}
 
     def status_history(self, record_id: str) -> list[tuple[str, str | None, str, datetime]]:
         return self.query("SELECT status, reason, actor, changed_at FROM status_events WHERE record_id = ? "

@@ -10,6 +10,8 @@ the work runs inline, as it did before, with no process start-up to pay.
 from __future__ import annotations
 
 import os
+import queue
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
@@ -72,6 +74,56 @@ def ahead(items: Iterable[T], start: Callable[[T], U], window: int) -> Iterator[
             yield started.popleft()
     while started:
         yield started.popleft()
+
+
+def groups_of(items: Iterable[T], size: int) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter): what a stage writes to the catalog at once."""
+    group: list[T] = []
+    for item in items:
+        group.append(item)
+        if len(group) == size:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
+_DONE = object()
+
+
+@contextmanager
+def written_behind(write: Callable[[T], None], depth: int = 1) -> Iterator[Callable[[T], None]]:
+    """A thread that calls ``write`` on each item the block hands it (the function the block gets), in order, while
+    the block goes on making the next: a stage's catalog writes (waiting on a server, or on another process's turn
+    at a DuckDB file) then overlap its decoding, which releases the GIL. At most ``depth`` items wait. The block's
+    end waits for every item handed over, also when the block fails, so what was finished is stored. An error of
+    ``write`` stops the writing (later items are not written) and is raised in the block: at its next hand-off, or
+    at its end."""
+    waiting: queue.Queue[Any] = queue.Queue(maxsize=depth)
+    failed: list[BaseException] = []
+
+    def writer() -> None:
+        while (item := waiting.get()) is not _DONE:
+            if not failed:
+                try:
+                    write(item)
+                except BaseException as error:  # handed to the block, which raises it
+                    failed.append(error)
+
+    def hand_over(item: T) -> None:
+        if failed:
+            raise failed[0]
+        waiting.put(item)
+
+    thread = threading.Thread(target=writer, name="written-behind", daemon=True)
+    thread.start()
+    try:
+        yield hand_over
+    finally:
+        waiting.put(_DONE)
+        thread.join()
+    if failed:
+        raise failed[0]
 
 
 def run_share(stage_fn: Callable[[Any, Any], dict[str, Any]], settings: Any, context: Any) -> dict[str, Any]:

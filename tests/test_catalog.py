@@ -5,7 +5,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from schemas import Status
+from schemas import Producer, Status
 from storage.catalog import SCHEMA_VERSION, Catalog
 from tests.conftest import item_record
 
@@ -128,11 +128,51 @@ def test_a_build_keeping_the_file_open_lets_a_waiting_process_in_after_its_short
         catalog.close()
 
 
+def test_a_build_lets_a_waiting_process_in_while_it_computes(tmp_path):
+    """Between its writes a build computes (a share of a fanned-out stage decodes and annotates inline). Its kept
+    connection stays open through that while nobody waits, and lets the file go soon after another process starts
+    waiting, not after the block's idle_s: here the block would keep the file a minute, the writer gives up
+    after 20 s."""
+    import subprocess
+    import sys
+    import time
+
+    catalog = Catalog(tmp_path / "c.duckdb")
+    opened, open_file = [], catalog._open
+    catalog._open = lambda: opened.append(1) or open_file()  # type: ignore[method-assign]
+    with catalog.kept_open(idle_s=60.0):
+        catalog.query("SELECT count(*) FROM records")
+        time.sleep(0.3)  # computing, nobody waiting
+        catalog.query("SELECT count(*) FROM records")
+        assert len(opened) == 1
+        written = subprocess.run([sys.executable, "-c", (
+            "import sys; from storage.catalog import Catalog; from tests.conftest import item_record; "
+            "print(Catalog(sys.argv[1], lock_timeout_s=20).put_records([item_record(7)]))"), str(catalog.path)],
+            capture_output=True, text=True, timeout=120)
+        assert written.returncode == 0, written.stderr[-2000:]
+        assert written.stdout.strip() == "1"
+        assert catalog.query("SELECT count(*) FROM records") == [(1,)]  # the build takes the file again
+        assert len(opened) == 2
+
+
 def test_a_url_is_refused_as_a_duckdb_path(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ValueError, match="is a URL"):
         Catalog("postgresql://bw@127.0.0.1:5432/benchwright")
     assert list(tmp_path.iterdir()) == []  # no folder named after the server
+
+
+def test_the_parents_a_stage_made_current_records_from(catalog):
+    parents = [item_record(i) for i in range(4)]
+    made = [item_record(10 + i, parents=(parents[i].id,), producer=Producer(task="annotate"))
+            for i in range(3)]
+    other_stage = item_record(20, parents=(parents[3].id,), producer=Producer(task="extract"))
+    catalog.put_records([*parents, *made, other_stage])
+    catalog.supersede([made[2].id], reason="rebuilt")
+    ids = [p.id for p in parents]
+    assert catalog.parents_with_children_by_task(ids, "annotate") == {parents[0].id, parents[1].id}
+    assert catalog.parents_with_children_by_task(ids[1:], "annotate") == {parents[1].id}
+    assert catalog.parents_with_children_by_task([], "annotate") == set()
 
 
 def test_id_prefix_resolution(catalog):

@@ -46,6 +46,23 @@ def test_classic_detector_and_tagger():
     assert {"red cube", "blue ball", "green triangle", "cube", "ball"} <= set(tags)
 
 
+def test_the_tagger_and_the_detector_segment_one_image_once(monkeypatch):
+    from tasks.models.vision import ClassicDetector, ClassicTagger
+
+    calls = []
+    segment = classic_vision.segment
+    monkeypatch.setattr(classic_vision, "segment", lambda rgb, **kw: calls.append(rgb.shape) or segment(rgb, **kw))
+    classic_vision.segment_image.cache_clear()
+    image, other = encode_png(drawn_scene()), encode_png(drawn_scene()[:, ::-1].copy())
+    tags = ClassicTagger().tag(image)
+    found = ClassicDetector().detect(image, ["red cube", "blue ball"])
+    assert len(calls) == 1
+    assert {"red cube", "blue ball", "green triangle"} <= set(tags)
+    assert [d.phrase for d in found] == ["red cube", "blue ball"]
+    ClassicDetector().detect(other, ["red cube"])
+    assert len(calls) == 2  # another image is segmented for itself
+
+
 def test_opencv_editor_changes_only_the_target():
     image = encode_png(drawn_scene())
     editor = load_backend(Settings(), "editor")

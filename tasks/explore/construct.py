@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from schemas import BlobRef, Producer, Record, ReviewItem, Status, Trajectory, make_record
+from schemas import Producer, Record, ReviewItem, Status, Trajectory, make_record
 from tasks.explore.describe import box_relations, chat_attributes, chat_relations, ground, pixel_attributes
 from tasks.explore.instances import InstanceRejected, QualityThresholds, SubsetBounds, extract_instance
 from tasks.explore.integrate import (
@@ -56,9 +56,7 @@ def build_clip(load: Any, locator: str, storage: Any, producer: Producer, *, bou
         return built
     archived = []
     if clip.frames.archive is not None:
-        sha = storage.blobs.put_file(clip.frames.archive)
-        storage.catalog.put_blob_meta([(sha, clip.frames.archive.stat().st_size, "video/mp4")])
-        archived = [BlobRef(sha256=sha, role="video", media_type="video/mp4")]
+        archived = [storage.put_blob_file(clip.frames.archive, role="video", media_type="video/mp4")]
     trajectory = make_record(
         Trajectory(source=clip.source, source_id=clip.id, task_goal=str(clip.truth.get("goal", "")),
                    steps=[n.text for n in clip.narrations], step_times=[n.time_s for n in clip.narrations],

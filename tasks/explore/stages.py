@@ -4,17 +4,19 @@ generic build flow runs as Prefect tasks (flows/build.py); each opens storage fr
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from schemas import Producer, Status
 from schemas.config import Settings
-from storage import open_storage
+from storage import BlobWriter, open_storage
 from tasks.benchmark import BuildContext
 from tasks.explore.construct import SCENE_QUEUE, Annotators, annotate_instance, build_clip, human_version
 from tasks.explore.instances import QualityThresholds, SubsetBounds
 from tasks.explore.payloads import SceneObject
-from tasks.quarantine import resolve_quarantined
+from tasks.parallel import groups_of, written_behind
+from tasks.quarantine import resolve_quarantined_many
 from tasks.sources.ego_clips import ClipError, iter_clips
 
 # The sample world's longer activities (15-22 narrated actions) make Short instances; a pick-and-place (8) shows
@@ -95,11 +97,16 @@ def _bounds(settings: Settings) -> tuple[SubsetBounds, QualityThresholds]:
             QualityThresholds(e.min_sharpness, e.min_view_correlation, e.max_view_shift))
 
 
+# Clips written together: their blobs' metadata, records and resolved quarantine in one catalog write each, while
+# the next clips are extracted. An interrupted run keeps every group it finished; a rerun adds the rest.
+STORE_EVERY = 8
+
+
 def extract_explore_instances(settings: Settings, folder: str, clip_format: str, narrations: str | None,
                               run_id: str | None, clips: list[str] | None = None) -> dict[str, Any]:
-    """An instance per clip (or per named clip), each clip's records written as soon as it is done. A second clip
-    with an id already built in this run is quarantined, never built over the first; a folder with nothing to
-    build says so under ``nothing found``."""
+    """An instance per clip (or per named clip), written every ``STORE_EVERY`` clips. A second clip with an id
+    already built in this run is quarantined, never built over the first; a folder with nothing to build says so
+    under ``nothing found``."""
     storage = open_storage(settings)
     bounds, quality = _bounds(settings)
     producer = Producer(task="extract-explore", flow_run_id=run_id,
@@ -108,21 +115,34 @@ def extract_explore_instances(settings: Settings, folder: str, clip_format: str,
     counts: dict[str, Any] = {"clips": 0, "records": 0, "new": 0, "quarantined": 0}
     first_of: dict[str, str] = {}  # clip id -> the locator it was built from in this run
     found = False
-    with storage.catalog.kept_open():  # a few small reads and writes per clip: the file opened once
+
+    def built_clips() -> Iterator[tuple[str, Any, BlobWriter]]:
+        nonlocal found
         for locator, load in iter_clips(Path(folder), clip_format, narrations=Path(narrations) if narrations else None,
                                         allow_symlinks_outside=settings.sources.allow_symlinks_outside):
             found = True
             if clips is not None and locator not in clips:
                 continue
-            counts["clips"] += 1
-            with storage.batched_blob_meta():
-                built = build_clip(_unique(load, locator, first_of), locator, storage, producer, bounds=bounds,
+            blobs = BlobWriter(storage.blobs)
+            with storage.blobs.batch():  # durable before the group's records are written
+                built = build_clip(_unique(load, locator, first_of), locator, blobs, producer, bounds=bounds,
                                    quality=quality, middle_frames=settings.explore.middle_frames)
+            counts["clips"] += 1
             counts["records"] += len(built.records)
             counts["quarantined"] += len(built.quarantined)
-            counts["new"] += storage.catalog.put_records(built.records + built.quarantined, run_id=run_id)
-            if built.records:
-                resolve_quarantined(storage.catalog, source=folder, locator=locator, run_id=run_id)
+            yield locator, built, blobs
+
+    def store(group: list[tuple[str, Any, BlobWriter]]) -> None:
+        storage.catalog.put_blob_meta([entry for _, _, blobs in group for entry in blobs.written])
+        counts["new"] += storage.catalog.put_records(
+            [record for _, built, _ in group for record in built.records + built.quarantined], run_id=run_id)
+        resolve_quarantined_many(storage.catalog, [(folder, locator) for locator, built, _ in group if built.records],
+                                 run_id=run_id)
+
+    # a few small reads and writes per group: the file opened once
+    with storage.catalog.kept_open(), written_behind(store) as stored:
+        for group in groups_of(built_clips(), STORE_EVERY):
+            stored(group)
     if not found:
         counts["nothing found"] = f"{folder}: no clips ({clip_format} format) found; nothing built"
     return counts
@@ -156,7 +176,8 @@ def _annotators(settings: Settings, catalog: Any) -> tuple[Annotators, Producer]
 def annotate_explore(settings: Settings, run_id: str | None, instances: list[str] | None = None,
                      again: bool = False) -> dict[str, int]:
     """Annotate the final scene of every accepted instance that has no current annotation (or, with ``again``,
-    of the named or all instances, superseding what the earlier annotation made and this one did not)."""
+    of the named or all instances, superseding what the earlier annotation made and this one did not); written
+    every ``STORE_EVERY`` instances, while the next ones are annotated."""
     from tasks.superseding import supersede_outputs_of
 
     storage = open_storage(settings)
@@ -164,21 +185,33 @@ def annotate_explore(settings: Settings, run_id: str | None, instances: list[str
     annotators, producer = _annotators(settings, catalog)
     producer = producer.model_copy(update={"flow_run_id": run_id})
     counts = {"instances": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
-    with catalog.kept_open():  # a few small reads and writes per instance: the file opened once
-        for instance in catalog.find_records(kind="explore_instance", status=Status.ACCEPTED):
-            if instances is not None and instance.payload["clip_id"] not in instances and instance.id not in instances:
-                continue
-            if not again and catalog.children_by_task([instance.id], "annotate-explore"):
+
+    def annotated() -> Iterator[Any]:
+        wanted = [instance for instance in catalog.find_records(kind="explore_instance", status=Status.ACCEPTED)
+                  if instances is None or instance.payload["clip_id"] in instances or instance.id in instances]
+        done = set() if again else catalog.parents_with_children_by_task([i.id for i in wanted], "annotate-explore")
+        for instance in wanted:
+            if instance.id in done:
                 continue
             final = next(b for b in instance.blobs if b.role == "final")
             built = annotate_instance(instance, storage.blobs.get(final.sha256), annotators, producer)
             counts["instances"] += 1
             counts["records"] += len(built.records)
             counts["quarantined"] += len(built.quarantined)
-            counts["new"] += catalog.put_records(built.records + built.quarantined, run_id=run_id)
-            if again and built.records:
+            yield built
+
+    def store(group: list[Any]) -> None:
+        counts["new"] += catalog.put_records([r for built in group for r in built.records + built.quarantined],
+                                             run_id=run_id)
+        for built in group if again else ():
+            if built.records:
                 counts["superseded"] += supersede_outputs_of(catalog, task="annotate-explore",
                                                              produced=built.records[:1], run_id=run_id)
+
+    # a few small reads and writes per instance: the file opened once
+    with catalog.kept_open(), written_behind(store) as stored:
+        for group in groups_of(annotated(), STORE_EVERY):
+            stored(group)
     return counts
 
 

@@ -6,6 +6,7 @@ way), names each ``<colour> <noun>`` from its hue and outline, and matches phras
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,14 @@ def to_rgb_array(image: bytes) -> Any:
     from tasks.models.base import decode_image
 
     return np.asarray(decode_image(image))
+
+
+@functools.lru_cache(maxsize=2)
+def segment_image(image: bytes) -> tuple[Blob, ...]:
+    """``segment`` of an encoded image with the default thresholds, kept for the next caller asking about the same
+    image: the offline tagger and detector both look at each instance's final frame (segmenting it twice was a third
+    of annotating it). The blobs are shared: read them, never change them."""
+    return tuple(segment(to_rgb_array(image)))
 
 
 def segment(rgb: Any, *, min_area_fraction: float = 0.001, min_saturation: int = 90, min_value: int = 60

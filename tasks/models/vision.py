@@ -31,7 +31,7 @@ class ClassicDetector(Detector):
     name: ClassVar[str] = "classic"
 
     def detect(self, image: Image, phrases: list[str]) -> list[Detection]:
-        blobs = classic_vision.segment(classic_vision.to_rgb_array(image))
+        blobs = classic_vision.segment_image(image)
         found = []
         for phrase in phrases:
             for blob in blobs:
@@ -107,7 +107,7 @@ class ClassicTagger(Tagger):
     name: ClassVar[str] = "classic"
 
     def tag(self, image: Image) -> list[str]:
-        blobs = classic_vision.segment(classic_vision.to_rgb_array(image))
+        blobs = classic_vision.segment_image(image)
         names = [b.name for b in blobs]
         nouns = [classic_vision.SHAPE_NOUNS[b.shape] for b in blobs]
         return list(dict.fromkeys(names + nouns))

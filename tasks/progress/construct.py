@@ -17,7 +17,7 @@ from typing import Any
 
 from schemas import Producer, Record, Status, Trajectory, make_record
 from storage import BlobPutter, BlobStore, BlobWriter, Storage
-from tasks.parallel import ahead, process_pool
+from tasks.parallel import ahead, groups_of, process_pool, written_behind
 from tasks.progress.payloads import Demo, Observation
 from tasks.progress.sampling import (
     ProgressSample,
@@ -193,16 +193,20 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
     counts: dict[str, Any] = {"episodes": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
     episodes = _episodes(folder, episode_format, key_steps, hdf5_layout, only, allow_symlinks_outside, counts,
                          share)
-    # many small reads and writes per group of episodes: the catalog file opened once
-    with storage.catalog.kept_open(), process_pool(workers) as pool:
+    def store(group: list[_Episode]) -> None:
+        with storage.batched_blob_meta():
+            for episode in group:
+                if episode.blobs is not None:
+                    episode.blobs.register(storage)
+        _store_episodes(storage, group, str(folder), producer.task, run_id, counts)
+
+    # many small reads and writes per group of episodes: the catalog file opened once; a group is stored while
+    # the next one is built
+    with storage.catalog.kept_open(), process_pool(workers) as pool, written_behind(store) as stored:
         started = ahead(episodes, lambda episode: _start(episode, producer, plan, storage.blobs, pool),
                         window=STORE_EVERY + 2 * workers)  # workers go on while a group is stored
-        for group in _groups(_checked(started, only, producer, str(folder), counts), STORE_EVERY):
-            with storage.batched_blob_meta():
-                for episode in group:
-                    if episode.blobs is not None:
-                        episode.blobs.register(storage)
-            _store_episodes(storage, group, str(folder), producer.task, run_id, counts)
+        for group in groups_of(_checked(started, only, producer, str(folder), counts), STORE_EVERY):
+            stored(group)
     return counts
 
 
@@ -293,17 +297,6 @@ def _checked(started: Iterator[_Episode], only: list[str] | None, producer: Prod
                 benchmark="progress", source=folder, locator=episode.locator, reason=str(episode.error), raw="",
                 producer=producer)])
         yield episode
-
-
-def _groups(items: Iterator[_Episode], size: int) -> Iterator[list[_Episode]]:
-    group: list[_Episode] = []
-    for item in items:
-        group.append(item)
-        if len(group) == size:
-            yield group
-            group = []
-    if group:
-        yield group
 
 
 def _store_episodes(storage: Storage, group: list[_Episode], folder: str, task: str, run_id: str | None,

@@ -1,0 +1,54 @@
+"""tasks.parallel: a stage's catalog writes behind its work."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tasks.parallel import written_behind
+
+
+def test_items_are_written_in_order_on_another_thread_and_all_before_the_block_ends():
+    written: list[tuple[int, str]] = []
+    release = threading.Event()
+
+    def write(item: int) -> None:
+        release.wait(30)
+        written.append((item, threading.current_thread().name))
+
+    with written_behind(write, depth=1) as store:
+        store(0)  # taken by the writer, which waits
+        store(1)  # waits in the queue: the block goes on
+        assert written == []
+        release.set()
+        for item in range(2, 6):
+            store(item)
+    assert [item for item, _ in written] == [0, 1, 2, 3, 4, 5]
+    assert {thread for _, thread in written} == {"written-behind"}
+
+
+def test_a_write_error_stops_the_writing_and_is_raised_in_the_block():
+    written: list[int] = []
+
+    def write(item: int) -> None:
+        if item == 2:
+            raise OSError(f"catalog gone at item {item}")
+        written.append(item)
+
+    handed = 0
+    with pytest.raises(OSError, match="catalog gone at item 2"), written_behind(write) as store:
+        for item in range(50):
+            store(item)
+            handed += 1
+    assert written == [0, 1]  # nothing after the failed item, though more may have been handed over
+    assert handed < 50  # the block learnt of it at a hand-off, not only at its end
+
+
+def test_what_the_block_handed_over_is_written_when_the_block_fails():
+    written: list[int] = []
+    with pytest.raises(KeyError, match="episode 3"), written_behind(written.append) as store:
+        for item in range(3):
+            store(item)
+        raise KeyError("episode 3")
+    assert written == [0, 1, 2]
