@@ -208,7 +208,7 @@ def annotate_explore(settings: Settings, run_id: str | None, instances: list[str
                 counts["superseded"] += supersede_outputs_of(catalog, task="annotate-explore",
                                                              produced=built.records[:1], run_id=run_id)
 
-    # a few small reads and writes per instance: the file opened once
+    # one read for the whole stage, a few writes per group: the file opened once
     with catalog.kept_open(), written_behind(store) as stored:
         for group in groups_of(annotated(), STORE_EVERY):
             stored(group)
