@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +23,7 @@ __all__ = [
     "open_blob_store",
     "open_catalog",
     "open_storage",
+    "register_written",
 ]
 
 
@@ -82,7 +83,7 @@ class Storage(BlobPutter):
 class BlobWriter(BlobPutter):
     """Stands in for ``Storage`` in a worker process: writes blobs to the store itself (any process may: blobs
     are content-addressed files or objects) and keeps (sha256, size, media type) of each for the process that owns
-    the catalog, which ``register``s them before the records that use them."""
+    the catalog, which registers them (``register_written``) before the records that use them."""
 
     blobs: BlobStore
     written: list[tuple[str, int, str]] = field(default_factory=list)
@@ -90,8 +91,10 @@ class BlobWriter(BlobPutter):
     def register_blobs(self, entries: list[tuple[str, int, str]]) -> None:
         self.written.extend(entries)
 
-    def register(self, storage: Storage) -> None:
-        storage.register_blobs(self.written)
+
+def register_written(storage: Storage, writers: Iterable[BlobWriter | None]) -> None:
+    """The blobs of several ``BlobWriter``s (a group of episodes or clips) into the catalog in one write."""
+    storage.register_blobs([entry for writer in writers if writer is not None for entry in writer.written])
 
 
 def open_catalog(settings: CatalogSettings) -> Catalog:

@@ -558,22 +558,21 @@ class Catalog:
 
     def children_by_task(self, parent_ids: Sequence[str], task: str) -> list[str]:
         """Ids of current (not superseded) records made by stage ``task`` directly from any of ``parent_ids``."""
-        if not parent_ids:
-            return []
-        return [row[0] for row in self.query(
-            """SELECT DISTINCT r.id FROM records r JOIN record_parents p ON p.child = r.id
-               WHERE list_contains(?, p.parent) AND r.producer->>'task' = ? AND r.status <> 'superseded'""",
-            [list(parent_ids), task])]
+        return list(dict.fromkeys(child for child, _ in self._made_by_task(parent_ids, task)))
 
     def parents_with_children_by_task(self, parent_ids: Sequence[str], task: str) -> set[str]:
         """Those of ``parent_ids`` that stage ``task`` made a current record from: one query for a whole stage's
         "done already?" question."""
+        return {parent for _, parent in self._made_by_task(parent_ids, task)}
+
+    def _made_by_task(self, parent_ids: Sequence[str], task: str) -> list[tuple[str, str]]:
+        """(child, parent) of current records made by stage ``task`` directly from any of ``parent_ids``."""
         if not parent_ids:
-            return set()
-        return {row[0] for row in self.query(
-            """SELECT DISTINCT p.parent FROM records r JOIN record_parents p ON p.child = r.id
+            return []
+        return [(row[0], row[1]) for row in self.query(
+            """SELECT r.id, p.parent FROM records r JOIN record_parents p ON p.child = r.id
                WHERE list_contains(?, p.parent) AND r.producer->>'task' = ? AND r.status <> 'superseded'""",
-            [list(parent_ids), task])}
+            [list(parent_ids), task])]
 
     def status_history(self, record_id: str) -> list[tuple[str, str | None, str, datetime]]:
         return self.query("SELECT status, reason, actor, changed_at FROM status_events WHERE record_id = ? "

@@ -10,7 +10,7 @@ from typing import Any
 
 from schemas import Producer, Status
 from schemas.config import Settings
-from storage import BlobWriter, open_storage
+from storage import BlobWriter, open_storage, register_written
 from tasks.benchmark import BuildContext
 from tasks.explore.construct import SCENE_QUEUE, Annotators, annotate_instance, build_clip, human_version
 from tasks.explore.instances import QualityThresholds, SubsetBounds
@@ -133,7 +133,7 @@ def extract_explore_instances(settings: Settings, folder: str, clip_format: str,
             yield locator, built, blobs
 
     def store(group: list[tuple[str, Any, BlobWriter]]) -> None:
-        storage.catalog.put_blob_meta([entry for _, _, blobs in group for entry in blobs.written])
+        register_written(storage, (blobs for _, _, blobs in group))
         counts["new"] += storage.catalog.put_records(
             [record for _, built, _ in group for record in built.records + built.quarantined], run_id=run_id)
         resolve_quarantined_many(storage.catalog, [(folder, locator) for locator, built, _ in group if built.records],

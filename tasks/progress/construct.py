@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas import Producer, Record, Status, Trajectory, make_record
-from storage import BlobPutter, BlobStore, BlobWriter, Storage
+from storage import BlobPutter, BlobStore, BlobWriter, Storage, register_written
 from tasks.parallel import ahead, groups_of, process_pool, written_behind
 from tasks.progress.payloads import Demo, Observation
 from tasks.progress.sampling import (
@@ -194,10 +194,7 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
     episodes = _episodes(folder, episode_format, key_steps, hdf5_layout, only, allow_symlinks_outside, counts,
                          share)
     def store(group: list[_Episode]) -> None:
-        with storage.batched_blob_meta():
-            for episode in group:
-                if episode.blobs is not None:
-                    episode.blobs.register(storage)
+        register_written(storage, (episode.blobs for episode in group))
         _store_episodes(storage, group, str(folder), producer.task, run_id, counts)
 
     # many small reads and writes per group of episodes: the catalog file opened once; a group is stored while
