@@ -22,7 +22,7 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from schemas import Producer
-from storage import Catalog, LocalBlobStore, Storage
+from storage import LocalBlobStore, Storage
 from tasks.progress.construct import build_folder
 from tasks.progress.sampling import SamplingPlan, segment_samples
 from tasks.sources.episodes import load_sample_episode
@@ -92,6 +92,8 @@ def frame_floor(world: Path, plan: SamplingPlan, workers: int) -> tuple[float, i
 
 def timed_build(world: Path, plan: SamplingPlan, workers: int, scratch: Path) -> tuple[float, dict, int]:
     """(seconds, counts, observations) of building ``world`` into a fresh catalog and blob folder."""
+    from storage.catalog import Catalog  # here, not above: the build's workers import this script, as a CLI's do
+
     scratch.mkdir(parents=True)
     storage = Storage(Catalog(scratch / "catalog.duckdb"), LocalBlobStore(scratch / "blobs"))
     start = time.perf_counter()

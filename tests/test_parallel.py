@@ -52,3 +52,15 @@ def test_what_the_block_handed_over_is_written_when_the_block_fails():
             store(item)
         raise KeyError("episode 3")
     assert written == [0, 1, 2]
+
+
+def test_a_frame_worker_starts_without_the_catalog_engine():
+    """A build's worker processes import the stage's module to run its per-episode part; that part writes blobs
+    and makes records, so the catalog's engine (duckdb) stays unloaded until something asks for the catalog."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, storage, tasks.progress.construct; before = 'duckdb' in sys.modules; "
+             "print(before, storage.Catalog.__module__, 'duckdb' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert shown == ["False", "storage.catalog", "True"]
