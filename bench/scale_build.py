@@ -8,9 +8,13 @@ Renders the sample world once (PROGRESS-BENCH episodes, EXPLORE-Bench head-camer
 build flow (PROGRESS: construct; EXPLORE: extract and annotate, offline backends) with ``[compute] task_runner =
 "dask"`` on a Dask cluster of 1 and of 2 worker processes, each into a fresh catalog, ``--repeat`` times in turn,
 and prints the median wall times and the speed-up (target >= 1.6x on a 2-core machine), with the in-process build
-(one task run, no cluster) beside them. The flows run as ``benchwright build`` runs them, without Prefect's
-heartbeats (see ``[prefect] command_heartbeat_s``); a deployment's run adds up to a second to each, as Prefect's
-heartbeat thread is joined at the flow's end.
+(one task run, no cluster) beside them. Under each row: how many of the machine's cores were busy during each kind
+of build (every process: workers, the flow with the scheduler, the Prefect and PostgreSQL servers; /proc/stat), and
+the speed-up x2's work allows: its busy core-seconds over the cores is the least time it can take, and x1 already
+keeps more than one core busy (its worker's native threads, the control plane beside it).
+The flows run as ``benchwright build`` runs them, without Prefect's heartbeats (see ``[prefect]
+command_heartbeat_s``); a deployment's run adds up to a second to each, as Prefect's heartbeat thread is joined at
+the flow's end.
 The clusters are started before the clock and warmed: each worker process has imported benchwright's stages and
 run each build once, untimed, loading its models (this process too), as a cluster that serves scheduled builds is
 (``[compute] dask_address``); ``--cold`` times a LocalCluster made by the build itself instead, which pays each
@@ -48,18 +52,28 @@ def settings_in(folder: Path, catalog_url: str | None, **compute: Any) -> Any:
                     blobs=BlobSettings(uri=f"file://{folder / 'blobs'}"), compute=ComputeSettings(**compute))
 
 
+def machine_busy_s() -> float:
+    """Core-seconds the machine's CPUs have been busy since boot (every process, the kernel's work too)."""
+    with open("/proc/stat") as stat:
+        fields = [int(x) for x in stat.readline().split()[1:]]
+    idle, iowait = fields[3], fields[4]
+    return (sum(fields[:8]) - idle - iowait) / os.sysconf("SC_CLK_TCK")
+
+
 def timed_build(benchmark: str, stages: list[str], options: dict[str, Any], folder: Path, server: str | None,
-                **compute: Any) -> tuple[float, dict[str, Any]]:
-    """Seconds and the build's summary, into a fresh catalog: a new database on ``server``, else a DuckDB file."""
+                **compute: Any) -> tuple[float, dict[str, Any], float]:
+    """Seconds, the build's summary and the core-seconds the whole machine was busy meanwhile (workers, this
+    process's flow, scheduler and nannies, the Prefect and PostgreSQL servers), into a fresh catalog: a new
+    database on ``server``, else a DuckDB file."""
     from flows.build import build
     from flows.runtime import at_the_terminal
     from tests.postgres_server import fresh_database
 
     settings = settings_in(folder, fresh_database(server) if server else None, **compute)
     with at_the_terminal(settings):
-        start = time.perf_counter()
+        busy, start = machine_busy_s(), time.perf_counter()
         result = build(benchmark, settings, stages=stages, options=options)
-        return time.perf_counter() - start, result
+        return time.perf_counter() - start, result, machine_busy_s() - busy
 
 
 def render(world: Path, clips: Path, episodes: int, clip_count: int) -> None:
@@ -149,6 +163,39 @@ def catalog_rates(count: int, folder: Path, server: str) -> tuple[float, float]:
     return duck, postgres
 
 
+def timed_in_turn(kinds: dict[str, dict[str, Any]], build: tuple[str, list[str], dict[str, Any]], root: Path,
+                  server: str | None, repeat: int) -> tuple[dict[str, list[float]], dict[str, list[float]], bool]:
+    """Per kind, the wall times and the machine's busy core-seconds of ``repeat`` builds, run in turn so a slow
+    minute of the machine falls on every kind; and whether x1 and x2 stored the same records."""
+    benchmark, stages, options = build
+    seconds: dict[str, list[float]] = {name: [] for name in kinds}
+    busy: dict[str, list[float]] = {name: [] for name in kinds}
+    made: dict[str, Any] = {}
+    for run in range(repeat):
+        for name, compute in kinds.items():
+            took, made[name], used = timed_build(benchmark, stages, options, root / f"{benchmark}-{name}-{run}",
+                                                 server, **compute)
+            seconds[name].append(took)
+            busy[name].append(used)
+    return seconds, busy, made["x1"] == made["x2"]
+
+
+def print_row(label: str, engine: str, seconds: dict[str, list[float]], busy: dict[str, list[float]],
+              same: bool) -> None:
+    """The medians and the speed-up; then how busy the machine was and the speed-up its cores allow: x2's work
+    (every process's core-seconds, median) cannot take less than that over the cores, and x1 already used more
+    than one core (its worker's native threads, the flow, the servers)."""
+    inline, one, two = (statistics.median(seconds[name]) for name in ("inline", "x1", "x2"))
+    spread = ", ".join(f"{name} {min(v):.1f}-{max(v):.1f}s" for name, v in seconds.items())
+    print(f"{label:34} {engine:10} {inline:10.1f}s {one:8.1f}s {two:8.1f}s {one / two:8.2f}x  "
+          f"({'same records' if same else 'DIFFERENT records'}; medians of {len(seconds['x1'])}: {spread})")
+    cores = os.cpu_count() or 1
+    used = {name: statistics.median(b / s for b, s in zip(busy[name], seconds[name], strict=True)) for name in busy}
+    work = statistics.median(busy["x2"])
+    print(f"{'':45} cores busy: {', '.join(f'{n} {u:.2f}' for n, u in used.items())} of {cores}; "
+          f"x2's {work:.1f} core-s take >= {work / cores:.1f} s here: speed-up allowed {one / (work / cores):.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=240, help="PROGRESS-BENCH sample episodes")
@@ -180,18 +227,8 @@ def main() -> None:
                 for name, compute in kinds.items():
                     timed_build(benchmark, stages, options, root / f"{benchmark}-warm-{name}", None, **compute)
             for engine, where in (("DuckDB", None), ("PostgreSQL", server)):
-                seconds: dict[str, list[float]] = {name: [] for name in kinds}
-                made: dict[str, Any] = {}
-                for run in range(args.repeat):  # in turn, so a slow minute of the machine falls on every kind
-                    for name, compute in kinds.items():
-                        took, made[name] = timed_build(benchmark, stages, options,
-                                                       root / f"{benchmark}-{engine}-{name}-{run}", where, **compute)
-                        seconds[name].append(took)
-                inline, one, two = (statistics.median(seconds[name]) for name in kinds)
-                same = "same records" if made["x1"] == made["x2"] else f"DIFFERENT: {made['x1']} vs {made['x2']}"
-                spread = ", ".join(f"{name} {min(v):.1f}-{max(v):.1f}s" for name, v in seconds.items())
-                print(f"{label:34} {engine:10} {inline:10.1f}s {one:8.1f}s {two:8.1f}s {one / two:8.2f}x  "
-                      f"({same}; medians of {args.repeat}: {spread})")
+                print_row(label, engine, *timed_in_turn(kinds, (benchmark, stages, options), root / engine, where,
+                                                        args.repeat))
         for cluster in clusters.values():
             quiet_dask()  # Prefect's logging set up by the builds lets the closing clusters' INFO lines through
             cluster.close()
