@@ -64,3 +64,18 @@ def test_a_frame_worker_starts_without_the_catalog_engine():
              "print(before, storage.Catalog.__module__, 'duckdb' in sys.modules)")
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert shown == ["False", "storage.catalog", "True"]
+
+
+def test_a_commands_frame_worker_does_not_import_the_cli():
+    """A process that ``benchwright build`` spawns first runs the command's script as ``__mp_main__`` (what
+    multiprocessing's spawn does); the script hands over to the CLI only when run as the command, so the worker
+    does not import typer, rich and the CLI before its first episode."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(sys.executable).with_name("benchwright")
+    probe = (f"import runpy, sys; runpy.run_path({str(script)!r}, run_name='__mp_main__'); "
+             f"print('flows.cli' in sys.modules, 'typer' in sys.modules)")
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
+    assert shown == ["False", "False"]
