@@ -164,9 +164,10 @@ def catalog_rates(count: int, folder: Path, server: str) -> tuple[float, float]:
 
 
 def timed_in_turn(kinds: dict[str, dict[str, Any]], build: tuple[str, list[str], dict[str, Any]], root: Path,
-                  server: str | None, repeat: int) -> tuple[dict[str, list[float]], dict[str, list[float]], bool]:
+                  server: str | None, repeat: int
+                  ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, Any]]:
     """Per kind, the wall times and the machine's busy core-seconds of ``repeat`` builds, run in turn so a slow
-    minute of the machine falls on every kind; and whether x1 and x2 stored the same records."""
+    minute of the machine falls on every kind; and each kind's last build summary."""
     benchmark, stages, options = build
     seconds: dict[str, list[float]] = {name: [] for name in kinds}
     busy: dict[str, list[float]] = {name: [] for name in kinds}
@@ -177,18 +178,22 @@ def timed_in_turn(kinds: dict[str, dict[str, Any]], build: tuple[str, list[str],
                                                  server, **compute)
             seconds[name].append(took)
             busy[name].append(used)
-    return seconds, busy, made["x1"] == made["x2"]
+    return seconds, busy, made
+
+
+def same_records(made: dict[str, Any]) -> str:
+    return "same records" if made["x1"] == made["x2"] else f"DIFFERENT: {made['x1']} vs {made['x2']}"
 
 
 def print_row(label: str, engine: str, seconds: dict[str, list[float]], busy: dict[str, list[float]],
-              same: bool) -> None:
+              made: dict[str, Any]) -> None:
     """The medians and the speed-up; then how busy the machine was and the speed-up its cores allow: x2's work
     (every process's core-seconds, median) cannot take less than that over the cores, and x1 already used more
     than one core (its worker's native threads, the flow, the servers)."""
     inline, one, two = (statistics.median(seconds[name]) for name in ("inline", "x1", "x2"))
     spread = ", ".join(f"{name} {min(v):.1f}-{max(v):.1f}s" for name, v in seconds.items())
     print(f"{label:34} {engine:10} {inline:10.1f}s {one:8.1f}s {two:8.1f}s {one / two:8.2f}x  "
-          f"({'same records' if same else 'DIFFERENT records'}; medians of {len(seconds['x1'])}: {spread})")
+          f"({same_records(made)}; medians of {len(seconds['x1'])}: {spread})")
     cores = os.cpu_count() or 1
     used = {name: statistics.median(b / s for b, s in zip(busy[name], seconds[name], strict=True)) for name in busy}
     work = statistics.median(busy["x2"])
