@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from schemas.records import Record
-from storage.catalog import _RECORD_COLUMNS, Catalog, _record_columns, _revive_superseded
+from storage.catalog import _RECORD_COLUMNS, BATCH_SIZE, Catalog, _record_columns, _revive_superseded
 
 T = TypeVar("T")
 
@@ -60,7 +60,7 @@ class PgConnection:
 
 
 class PostgresCatalog(Catalog):
-    def __init__(self, url: str, *, lock_timeout_s: float = 120.0, batch_size: int = 20000,
+    def __init__(self, url: str, *, lock_timeout_s: float = 120.0, batch_size: int = BATCH_SIZE,
                  hold_s: float = 2.0) -> None:
         self.url = url
         self.path = redacted(url)  # what messages name  # type: ignore[assignment]
@@ -159,6 +159,7 @@ class PostgresCatalog(Catalog):
         """COPY into a temporary table, then one INSERT ... ON CONFLICT DO NOTHING from it (a concurrent writer
         of the same id waits for the other's commit and skips it: each record is new for one writer only)."""
         columns = _record_columns(records, run_id)
+        columns["parents"] = [list(parents) for parents in columns["parents"]]  # COPY writes a list as an array
         rows = list(zip(*columns.values(), strict=True))
         edges = [[r.id for r in records for _ in r.parents], [p for r in records for p in r.parents]]
 
