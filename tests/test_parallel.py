@@ -54,6 +54,28 @@ def test_what_the_block_handed_over_is_written_when_the_block_fails():
     assert written == [0, 1, 2]
 
 
+def _parent_and_decoder_loaded() -> tuple[int, bool]:
+    import os
+    import sys
+
+    return os.getppid(), "cv2" in sys.modules
+
+
+def test_frame_workers_are_forked_from_a_server_that_loaded_the_decoder_once():
+    """A pool's workers are neither forked from this process (a fork of a process running DuckDB's and Prefect's
+    threads can hang) nor spawned (each would import the stage's modules and the decoder again): they are forked
+    from a fork server that imported them once, so their parent is that server and OpenCV is loaded before their
+    first frame."""
+    import os
+
+    from tasks.parallel import process_pool
+
+    with process_pool(2) as pool:
+        parent, decoder_loaded = pool.submit(_parent_and_decoder_loaded).result()
+    assert parent != os.getpid()
+    assert decoder_loaded
+
+
 def test_a_frame_worker_starts_without_the_catalog_engine():
     """A build's worker processes import the stage's module to run its per-episode part; that part writes blobs
     and makes records, so the catalog's engine (duckdb) stays unloaded until something asks for the catalog."""
@@ -67,9 +89,9 @@ def test_a_frame_worker_starts_without_the_catalog_engine():
 
 
 def test_a_commands_frame_worker_does_not_import_the_cli():
-    """A process that ``benchwright build`` spawns first runs the command's script as ``__mp_main__`` (what
-    multiprocessing's spawn does); the script hands over to the CLI only when run as the command, so the worker
-    does not import typer, rich and the CLI before its first episode."""
+    """The fork server that ``benchwright build`` starts for its frame workers first runs the command's script as
+    ``__mp_main__`` (what multiprocessing's forkserver and spawn do); the script hands over to the CLI only when
+    run as the command, so the workers do not import typer, rich and the CLI before their first episode."""
     import subprocess
     import sys
     from pathlib import Path
