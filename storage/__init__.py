@@ -100,14 +100,26 @@ class BlobWriter(BlobPutter):
 
     blobs: BlobStore
     written: list[tuple[str, int, str]] = field(default_factory=list)
+    staged: list[tuple[str, str]] = field(default_factory=list)  # written, not yet published (``unit``)
 
     def register_blobs(self, entries: list[tuple[str, int, str]]) -> None:
         self.written.extend(entries)
 
+    @contextmanager
+    def unit(self) -> Iterator[None]:
+        """The blobs of one unit (an episode, a clip) put inside the block are written but not published
+        (``BlobStore.batch(publish=False)``): ``register_written`` publishes a whole group's with one sync."""
+        with self.blobs.batch(publish=False) as staged:
+            yield
+        self.staged += staged
+
 
 def register_written(storage: Storage, writers: Iterable[BlobWriter | None]) -> None:
-    """The blobs of several ``BlobWriter``s (a group of episodes or clips) into the catalog in one write."""
-    storage.register_blobs([entry for writer in writers if writer is not None for entry in writer.written])
+    """The blobs of several ``BlobWriter``s (a group of episodes or clips): what they staged made durable and put
+    in place with one sync, then registered in the catalog in one write (the group's records go after)."""
+    present = [writer for writer in writers if writer is not None]
+    storage.blobs.publish([entry for writer in present for entry in writer.staged])
+    storage.register_blobs([entry for writer in present for entry in writer.written])
 
 
 def open_catalog(settings: CatalogSettings) -> Catalog:

@@ -114,10 +114,16 @@ class BlobStore(ABC):
         return dest
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, *, publish: bool = True) -> Iterator[list[tuple[str, str]]]:
         """Blobs put inside the block may be made durable together at its end (see ``LocalBlobStore.batch``);
-        a store where each put is already atomic and durable (S3) does nothing more."""
-        yield
+        a store where each put is already atomic and durable (S3) does nothing more, and stages nothing."""
+        yield []
+
+    def publish(self, staged: list[tuple[str, str]]) -> None:
+        """Make blobs a ``batch(publish=False)`` staged durable and put them in place (see
+        ``LocalBlobStore.publish``); a store that stages nothing has nothing to do."""
+        if staged:
+            raise ValueError(f"{type(self).__name__} stages no blobs; {len(staged)} staged entries came to it")
 
     def verify(self, sha256: str) -> bool:
         """Re-read the blob and check its bytes still hash to its address. False when it is missing."""
@@ -146,26 +152,49 @@ class LocalBlobStore(BlobStore):
         return self.root / sha256[:2] / sha256[2:4] / sha256
 
     @contextmanager
-    def batch(self) -> Iterator[None]:
+    def batch(self, *, publish: bool = True) -> Iterator[list[tuple[str, str]]]:
         """Blobs put inside the block are written at once, each to a temporary file, and made durable together
         at its end: one sync of the file system for all of them (an fsync per blob cost more than encoding the
         frame), then each renamed into place. So a reader elsewhere never sees half a blob, and a crash loses
         only blobs nothing was told were stored yet (the block's records are written after it). Inside the block
-        this store reads its unsynced blobs from their temporary files. Blocks nest; the outermost syncs."""
+        this store reads its unsynced blobs from their temporary files. Blocks nest; the outermost syncs.
+
+        With ``publish=False`` the outermost block syncs nothing: at its end the list it yields holds each blob's
+        (address, temporary file), still unseen by readers, for ``publish`` to finish, here or in another process
+        (a build's workers stage each unit's blobs and the process that writes the catalog publishes a group of
+        units with one sync). Until then this store no longer reads them; a crash leaves their temporary files to
+        the garbage collector."""
+        staged: list[tuple[str, str]] = []
         with self._guard:
             self._batch_depth += 1
         try:
-            yield
+            yield staged
         finally:
             with self._guard:
                 self._batch_depth -= 1
                 done = self._unsynced if not self._batch_depth else {}
                 if done:
                     self._unsynced = {}
-            if done:
-                _sync_file_system(list(done.values()))
-                for sha256, tmp in done.items():
-                    os.replace(tmp, self._place(sha256))
+            entries = [(sha256, str(tmp)) for sha256, tmp in done.items()]
+            if publish:
+                self.publish(entries)
+            else:
+                staged.extend(entries)
+
+    def publish(self, staged: list[tuple[str, str]]) -> None:
+        """One sync of the file system for the staged blobs' temporary files, then each renamed to its address.
+        A temporary file must lie in its address's folder under this store's root (where ``batch`` writes it)."""
+        if not staged:
+            return
+        moves = []
+        for sha256, tmp in staged:
+            final = self._place(check_address(sha256))
+            if os.path.dirname(tmp) != os.path.dirname(final) or not os.path.basename(tmp).startswith(".incoming-"):
+                raise ValueError(f"{tmp}: not a staged blob of {self.root} (expected .incoming-* beside {final})")
+            moves.append((tmp, final))
+        _sync_file_system([Path(tmp) for tmp, _ in moves])
+        for tmp, final in moves:
+            os.replace(tmp, final)
 
     def _place(self, sha256: str) -> str:
         """``path_for`` as text, for an address this store computed: pathlib cost a third of a small put."""

@@ -79,6 +79,30 @@ def test_a_batch_that_fails_still_publishes_what_it_wrote_whole(blob_store: Loca
     assert LocalBlobStore(blob_store.root).get(sha) == b"written before the failure"
 
 
+def test_staged_blobs_stay_unseen_until_one_sync_publishes_a_whole_group(blob_store: LocalBlobStore, tmp_path,
+                                                                         monkeypatch):
+    """A build's workers stage each unit's blobs (``batch(publish=False)``); the process that writes the catalog
+    publishes a group of units with one sync, before it writes their records."""
+    import storage.blobs as blobs
+
+    syncs: list[int] = []
+    real_sync = blobs._sync_file_system
+    monkeypatch.setattr(blobs, "_sync_file_system", lambda files: syncs.append(len(files)) or real_sync(files))
+    worker = LocalBlobStore(blob_store.root)  # a worker process's view of the same folder
+    with worker.batch(publish=False) as staged:
+        first, second = worker.put(b"frame one"), worker.put(b"frame two")
+    with worker.batch(publish=False) as staged_next:
+        third = worker.put(b"frame three")
+    assert syncs == [] and len(staged) == 2 and len(staged_next) == 1
+    assert not any(blob_store.exists(sha) or worker.exists(sha) for sha in (first, second, third))
+    with pytest.raises(ValueError, match="not a staged blob"):
+        blob_store.publish([(first, str(tmp_path / ".incoming-elsewhere"))])
+    blob_store.publish(staged + staged_next)
+    assert syncs == [3]
+    assert [blob_store.get(sha) for sha in (first, second, third)] == [b"frame one", b"frame two", b"frame three"]
+    assert list(blob_store.root.rglob(".incoming-*")) == []
+
+
 def _bucket(endpoint: str) -> str:
     name = f"bw-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=name)

@@ -124,7 +124,7 @@ def extract_explore_instances(settings: Settings, folder: str, clip_format: str,
             if clips is not None and locator not in clips:
                 continue
             blobs = BlobWriter(storage.blobs)
-            with storage.blobs.batch():  # durable before the group's records are written
+            with blobs.unit():  # published with its group, before the group's records are written
                 built = build_clip(_unique(load, locator, first_of), locator, blobs, producer, bounds=bounds,
                                    quality=quality, middle_frames=settings.explore.middle_frames)
             counts["clips"] += 1

@@ -254,8 +254,8 @@ def _start(episode: _Episode, producer: Producer, plan: SamplingPlan, blobs: Blo
 def build_elsewhere(unit: EpisodeSource | Loader, producer: Producer, plan: SamplingPlan, blobs: BlobStore
                     ) -> tuple[EpisodeSource | None, EpisodeBuild | None, BlobWriter | None, EpisodeError | None]:
     """A worker's part of one episode: load it (given its loader), decode and encode its frames, write them to
-    the blob store (durable, one sync for the episode, before this returns), make its records. (source, build,
-    the blobs written for the catalog to register, error)."""
+    the blob store (staged: the process writing the catalog publishes a group's with one sync), make its records.
+    (source, build, the blobs written for the catalog to publish and register, error)."""
     try:
         source = unit if isinstance(unit, EpisodeSource) else unit()
     except EpisodeError as error:
@@ -263,7 +263,7 @@ def build_elsewhere(unit: EpisodeSource | Loader, producer: Producer, plan: Samp
     writer = BlobWriter(blobs)
     encoded = {camera: functools.partial(encoded_frames, source.cameras[camera], frames)
                for camera, frames in wanted_frames(source, plan).items()}
-    with blobs.batch():
+    with writer.unit():
         built = build_episode(source, writer, producer, plan, encoded)
     return source, built, writer, None
 
