@@ -749,7 +749,7 @@ def _scannable(columns: dict[str, list[Any]]) -> dict[str, Any]:
 
 
 def _insert_few(records: list[Record], run_id: str | None) -> Callable[[duckdb.DuckDBPyConnection], int]:
-    """The write of a handful of records without an Arrow table, its registration and anti joins (about 8 ms for
+    """The write of a handful of records without registered columns and anti joins (about 8 ms for
     one decision, most of an annotator's answer): ids already stored are looked up once; a superseded one produced
     again takes the batch path, which revives it."""
     columns = _record_columns(records, run_id)
