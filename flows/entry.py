@@ -1,9 +1,9 @@
 """The ``benchwright`` command's entry point, apart from the CLI module.
 
-A build's frame workers are spawned processes, and a spawned process first imports the script its parent was
-started from (multiprocessing does, for functions defined there). With the CLI module itself as the entry, each
-worker paid for typer, rich and the settings machinery (about 0.15 s) before its first episode; this module costs
-nothing to import.
+A build's frame workers are forked from a fork server, which first imports the script its parent was started from
+(multiprocessing does, for functions defined there; a spawned worker did the same). With the CLI module itself as
+the entry, that paid for typer, rich and the settings machinery (about 0.15 s) before the first episode; this module
+costs nothing to import.
 """
 
 from __future__ import annotations

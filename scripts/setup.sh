@@ -17,7 +17,7 @@ fi
 # import, except where PYTHONDONTWRITEBYTECODE is set (some CI images and sandboxes): then every process, each of a
 # build's workers too, compiled the project again (about 0.1 s a process). Only changed files are compiled again.
 if [ -x .venv/bin/python ]; then
-  .venv/bin/python -m compileall -q flows tasks schemas storage annotation_ui >/dev/null
+  .venv/bin/python -m compileall -q flows tasks schemas storage annotation_ui  # -q: only what fails, named
 fi
 
 stamp=.venv/.setup-stamp
@@ -51,7 +51,7 @@ pip_install() {  # quiet on success; the whole log, less the index's location no
 echo "installing Python packages into .venv (a few minutes on a fresh machine)"
 pip_install -c requirements.lock -e ".[models,dev,vic,web,scale,harness]"
 pip_install -c requirements.lock --no-deps -r scripts/no-deps.txt
-.venv/bin/python -m compileall -q flows tasks schemas storage annotation_ui >/dev/null
+.venv/bin/python -m compileall -q flows tasks schemas storage annotation_ui
 .venv/bin/benchwright --help >/dev/null
 echo "$want" > "$stamp"
 echo "benchwright is installed in .venv"

@@ -108,10 +108,14 @@ class BlobWriter(BlobPutter):
     @contextmanager
     def unit(self) -> Iterator[None]:
         """The blobs of one unit (an episode, a clip) put inside the block are written but not published
-        (``BlobStore.batch(publish=False)``): ``register_written`` publishes a whole group's with one sync."""
-        with self.blobs.batch(publish=False) as staged:
-            yield
-        self.staged += staged
+        (``BlobStore.batch(publish=False)``): ``register_written`` publishes a whole group's with one sync. What a
+        failing block wrote whole is kept for it too, as ``batch`` publishes a failing block's blobs."""
+        staged: list[tuple[str, str]] = []
+        try:
+            with self.blobs.batch(publish=False) as staged:
+                yield
+        finally:
+            self.staged += staged
 
 
 def register_written(storage: Storage, writers: Iterable[BlobWriter | None]) -> None:

@@ -163,7 +163,9 @@ class LocalBlobStore(BlobStore):
         (address, temporary file), still unseen by readers, for ``publish`` to finish, here or in another process
         (a build's workers stage each unit's blobs and the process that writes the catalog publishes a group of
         units with one sync). Until then this store no longer reads them; a crash leaves their temporary files to
-        the garbage collector."""
+        the garbage collector. A store's batch is shared by its threads: a unit staged on one thread while another
+        thread has a block of the same store open is staged by the outermost block instead, so stage units of
+        concurrent threads on stores of their own (a worker process unpickles one per task)."""
         staged: list[tuple[str, str]] = []
         with self._guard:
             self._batch_depth += 1

@@ -94,7 +94,8 @@ _RECORD_COLUMNS = ("id", "kind", "benchmark", "payload", "blobs", "parents", "pr
 
 # Records per write transaction. Each commit cost about 0.08 s on this machine's disk: 100,000 records took 1.15 s in
 # batches of 20,000 and 1.05 s in batches of 50,000. A batch of 50,000 small records holds the file about half a
-# second, well inside the hold (``hold_s``) a bulk write may keep it anyway.
+# second, well inside the hold (``hold_s``) a bulk write may keep it anyway; a batch of large records can hold it
+# longer, as ``hold_s`` is checked between transactions.
 BATCH_SIZE = 50_000
 # How long a bulk writer steps aside after holding the file for hold_s, so waiting processes get in.
 _YIELD_S = 0.05
@@ -818,7 +819,10 @@ def _record_columns(records: list[Record], run_id: str | None) -> dict[str, list
         producer_column.append(serialised[0])
         statuses.append(str(fields["status"]))
         reasons.append(fields["status_reason"])
-        times.append(fields["created_at"])
+        created = fields["created_at"]
+        # a naive time is UTC: DuckDB types the column from a sample of rows, and one naive value among aware
+        # ones would fail the batch, or be read as the session's local time
+        times.append(created if created.tzinfo is not None else created.replace(tzinfo=UTC))
         runs.append(run_id or serialised[1])
     return dict(zip(_RECORD_COLUMNS, (ids, kinds, benchmarks, payloads, blobs, parents, producer_column, statuses,
                                       reasons, times, runs), strict=True))

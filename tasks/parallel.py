@@ -48,14 +48,24 @@ class InlineExecutor(Executor):
 
 # What the fork server imports before it forks a worker, besides the caller's modules: the decoder, and the script
 # that started this process (a ``spawn``ed worker ran it again as ``__mp_main__``; preloaded, a worker inherits it).
+# A process started with ``python -m`` has no script path: its main module is preloaded by name instead, so a worker
+# finds its imports loaded and only runs the module's own body again.
 _PRELOAD = ("__main__", "tasks.sources.frames", "cv2")
+
+
+def _main_module_name() -> tuple[str, ...]:
+    import sys
+
+    spec = getattr(sys.modules.get("__main__"), "__spec__", None)
+    return (spec.name,) if spec is not None and spec.name else ()
 
 
 @contextmanager
 def process_pool(workers: int, preload: tuple[str, ...] = ()) -> Iterator[Executor]:
     """``workers`` processes (see the module's note on the fork server), each decoding videos on one thread (the
     processes fill the cores), or the inline executor for one. ``preload``: the modules the submitted work lives
-    in, imported once by the fork server (the first pool of a process starts it; its preloads are then fixed)."""
+    in, imported once by the fork server. The first pool of a process starts the server, which keeps that pool's
+    preloads and the environment of that moment (a later ``os.environ`` change does not reach later workers)."""
     if workers <= 1:
         yield InlineExecutor()
         return
@@ -65,7 +75,7 @@ def process_pool(workers: int, preload: tuple[str, ...] = ()) -> Iterator[Execut
     from tasks.sources.frames import decode_on_threads
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([*_PRELOAD, *preload])
+    context.set_forkserver_preload([*_PRELOAD, *_main_module_name(), *preload])
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=decode_on_threads, initargs=(1,))
     try:
         yield pool

@@ -20,15 +20,25 @@ def test_writes_are_idempotent_and_batched(tmp_path):
     assert catalog.get_record(records[3].id) == records[3]
 
 
-def test_a_batch_keeps_the_parents_of_its_last_records_after_thousands_without(catalog):
-    """A batch's parents reach the catalog whatever rows come first (DuckDB types a column of Python lists from a
-    sample of its rows; thousands of records without parents must not make the column unable to hold an id)."""
+def test_a_batch_keeps_the_parents_of_one_record_among_thousands_without(catalog):
+    """A batch's parents reach the catalog whatever rows surround them (DuckDB types a column of Python lists from
+    a sample of its rows; a sample of records without parents must not make the column unable to hold an id)."""
     roots = [item_record(i) for i in range(3000)]
-    children = [item_record(3000 + i, parents=(roots[i].id, roots[i + 1].id)) for i in range(3)]
-    assert catalog.put_records(roots + children) == 3003
-    assert catalog.get_record(children[2].id).parents == (roots[2].id, roots[3].id)
-    assert catalog.ancestors(children[0].id) == sorted([(roots[0].id, 1), (roots[1].id, 1)])
+    child = item_record(3000, parents=(roots[0].id, roots[1].id))
+    assert catalog.put_records([*roots[:1501], child, *roots[1501:]]) == 3001
+    assert catalog.get_record(child.id).parents == (roots[0].id, roots[1].id)
+    assert catalog.ancestors(child.id) == sorted([(roots[0].id, 1), (roots[1].id, 1)])
     assert catalog.get_record(roots[0].id).parents == ()
+
+
+def test_a_naive_creation_time_among_aware_ones_is_stored_as_utc(catalog):
+    from datetime import UTC, datetime
+
+    aware = [item_record(i) for i in range(20)]
+    naive = item_record(99).model_copy(update={"created_at": datetime(2026, 1, 2, 3, 4, 5)})
+    assert catalog.put_records([*aware[:10], naive, *aware[10:]]) == 21
+    assert catalog.get_record(naive.id).created_at == datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    assert catalog.get_record(aware[3].id).created_at == aware[3].created_at
 
 
 def test_a_bulk_write_loads_neither_pandas_nor_arrow(tmp_path):
