@@ -191,7 +191,9 @@ class LocalBlobStore(BlobStore):
         moves = []
         for sha256, tmp in staged:
             final = self._place(check_address(sha256))
-            if os.path.dirname(tmp) != os.path.dirname(final) or not os.path.basename(tmp).startswith(".incoming-"):
+            # compared absolute: a root given relative (data/blobs) is the same folder mkstemp named absolutely
+            if (os.path.dirname(os.path.abspath(tmp)) != os.path.dirname(os.path.abspath(final))
+                    or not os.path.basename(tmp).startswith(".incoming-")):
                 raise ValueError(f"{tmp}: not a staged blob of {self.root} (expected .incoming-* beside {final})")
             moves.append((tmp, final))
         _sync_file_system([Path(tmp) for tmp, _ in moves])

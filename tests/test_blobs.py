@@ -89,6 +89,8 @@ def test_staged_blobs_stay_unseen_until_one_sync_publishes_a_whole_group(blob_st
     real_sync = blobs._sync_file_system
     monkeypatch.setattr(blobs, "_sync_file_system", lambda files: syncs.append(len(files)) or real_sync(files))
     worker = LocalBlobStore(blob_store.root)  # a worker process's view of the same folder
+    monkeypatch.chdir(blob_store.root.parent)
+    blob_store = LocalBlobStore(blob_store.root.name)  # the publisher's root given relative, as data/blobs is
     with worker.batch(publish=False) as staged:
         first, second = worker.put(b"frame one"), worker.put(b"frame two")
     with worker.batch(publish=False) as staged_next:
