@@ -187,7 +187,9 @@ def main() -> None:
           f"ratio {single_s / single_floor_s:.2f}; speed-up of {args.workers} workers {single_s / build_s:.2f}x)")
     print(f"build throughput                {observations / build_s:>10.1f} observations/s")
     for n, (seconds, floor) in sorted(curve.items()):
-        print(f"  {n:>4} episodes: build {seconds:6.2f} s, floor {floor:6.2f} s, ratio {seconds / floor:.2f}")
+        started = "starts the fork server, as a command's build does" if n == args.episodes else "reuses it"
+        print(f"  {n:>4} episodes: build {seconds:6.2f} s, floor {floor:6.2f} s, ratio {seconds / floor:.2f}"
+              f"  ({started})")
     if len(curve) > 1:
         plot_curve(curve, args.workers, args.plot)
         print(f"plot: {args.plot}")
