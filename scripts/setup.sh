@@ -13,17 +13,17 @@ if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
   exit 1
 fi
 
-# Byte-compile the project's own modules (installed packages are compiled by pip). Python writes these on first
-# import, except where PYTHONDONTWRITEBYTECODE is set (some CI images and sandboxes): then every process, each of a
-# build's workers too, compiled the project again (about 0.1 s a process). Only changed files are compiled again.
-if [ -x .venv/bin/python ]; then
-  .venv/bin/python -m compileall -q flows tasks schemas storage annotation_ui  # -q: only what fails, named
-fi
+# Byte-compile the project's own modules (installed packages are compiled by pip), on every run: Python writes these
+# on first import, except where PYTHONDONTWRITEBYTECODE is set (some CI images and sandboxes), and then every process,
+# each of a build's workers too, compiled the project again (about 0.1 s a process). Only changed files are compiled;
+# -q names only what fails.
+compile_project() { .venv/bin/python -m compileall -q flows tasks schemas storage annotation_ui; }
 
 stamp=.venv/.setup-stamp
 want=$(cat pyproject.toml requirements.lock scripts/apt-packages.txt scripts/no-deps.txt scripts/setup.sh \
   | sha256sum | cut -d' ' -f1)
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ -x .venv/bin/benchwright ]; then
+  compile_project
   exit 0
 fi
 
@@ -51,7 +51,7 @@ pip_install() {  # quiet on success; the whole log, less the index's location no
 echo "installing Python packages into .venv (a few minutes on a fresh machine)"
 pip_install -c requirements.lock -e ".[models,dev,vic,web,scale,harness]"
 pip_install -c requirements.lock --no-deps -r scripts/no-deps.txt
-.venv/bin/python -m compileall -q flows tasks schemas storage annotation_ui
+compile_project
 .venv/bin/benchwright --help >/dev/null
 echo "$want" > "$stamp"
 echo "benchwright is installed in .venv"

@@ -51,7 +51,7 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-def _sync_file_system(files: list[Path]) -> None:
+def _sync_file_system(files: list[str]) -> None:
     """Make ``files`` (of one store, so of one file system) durable: one syncfs(2) of that file system where Linux
     offers it, else an fsync of each."""
     import ctypes
@@ -139,10 +139,11 @@ class LocalBlobStore(BlobStore):
         self.root.mkdir(parents=True, exist_ok=True)
         self.uri = f"file://{self.root}"
         self._batch_depth = 0
-        self._unsynced: dict[str, Path] = {}  # address -> its written, not yet synced temporary file (a batch)
+        self._unsynced: dict[str, str] = {}  # address -> its written, not yet synced temporary file (a batch)
         self._guard = threading.Lock()
         self._folders: set[str] = set()
-        self._root_text = str(self.root)
+        # absolute, as mkstemp names the temporary files publish checks against it (a root may be data/blobs)
+        self._root_text = os.path.abspath(self.root)
 
     def __reduce__(self) -> tuple[Any, ...]:
         return LocalBlobStore, (self.root,)  # to a worker process: the folder, not this process's batch state
@@ -177,7 +178,7 @@ class LocalBlobStore(BlobStore):
                 done = self._unsynced if not self._batch_depth else {}
                 if done:
                     self._unsynced = {}
-            entries = [(sha256, str(tmp)) for sha256, tmp in done.items()]
+            entries = list(done.items())
             if publish:
                 self.publish(entries)
             else:
@@ -191,12 +192,10 @@ class LocalBlobStore(BlobStore):
         moves = []
         for sha256, tmp in staged:
             final = self._place(check_address(sha256))
-            # compared absolute: a root given relative (data/blobs) is the same folder mkstemp named absolutely
-            if (os.path.dirname(os.path.abspath(tmp)) != os.path.dirname(os.path.abspath(final))
-                    or not os.path.basename(tmp).startswith(".incoming-")):
+            if os.path.dirname(tmp) != os.path.dirname(final) or not os.path.basename(tmp).startswith(".incoming-"):
                 raise ValueError(f"{tmp}: not a staged blob of {self.root} (expected .incoming-* beside {final})")
             moves.append((tmp, final))
-        _sync_file_system([Path(tmp) for tmp, _ in moves])
+        _sync_file_system([tmp for tmp, _ in moves])
         for tmp, final in moves:
             os.replace(tmp, final)
 
@@ -227,7 +226,7 @@ class LocalBlobStore(BlobStore):
                 handle.flush()
                 with self._guard:
                     if self._batch_depth:
-                        self._unsynced[sha256] = Path(tmp)
+                        self._unsynced[sha256] = tmp
                         return sha256
                 os.fsync(handle.fileno())
             os.replace(tmp, final)
@@ -238,7 +237,8 @@ class LocalBlobStore(BlobStore):
 
     def _readable(self, sha256: str) -> Path:
         with self._guard:
-            return self._unsynced.get(sha256) or self.path_for(sha256)
+            unsynced = self._unsynced.get(sha256)
+        return Path(unsynced) if unsynced else self.path_for(sha256)
 
     def put(self, data: bytes) -> str:
         return self._publish(lambda handle: handle.write(data), sha256_bytes(data))

@@ -709,8 +709,8 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
     # empty lists makes it NULL[], which a later id cannot be cast to
     parents_json = [orjson.dumps(parents).decode() if parents else "[]" for parents in columns["parents"]]
     incoming = _scannable({**columns, "parents": parents_json})
-    edges = _scannable({"child": [r.id for r in records for _ in r.parents],
-                        "parent": [p for r in records for p in r.parents]})
+    children, parents = parent_edges(records)
+    edges = _scannable({"child": children, "parent": parents})
     select = ", ".join("from_json(i.parents, '[\"VARCHAR\"]')" if name == "parents" else f"i.{name}"
                        for name in _RECORD_COLUMNS)
 
@@ -734,6 +734,11 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
         return count
 
     return write
+
+
+def parent_edges(records: list[Record]) -> tuple[list[str], list[str]]:
+    """The lineage rows of a batch as two columns: each record's id once per parent, and that parent."""
+    return [r.id for r in records for _ in r.parents], [p for r in records for p in r.parents]
 
 
 def _scannable(columns: dict[str, list[Any]]) -> dict[str, Any]:

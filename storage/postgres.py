@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from schemas.records import Record
-from storage.catalog import _RECORD_COLUMNS, BATCH_SIZE, Catalog, _record_columns, _revive_superseded
+from storage.catalog import _RECORD_COLUMNS, BATCH_SIZE, Catalog, _record_columns, _revive_superseded, parent_edges
 
 T = TypeVar("T")
 
@@ -161,7 +161,7 @@ class PostgresCatalog(Catalog):
         columns = _record_columns(records, run_id)
         columns["parents"] = [list(parents) for parents in columns["parents"]]  # COPY writes a list as an array
         rows = list(zip(*columns.values(), strict=True))
-        edges = [[r.id for r in records for _ in r.parents], [p for r in records for p in r.parents]]
+        edges = list(parent_edges(records))
 
         def write(con: PgConnection) -> int:
             con.raw.execute("CREATE TEMP TABLE IF NOT EXISTS incoming_records (LIKE records) ON COMMIT DELETE ROWS")
