@@ -46,11 +46,12 @@ class InlineExecutor(Executor):
         return future
 
 
-# What the fork server imports before it forks a worker, besides the caller's modules: the decoder, and the script
-# that started this process (a ``spawn``ed worker ran it again as ``__mp_main__``; preloaded, a worker inherits it).
+# What the fork server imports before it forks a worker, besides the caller's modules: first the native libraries'
+# thread settings (``tasks.one_core``: before NumPy is loaded), then the decoder, and the script that started this
+# process (a ``spawn``ed worker ran it again as ``__mp_main__``; preloaded, a worker inherits it).
 # A process started with ``python -m`` has no script path: its main module is preloaded by name instead, so a worker
 # finds its imports loaded and only runs the module's own body again.
-_PRELOAD = ("__main__", "tasks.sources.frames", "cv2")
+_PRELOAD = ("tasks.one_core", "__main__", "tasks.sources.frames", "cv2")
 
 
 def _main_module_name() -> tuple[str, ...]:
@@ -62,21 +63,20 @@ def _main_module_name() -> tuple[str, ...]:
 
 @contextmanager
 def process_pool(workers: int, preload: tuple[str, ...] = ()) -> Iterator[Executor]:
-    """``workers`` processes (see the module's note on the fork server), each decoding videos on one thread (the
-    processes fill the cores), or the inline executor for one. ``preload``: the modules the submitted work lives
-    in, imported once by the fork server. The first pool of a process starts the server, which keeps that pool's
-    preloads and the environment of that moment (a later ``os.environ`` change does not reach later workers)."""
+    """``workers`` processes (see the module's note on the fork server), each running its native libraries on one
+    thread (``one_core_each``: the processes fill the cores), or the inline executor for one. ``preload``: the
+    modules the submitted work lives in, imported once by the fork server. The first pool of a process starts the
+    server, which keeps that pool's preloads and the environment of that moment (a later ``os.environ`` change does
+    not reach later workers)."""
     if workers <= 1:
         yield InlineExecutor()
         return
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    from tasks.sources.frames import decode_on_threads
-
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload([*_PRELOAD, *_main_module_name(), *preload])
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=decode_on_threads, initargs=(1,))
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=one_core_each)
     try:
         yield pool
     finally:
@@ -145,10 +145,21 @@ def written_behind(write: Callable[[T], None], depth: int = 1) -> Iterator[Calla
         raise failed[0]
 
 
-def run_share(stage_fn: Callable[[Any, Any], dict[str, Any]], settings: Any, context: Any) -> dict[str, Any]:
-    """One share of a stage fanned out on a task runner (``flows.build.run_stage``), in one of its worker processes.
-    Those processes fill the cores, so each decodes videos on one thread, as a process of ``process_pool`` does."""
+def one_core_each() -> None:
+    """In a process that is one of several filling the cores: FFmpeg decodes on one thread and OpenCV's own thread
+    pool has one. Neither reads the variables that Dask's nanny (and ``tasks.one_core``) set to keep the BLAS and
+    OpenMP pools to one thread; left at one per core, a Dask worker of a one-worker cluster kept 1.36 cores busy."""
+    import cv2
+
     from tasks.sources.frames import decode_on_threads
 
     decode_on_threads(1)
+    cv2.setNumThreads(1)
+
+
+def run_share(stage_fn: Callable[[Any, Any], dict[str, Any]], settings: Any, context: Any) -> dict[str, Any]:
+    """One share of a stage fanned out on a task runner (``flows.build.run_stage``), in one of its worker processes.
+    Those processes fill the cores, so each runs its native libraries on one thread, as a process of
+    ``process_pool`` does."""
+    one_core_each()
     return stage_fn(settings, context)

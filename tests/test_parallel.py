@@ -76,6 +76,44 @@ def test_frame_workers_are_forked_from_a_server_that_loaded_the_decoder_once():
     assert decoder_loaded
 
 
+def _native_thread_pools() -> tuple[str | None, int, list[int]]:
+    import os
+
+    import cv2
+    from threadpoolctl import threadpool_info
+
+    return (os.environ.get("OPENBLAS_NUM_THREADS"), cv2.getNumThreads(),
+            [pool["num_threads"] for pool in threadpool_info() if pool["internal_api"] == "openblas"])
+
+
+def test_a_frame_worker_runs_its_native_libraries_on_one_thread():
+    """The pool's processes fill the cores, so each keeps OpenBLAS (NumPy's and OpenCV's copies) and OpenCV's own
+    thread pool to one thread, as Dask's nanny does for its workers; the process that started the pool keeps its
+    own settings."""
+    import os
+
+    from tasks.parallel import process_pool
+
+    before = os.environ.get("OPENBLAS_NUM_THREADS")
+    with process_pool(2) as pool:
+        variable, opencv_threads, blas_threads = pool.submit(_native_thread_pools).result()
+    assert (variable, opencv_threads) == ("1", 1)
+    assert blas_threads and set(blas_threads) == {1}
+    assert os.environ.get("OPENBLAS_NUM_THREADS") == before
+
+
+def test_a_share_on_a_task_runner_decodes_and_runs_opencv_on_one_thread():
+    """``run_share`` runs in a worker process of a Dask or Ray cluster: one process per core, one thread each."""
+    import subprocess
+    import sys
+
+    probe = ("import cv2; from tasks.parallel import run_share; from tasks.sources import frames; "
+             "cv2.setNumThreads(4); print(run_share(lambda settings, context: "
+             "(cv2.getNumThreads(), frames._decode_threads), None, None))")
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert shown.strip() == "(1, 1)"
+
+
 def test_a_frame_worker_starts_without_the_catalog_engine():
     """A build's worker processes import the stage's module to run its per-episode part; that part writes blobs
     and makes records, so the catalog's engine (duckdb) stays unloaded until something asks for the catalog."""
