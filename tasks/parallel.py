@@ -148,7 +148,8 @@ def written_behind(write: Callable[[T], None], depth: int = 1) -> Iterator[Calla
 def one_core_each() -> None:
     """In a process that is one of several filling the cores: FFmpeg decodes on one thread and OpenCV's own thread
     pool has one. Neither reads the variables that Dask's nanny (and ``tasks.one_core``) set to keep the BLAS and
-    OpenMP pools to one thread; left at one per core, a Dask worker of a one-worker cluster kept 1.36 cores busy."""
+    OpenMP pools to one thread. Left at one per core, an EXPLORE-Bench build on a one-worker Dask cluster kept 1.36
+    of 2 cores busy (the control plane included), 1.22 with one (``bench/scale_build.py``)."""
     import cv2
 
     from tasks.sources.frames import decode_on_threads
