@@ -760,6 +760,7 @@ def _insert_few(records: list[Record], run_id: str | None) -> Callable[[duckdb.D
     again takes the batch path, which revives it."""
     columns = _record_columns(records, run_id)
     rows = list(zip(*columns.values(), strict=True))
+    edges = list(zip(*parent_edges(records), strict=True))
 
     def write(con: duckdb.DuckDBPyConnection) -> int:
         ids = columns["id"]
@@ -772,7 +773,6 @@ def _insert_few(records: list[Record], run_id: str | None) -> Callable[[duckdb.D
             values = ", ".join(["(" + ", ".join("?" * len(_RECORD_COLUMNS)) + ")"] * len(fresh))
             count = con.execute(f"INSERT INTO records VALUES {values} ON CONFLICT DO NOTHING",
                                 [value for row in fresh for value in row]).fetchone()[0]
-        edges = [(r.id, parent) for r in records for parent in r.parents]
         if edges:
             con.execute(f"INSERT INTO record_parents VALUES {', '.join(['(?, ?)'] * len(edges))} "
                         "ON CONFLICT DO NOTHING", [value for edge in edges for value in edge])
