@@ -62,12 +62,14 @@ def _main_module_name() -> tuple[str, ...]:
 
 
 @contextmanager
-def process_pool(workers: int, preload: tuple[str, ...] = ()) -> Iterator[Executor]:
+def process_pool(workers: int, preload: tuple[str, ...] = (), *, caller_runs_while_starting: bool = False
+                 ) -> Iterator[Executor]:
     """``workers`` processes (see the module's note on the fork server), each running its native libraries on one
     thread (``one_core_each``: the processes fill the cores), or the inline executor for one. ``preload``: the
     modules the submitted work lives in, imported once by the fork server. The first pool of a process starts the
     server, which keeps that pool's preloads and the environment of that moment (a later ``os.environ`` change does
-    not reach later workers)."""
+    not reach later workers). ``caller_runs_while_starting``: until a worker has answered, what is submitted runs
+    in this process (see ``StartingPool``)."""
     if workers <= 1:
         yield InlineExecutor()
         return
@@ -78,9 +80,28 @@ def process_pool(workers: int, preload: tuple[str, ...] = ()) -> Iterator[Execut
     context.set_forkserver_preload([*_PRELOAD, *_main_module_name(), *preload])
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=one_core_each)
     try:
-        yield pool
+        yield StartingPool(pool) if caller_runs_while_starting else pool
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+class StartingPool(Executor):
+    """A process pool that runs what is submitted in the calling process until one of its workers has answered.
+    A pool's first start (the fork server's imports, then the workers) takes about 0.6 s, in which a build's
+    workers do nothing and one core idles; the caller does the first units meanwhile. Results are the same
+    wherever a unit runs (records are content hashes)."""
+
+    def __init__(self, pool: Executor) -> None:
+        self._pool = pool
+        self.started = pool.submit(int)  # done once a worker process is up and answering
+        self._inline = InlineExecutor()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        chosen = self._pool if self.started.done() else self._inline
+        return chosen.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
 def ahead(items: Iterable[T], start: Callable[[T], U], window: int) -> Iterator[U]:

@@ -26,6 +26,37 @@ def test_local_put_get_exists_verify(blob_store: LocalBlobStore, tmp_path):
         blob_store.get("../../etc/passwd")
 
 
+def test_a_new_store_keeps_blobs_under_s3s_keys_and_says_so(tmp_path):
+    store = LocalBlobStore(tmp_path / "blobs")
+    sha = store.put(b"a frame")
+    assert (tmp_path / "blobs" / sha[:2] / sha).read_bytes() == b"a frame"  # as S3BlobStore.key_for names it
+    assert (tmp_path / "blobs" / "LAYOUT").read_text().strip() == "sha[:2]/sha"
+    assert list(store.iter_addresses()) == [sha]
+    assert LocalBlobStore(tmp_path / "blobs").get(sha) == b"a frame"  # opened again: the file decides
+
+
+def test_a_store_made_with_two_folder_levels_keeps_them(tmp_path):
+    root = tmp_path / "blobs"
+    old = sha256_bytes(b"stored by an earlier version")
+    (root / old[:2] / old[2:4]).mkdir(parents=True)
+    (root / old[:2] / old[2:4] / old).write_bytes(b"stored by an earlier version")
+    store = LocalBlobStore(root)
+    assert store.get(old) == b"stored by an earlier version" and store.verify(old)
+    new = store.put(b"stored now")
+    assert (root / new[:2] / new[2:4] / new).read_bytes() == b"stored now"
+    assert sorted(store.iter_addresses()) == sorted([old, new])
+    assert (root / "LAYOUT").read_text().strip() == "sha[:2]/sha[2:4]/sha"
+    store.delete(old)
+    assert not LocalBlobStore(root).exists(old) and LocalBlobStore(root).exists(new)
+
+
+def test_an_unknown_layout_is_refused_by_name(tmp_path):
+    (tmp_path / "blobs").mkdir()
+    (tmp_path / "blobs" / "LAYOUT").write_text("sha[:4]/sha\n")
+    with pytest.raises(ValueError, match=r"blobs/LAYOUT: unknown blob layout 'sha\[:4\]/sha'"):
+        LocalBlobStore(tmp_path / "blobs")
+
+
 def test_local_tampered_blob_fails_verify(blob_store: LocalBlobStore):
     sha = blob_store.put(b"original")
     blob_store.path_for(sha).write_bytes(b"tampered")

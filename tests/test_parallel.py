@@ -76,6 +76,28 @@ def test_frame_workers_are_forked_from_a_server_that_loaded_the_decoder_once():
     assert decoder_loaded
 
 
+def _pid_of_the_process(_: int) -> int:
+    import os
+
+    return os.getpid()
+
+
+def test_the_caller_works_while_the_pool_starts_then_the_workers_do():
+    """While a pool starts (the fork server's imports, then its workers), what is submitted runs in the calling
+    process; once a worker has answered, in the workers. The results are the same either way."""
+    import os
+
+    from tasks.parallel import StartingPool, process_pool
+
+    with process_pool(2, caller_runs_while_starting=True) as pool:
+        assert isinstance(pool, StartingPool)
+        first = pool.submit(_pid_of_the_process, 0)
+        assert first.done() and first.result() == os.getpid()  # ran here, before the submit returned
+        pool.started.result()
+        later = [pool.submit(_pid_of_the_process, i) for i in range(4)]
+        assert not any(future.result() == os.getpid() for future in later)
+
+
 def _native_thread_pools() -> tuple[str | None, int, list[int]]:
     import os
 

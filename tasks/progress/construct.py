@@ -198,8 +198,9 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
         _store_episodes(storage, group, str(folder), producer.task, run_id, counts)
 
     # many small reads and writes per group of episodes: the catalog file opened once; a group is stored while
-    # the next one is built
-    with storage.catalog.kept_open(), process_pool(workers, (__name__,)) as pool, written_behind(store) as stored:
+    # the next one is built; this process builds the first episodes while the workers start
+    with (storage.catalog.kept_open(), process_pool(workers, (__name__,), caller_runs_while_starting=True) as pool,
+          written_behind(store) as stored):
         started = ahead(episodes, lambda episode: _start(episode, producer, plan, storage.blobs, pool),
                         window=STORE_EVERY + 2 * workers)  # workers go on while a group is stored
         for group in groups_of(_checked(started, only, producer, str(folder), counts), STORE_EVERY):
