@@ -97,11 +97,25 @@ class StartingPool(Executor):
         self._inline = InlineExecutor()
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
-        chosen = self._pool if self.started.done() else self._inline
-        return chosen.submit(fn, *args, **kwargs)
+        if self.started.done():
+            return self._pool.submit(fn, *args, **kwargs)
+        return self._inline.submit(_on_one_decoding_thread, fn, args, kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
+
+
+def _on_one_decoding_thread(fn: Callable[..., T], args: tuple[Any, ...], kwargs: dict[str, Any]) -> T:
+    """``fn`` run in the caller of a starting pool, whose workers fill the cores: FFmpeg decodes on one thread. With
+    its default (a thread per core) bench/progress_build.py's one-process floor took 2.9x its two-process floor,
+    where twice would be one thread's."""
+    from tasks.sources.frames import decode_on_threads
+
+    before = decode_on_threads(1)
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        decode_on_threads(before)
 
 
 def ahead(items: Iterable[T], start: Callable[[T], U], window: int) -> Iterator[U]:

@@ -76,10 +76,12 @@ def test_frame_workers_are_forked_from_a_server_that_loaded_the_decoder_once():
     assert decoder_loaded
 
 
-def _pid_of_the_process(_: int) -> int:
+def _pid_of_the_process(_: int) -> tuple[int, int]:
     import os
 
-    return os.getpid()
+    from tasks.sources import frames
+
+    return os.getpid(), frames._decode_threads
 
 
 def test_the_caller_works_while_the_pool_starts_then_the_workers_do():
@@ -88,14 +90,18 @@ def test_the_caller_works_while_the_pool_starts_then_the_workers_do():
     import os
 
     from tasks.parallel import StartingPool, process_pool
+    from tasks.sources import frames
 
+    caller_threads = frames._decode_threads
     with process_pool(2, caller_runs_while_starting=True) as pool:
         assert isinstance(pool, StartingPool)
         first = pool.submit(_pid_of_the_process, 0)
-        assert first.done() and first.result() == os.getpid()  # ran here, before the submit returned
+        # ran here before the submit returned, decoding on one thread (the workers about to fill the cores)
+        assert first.done() and first.result() == (os.getpid(), 1)
+        assert frames._decode_threads == caller_threads  # and this process's own setting is back
         pool.started.result()
-        later = [pool.submit(_pid_of_the_process, i) for i in range(4)]
-        assert not any(future.result() == os.getpid() for future in later)
+        later = [pool.submit(_pid_of_the_process, i).result() for i in range(4)]
+    assert all(pid != os.getpid() and threads == 1 for pid, threads in later)
 
 
 def _native_thread_pools() -> tuple[str | None, int, list[int]]:

@@ -23,10 +23,12 @@ class FrameError(ValueError):
 _decode_threads = 0
 
 
-def decode_on_threads(count: int) -> None:
-    """Decode every video this process opens from now on with ``count`` FFmpeg threads (0: OpenCV's default)."""
+def decode_on_threads(count: int) -> int:
+    """Decode every video this process opens from now on with ``count`` FFmpeg threads (0: OpenCV's default);
+    returns the count it replaces, to set back."""
     global _decode_threads
-    _decode_threads = count
+    before, _decode_threads = _decode_threads, count
+    return before
 
 
 @contextmanager
