@@ -1,6 +1,6 @@
 """Build a PROGRESS-BENCH of the paper's size from the sample world with offline backends, against its floor.
 
-    python bench/progress_build.py [--episodes 240] [--workers 2] [--curve 30,60,120] [--plot PNG]
+    python bench/progress_build.py [--episodes 240] [--workers 2] [--curve 30,60,120] [--plot PNG] [--world DIR]
 
 Renders the sample world, then builds it (demos, observations, blobs, catalog writes) with ``--workers`` processes
 decoding and encoding frames, and with one; prints each next to the floor of the same work measured in this run:
@@ -9,6 +9,8 @@ that floor). ``--curve`` builds the first N episodes too and draws build time an
 ``--plot``. Also prints peak memory, and the time spent decoding the needed frames by seeking next to a plain
 sequential decode of the same videos. ProgressLM's benchmark has about 240 trajectories and 3,325 observations;
 the default sampling plan here (one evenly spaced frame per segment, cross view from one camera) lands near that.
+Rendering 240 episodes takes minutes and is not timed; ``--world DIR`` keeps the render in DIR and a later run with
+the same ``--episodes`` reuses it (only missing episodes are rendered).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ CAMERAS = ("front", "top")
 
 def _render(args: tuple[int, str]) -> None:
     index, folder = args
-    write_episode(generate_episode(index, TASK_TYPES[index % len(TASK_TYPES)]), Path(folder), cameras=CAMERAS)
+    episode = generate_episode(index, TASK_TYPES[index % len(TASK_TYPES)])
+    if not (Path(folder) / episode.id / "episode.json").is_file():  # written last: the episode is whole
+        write_episode(episode, Path(folder), cameras=CAMERAS)
 
 
 def sequential_decode(paths: list[Path]) -> int:
@@ -133,12 +137,14 @@ def main() -> None:
     parser.add_argument("--long-frames", type=int, default=6000, help="frames of the long clip for the seek test")
     parser.add_argument("--curve", default="30,60,120", help="smaller builds for the curve (episodes); empty: none")
     parser.add_argument("--plot", type=Path, default=Path("data/bench/progress-build.png"))
+    parser.add_argument("--world", type=Path, help="keep the rendered sample world here and reuse it (default: a "
+                        "temporary folder, rendered each run)")
     args = parser.parse_args()
     plan = SamplingPlan(interval_per_segment=args.interval, boundary_offsets=(), demo_camera="front",
                         cross_cameras=("top",))
 
     with tempfile.TemporaryDirectory() as tmp:
-        world = Path(tmp) / "world"
+        world = (args.world / f"progress-build-{args.episodes}") if args.world else Path(tmp) / "world"
         start = time.perf_counter()
         with ProcessPoolExecutor(args.workers) as pool:
             list(pool.map(_render, [(i, str(world)) for i in range(args.episodes)], chunksize=4))

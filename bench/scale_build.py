@@ -2,7 +2,7 @@
 on DuckDB and on PostgreSQL.
 
     python bench/scale_build.py [--episodes 240] [--clips 96] [--repeat 3] [--records 50000] [--cold]
-                                [--prefect-on-sqlite]
+                                [--prefect-on-sqlite] [--world DIR] [--builds progress,explore]
 
 Renders the sample world once (PROGRESS-BENCH episodes, EXPLORE-Bench head-camera clips; not timed), then runs the
 build flow (PROGRESS: construct; EXPLORE: extract and annotate, offline backends) with ``[compute] task_runner =
@@ -17,15 +17,17 @@ command_heartbeat_s``); a deployment's run adds up to a second to each, as Prefe
 the flow's end.
 The clusters are started before the clock and warmed: each worker process has imported benchwright's stages and
 run each build once, untimed, loading its models (this process too), as a cluster that serves scheduled builds is
-(``[compute] dask_address``); ``--cold`` times a LocalCluster made by the build itself instead, which pays each
-worker's imports and model loads (torch, spaCy: seconds) inside the build.
+(``[compute] dask_address``); while one kind of build is timed, the other cluster's workers are paused, as a
+machine serving one cluster has no other. ``--cold`` times a LocalCluster made by the build itself instead, which
+pays each worker's imports and model loads (torch, spaCy: seconds) inside the build.
 The Prefect server the builds report to runs on a database of the PostgreSQL server this script starts (Debian's
 postgresql), as a deployment that fans out would run it; ``--prefect-on-sqlite`` uses Prefect's temporary
 SQLite-backed server instead. Then writes ``--records`` records through the catalog into a DuckDB file and into
 that PostgreSQL server and prints records/s for both.
 96 clips make 96 EXPLORE instances, a twelfth of the benchmark's 1,157: with fewer, a stage's fixed cost of fanning
 out (its units listed, a Prefect task run per share: about 0.4 s, and 0.1 s between a worker's shares) is most of
-what is timed.
+what is timed. ``--world DIR`` keeps the rendered episodes and clips in DIR for later runs, which render only what
+is missing.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ def timed_build(benchmark: str, stages: list[str], options: dict[str, Any], fold
 
 
 def render(world: Path, clips: Path, episodes: int, clip_count: int) -> None:
+    """The sample episodes and clips missing from ``world`` and ``clips``."""
     from tasks.explore.stages import SAMPLE_TASKS
     from tasks.progress.stages import SAMPLE_CAMERAS
     from tasks.sources.tasks import render_sample_world
@@ -94,14 +97,34 @@ def quiet_dask() -> None:
 
 
 def warm_cluster(workers: int) -> Any:
-    """A LocalCluster of ``workers`` single-thread processes whose workers have imported what stages import."""
+    """A LocalCluster of ``workers`` single-thread processes whose workers have imported what stages import; its
+    worker processes' ids in ``worker_pids``."""
     from distributed import Client, LocalCluster
 
     cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
     quiet_dask()
     with Client(cluster) as client:
         client.run(_import_stages)
+        cluster.worker_pids = list(client.run(os.getpid).values())
     return cluster
+
+
+@contextlib.contextmanager
+def others_paused(clusters: dict[int, Any], running: int | None) -> Iterator[None]:
+    """The worker processes of every warm cluster but ``running`` stopped (SIGSTOP) for the block, then resumed: a
+    machine serving scheduled builds runs one cluster, and an idle 2-worker cluster kept 0.17 of this machine's 2
+    cores busy (heartbeats, Dask's profiler), taken from whichever build was timed. Stopped for a build's length,
+    far under the scheduler's worker-ttl (5 minutes), a worker is not given up."""
+    import signal
+
+    paused = [pid for n, cluster in clusters.items() if n != running for pid in cluster.worker_pids]
+    for pid in paused:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in paused:
+            os.kill(pid, signal.SIGCONT)
 
 
 def _import_stages() -> None:
@@ -164,18 +187,20 @@ def catalog_rates(count: int, folder: Path, server: str) -> tuple[float, float]:
 
 
 def timed_in_turn(kinds: dict[str, dict[str, Any]], build: tuple[str, list[str], dict[str, Any]], root: Path,
-                  server: str | None, repeat: int
+                  server: str | None, repeat: int, clusters: dict[int, Any]
                   ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, Any]]:
     """Per kind, the wall times and the machine's busy core-seconds of ``repeat`` builds, run in turn so a slow
-    minute of the machine falls on every kind; and each kind's last build summary."""
+    minute of the machine falls on every kind, each with the warm clusters it does not use paused; and each kind's
+    last build summary."""
     benchmark, stages, options = build
     seconds: dict[str, list[float]] = {name: [] for name in kinds}
     busy: dict[str, list[float]] = {name: [] for name in kinds}
     made: dict[str, Any] = {}
     for run in range(repeat):
         for name, compute in kinds.items():
-            took, made[name], used = timed_build(benchmark, stages, options, root / f"{benchmark}-{name}-{run}",
-                                                 server, **compute)
+            with others_paused(clusters, compute["workers"] if "dask_address" in compute else None):
+                took, made[name], used = timed_build(benchmark, stages, options,
+                                                     root / f"{benchmark}-{name}-{run}", server, **compute)
             seconds[name].append(took)
             busy[name].append(used)
     return seconds, busy, made
@@ -210,6 +235,10 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true", help="a LocalCluster made by each build (see above)")
     parser.add_argument("--prefect-on-sqlite", action="store_true",
                         help="Prefect's temporary SQLite-backed server instead of a server on the PostgreSQL one")
+    parser.add_argument("--builds", type=lambda text: text.split(","), default=["progress", "explore"],
+                        help="which builds to time, comma-separated (default: progress,explore)")
+    parser.add_argument("--world", type=Path, help="keep the rendered sample world here and reuse it (default: a "
+                        "temporary folder, rendered each run)")
     args = parser.parse_args()
     from tests.postgres_server import postgres_server
 
@@ -217,10 +246,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, postgres_server() as server, \
             prefect_server(Path(tmp), None if args.prefect_on_sqlite else server):
         root = Path(tmp)
-        render(root / "world", root / "clips", args.episodes, args.clips)
-        builds = {"PROGRESS-BENCH construct": ("progress", ["construct"], {"episodes_dir": str(root / "world")}),
+        kept = args.world or root
+        world, clips = kept / f"scale-episodes-{args.episodes}", kept / f"scale-clips-{args.clips}"
+        render(world, clips, args.episodes, args.clips)
+        builds = {"PROGRESS-BENCH construct": ("progress", ["construct"], {"episodes_dir": str(world)}),
                   "EXPLORE-Bench extract + annotate": ("explore", ["extract", "annotate"],
-                                                       {"clips_dir": str(root / "clips")})}
+                                                       {"clips_dir": str(clips)})}
         print(f"{'build':34} {'catalog':10} {'in process':>11} {'dask x1':>9} {'dask x2':>9} {'x2 vs x1':>9}")
         clusters = {} if args.cold else {n: warm_cluster(n) for n in (1, 2)}
         kinds = {"inline": {"workers": 1},
@@ -228,12 +259,14 @@ def main() -> None:
                               **({"dask_address": clusters[n].scheduler_address} if clusters else {})}
                     for n in (1, 2)}}
         for label, (benchmark, stages, options) in builds.items():
+            if benchmark not in args.builds:
+                continue
             if clusters:  # each process loads a stage's models once (spaCy...): warm them too, untimed
                 for name, compute in kinds.items():
                     timed_build(benchmark, stages, options, root / f"{benchmark}-warm-{name}", None, **compute)
             for engine, where in (("DuckDB", None), ("PostgreSQL", server)):
                 print_row(label, engine, *timed_in_turn(kinds, (benchmark, stages, options), root / engine, where,
-                                                        args.repeat))
+                                                        args.repeat, clusters))
         for cluster in clusters.values():
             quiet_dask()  # Prefect's logging set up by the builds lets the closing clusters' INFO lines through
             cluster.close()

@@ -112,6 +112,11 @@ BLOCK_HOLD_S = 0.1
 # every WAITED_POLL_S.
 WAITED_IDLE_S = 0.02
 WAITED_POLL_S = 0.05
+# How long a build's kept connection stays open unused while nobody waits. Letting go costs a checkpoint and the next
+# transaction an open (each 30-80 ms here); at half a second a one-worker PROGRESS-BENCH build, which writes a group
+# of episodes every ~0.5 s, let go and took the file again after most groups. A process that leaves no note (the
+# duckdb CLI) gets the file after this pause of a build, or KEEP_OPEN_MAX_S into its work.
+BLOCK_IDLE_S = 5.0
 
 
 # DuckDB keeps one database instance per file and process, made by the first connection and torn down with the last.
@@ -220,7 +225,7 @@ class Catalog:
             atexit.register(lambda: (bound := method()) is not None and bound())
 
     @contextmanager
-    def kept_open(self, idle_s: float = 0.5, hold_s: float = BLOCK_HOLD_S) -> Iterator[Catalog]:
+    def kept_open(self, idle_s: float = BLOCK_IDLE_S, hold_s: float = BLOCK_HOLD_S) -> Iterator[Catalog]:
         """``keep_open`` for the ``with`` block only (a build: thousands of small reads and writes, ~15 ms each to
         open the file), then the file let go and the catalog back to opening it per call. Once another process
         waits, the block lets go after ``hold_s`` (not the service's ``self.hold_s``): builds running side by side
