@@ -165,6 +165,23 @@ def test_a_build_keeping_the_file_open_lets_a_waiting_process_in_after_its_short
         catalog.close()
 
 
+def test_a_build_keeps_the_file_through_a_pause_while_nobody_waits(tmp_path):
+    """A one-worker build computes for about half a second between its writes; its block keeps the connection
+    through such a pause (BLOCK_IDLE_S) instead of letting the file go and opening it again (a checkpoint and an
+    open each time)."""
+    import time
+
+    catalog = Catalog(tmp_path / "c.duckdb")
+    opened, open_file = [], catalog._open
+    catalog._open = lambda: opened.append(1) or open_file()  # type: ignore[method-assign]
+    with catalog.kept_open():
+        catalog.query("SELECT count(*) FROM records")
+        time.sleep(1.0)  # twice the old idle limit; the idle check runs meanwhile
+        catalog.query("SELECT count(*) FROM records")
+    assert len(opened) == 1
+    assert catalog._shared is None  # the block's end lets the file go
+
+
 def test_a_build_lets_a_waiting_process_in_while_it_computes(tmp_path):
     """Between its writes a build computes (a share of a fanned-out stage decodes and annotates inline). Its kept
     connection stays open through that while nobody waits, and lets the file go soon after another process starts
