@@ -131,12 +131,13 @@ def plot(curve: dict[int, dict[str, Any]], path: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clients", type=int, default=8)
-    parser.add_argument("--items", type=int, default=240)
-    parser.add_argument("--overlap", type=int, default=1)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clients", type=int, default=8, help="annotators working the queue at once")
+    parser.add_argument("--items", type=int, default=240, help="review items in the queue")
+    parser.add_argument("--overlap", type=int, default=1, help="answers each item needs")
     parser.add_argument("--curve", default="1,2,4,8", help="annotator counts for the curve; empty: none")
-    parser.add_argument("--plot", type=Path, default=Path("data/bench/annotation-latency.png"))
+    parser.add_argument("--plot", type=Path, default=Path("data/bench/annotation-latency.png"),
+                        help="where the latency curve is drawn")
     args = parser.parse_args()
     rows = {"POST /api/v1/answer": measure(args.clients, args.items, args.overlap, "rest"),
             "Gradio answer_next": measure(args.clients, args.items, args.overlap, "answer_next"),

@@ -50,7 +50,8 @@ def _timed(command: list[str], cwd: Path, home: Path) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--published", type=Path, default=ROOT / "tasks" / "progress" / "samples" / "progress_bench")
+    parser.add_argument("--published", type=Path, default=ROOT / "tasks" / "progress" / "samples" / "progress_bench",
+                        help="published PROGRESS-BENCH rows to import (default: the bundled sample)")
     args = parser.parse_args()
     cli = [sys.executable, "-m", "flows.cli"]
     build = [*cli, "build", "progress", "--stage", "published", "--published", str(args.published.resolve())]

@@ -137,9 +137,9 @@ def timed_rounds(contenders: dict[str, Callable[[int], float | str]], repeats: i
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=1000)
+    parser.add_argument("--requests", type=int, default=1000, help="evaluation requests per round")
     parser.add_argument("--latency", type=float, default=0.2, help="seconds the server waits before answering")
-    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--concurrency", type=int, default=32, help="requests in flight at once")
     parser.add_argument("--repeats", type=int, default=3, help="rounds of each contender; medians are printed")
     args = parser.parse_args()
 

@@ -39,8 +39,8 @@ def _render(args: tuple[int, str]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clips", type=int, default=40)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--clips", type=int, default=40, help="sample activities rendered and annotated")
+    parser.add_argument("--workers", type=int, default=2, help="processes rendering the clips")
     args = parser.parse_args()
     settings = Settings()
     with tempfile.TemporaryDirectory() as tmp:

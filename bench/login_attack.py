@@ -130,9 +130,9 @@ def attack(url: str, pid: int, args: argparse.Namespace) -> dict[str, Any]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--attackers", type=int, default=4)
-    parser.add_argument("--seconds", type=float, default=8.0)
-    parser.add_argument("--attempts", type=int, default=3000)
+    parser.add_argument("--attackers", type=int, default=4, help="processes posting wrong passwords")
+    parser.add_argument("--seconds", type=float, default=8.0, help="longest burst of guesses")
+    parser.add_argument("--attempts", type=int, default=3000, help="most guesses in all")
     parser.add_argument("--requests", type=int, default=60, help="the other user's calls measured alone")
     args = parser.parse_args()
     args.seconds = min(args.seconds, 60.0)

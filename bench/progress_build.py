@@ -136,7 +136,8 @@ def main() -> None:
     parser.add_argument("--interval", type=int, default=1, help="evenly spaced observations per segment")
     parser.add_argument("--long-frames", type=int, default=6000, help="frames of the long clip for the seek test")
     parser.add_argument("--curve", default="30,60,120", help="smaller builds for the curve (episodes); empty: none")
-    parser.add_argument("--plot", type=Path, default=Path("data/bench/progress-build.png"))
+    parser.add_argument("--plot", type=Path, default=Path("data/bench/progress-build.png"),
+                        help="where the curve is drawn")
     parser.add_argument("--world", type=Path, help="keep the rendered sample world here and reuse it (default: a "
                         "temporary folder, rendered each run)")
     args = parser.parse_args()

@@ -108,8 +108,8 @@ def loop_figures(name: str, instances: list[object], turns: int) -> tuple[float,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=250, help="instances per task (the paper's 250)")
-    parser.add_argument("--tasks", default=",".join(TASKS))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--tasks", default=",".join(TASKS), help="comma-separated tasks (default: all four)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated instances")
     parser.add_argument("--turns", type=int, default=200, help="Stage-3 turns timed per task")
     parser.add_argument("--images", type=Path, default=None,
                         help="jigsaw image pool (a folder); default: COUNT images derived from the bundled photos, "

@@ -53,10 +53,12 @@ def _floor(browser: Any, built: Any) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--count", type=int, default=10)
-    parser.add_argument("--episodes", type=int, default=3)
-    parser.add_argument("--tests", default=",".join(TESTS))
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--count", type=int, default=10,
+                        help="edge cases per form task; future-state pairs per task and horizon")
+    parser.add_argument("--episodes", type=int, default=3,
+                        help="MiniWob++ episodes per expert task (temporal and real-web plans are cut from them)")
+    parser.add_argument("--tests", default=",".join(TESTS), help="comma-separated tests (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the generated instances")
     args = parser.parse_args()
     from tasks.webplan import build
     from tasks.webplan.browser import MiniWobBrowser
