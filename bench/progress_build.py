@@ -29,16 +29,14 @@ from tasks.progress.construct import build_folder
 from tasks.progress.sampling import SamplingPlan, segment_samples
 from tasks.sources.episodes import load_sample_episode
 from tasks.sources.frames import read_frames
-from tasks.sources.sample_world import TASK_TYPES, generate_episode, write_episode
+from tasks.sources.sample_world import render_missing_episode
 
 CAMERAS = ("front", "top")
 
 
 def _render(args: tuple[int, str]) -> None:
     index, folder = args
-    episode = generate_episode(index, TASK_TYPES[index % len(TASK_TYPES)])
-    if not (Path(folder) / episode.id / "episode.json").is_file():  # written last: the episode is whole
-        write_episode(episode, Path(folder), cameras=CAMERAS)
+    render_missing_episode(Path(folder), index, 0, CAMERAS, (320, 240))
 
 
 def sequential_decode(paths: list[Path]) -> int:
@@ -145,7 +143,7 @@ def main() -> None:
                         cross_cameras=("top",))
 
     with tempfile.TemporaryDirectory() as tmp:
-        world = (args.world / f"progress-build-{args.episodes}") if args.world else Path(tmp) / "world"
+        world = (args.world or Path(tmp)) / f"progress-build-{args.episodes}"
         start = time.perf_counter()
         with ProcessPoolExecutor(args.workers) as pool:
             list(pool.map(_render, [(i, str(world)) for i in range(args.episodes)], chunksize=4))

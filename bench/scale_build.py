@@ -226,6 +226,18 @@ def print_row(label: str, engine: str, seconds: dict[str, list[float]], busy: di
           f"x2's {work:.1f} core-s take >= {work / cores:.1f} s here: speed-up allowed {one / (work / cores):.2f}x")
 
 
+BUILDS = ("progress", "explore")
+
+
+def _build_names(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = sorted(set(names) - set(BUILDS))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{', '.join(unknown) + ': not a build here' if unknown else 'no build named'}"
+                                         f"; choose from {', '.join(BUILDS)}")
+    return names
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=240, help="PROGRESS-BENCH sample episodes")
@@ -235,8 +247,8 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true", help="a LocalCluster made by each build (see above)")
     parser.add_argument("--prefect-on-sqlite", action="store_true",
                         help="Prefect's temporary SQLite-backed server instead of a server on the PostgreSQL one")
-    parser.add_argument("--builds", type=lambda text: text.split(","), default=["progress", "explore"],
-                        help="which builds to time, comma-separated (default: progress,explore)")
+    parser.add_argument("--builds", type=_build_names, default=list(BUILDS),
+                        help=f"which builds to time, comma-separated (default: {','.join(BUILDS)})")
     parser.add_argument("--world", type=Path, help="keep the rendered sample world here and reuse it (default: a "
                         "temporary folder, rendered each run)")
     args = parser.parse_args()

@@ -534,3 +534,14 @@ def write_episode(episode: Episode, folder: Path, *, cameras: tuple[str, ...] = 
     return target
 
 
+def render_missing_episode(folder: Path, index: int, seed: int, cameras: tuple[str, ...], size: tuple[int, int],
+                           task_types: tuple[str, ...] = TASK_TYPES) -> bool:
+    """Episode ``index`` of a sample world (seed ``seed + index``, task types in turn) written to ``folder`` unless
+    it is there whole (``episode.json`` is written last); whether it was written."""
+    episode = generate_episode(seed + index, task_types[index % len(task_types)])
+    if (folder / episode.id / "episode.json").is_file():
+        return False
+    write_episode(episode, folder, cameras=cameras, size=size)
+    return True
+
+
