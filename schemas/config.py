@@ -63,6 +63,10 @@ class ComputeSettings(BaseModel):
     dask_address: str | None = None  # tcp://scheduler:8786 of an existing Dask cluster
     ray_address: str | None = None  # ray://head:10001 of an existing Ray cluster
     shares: int = Field(default=0, ge=0)  # task runs a stage's units are split into; 0: two per worker
+    # MiB of freed memory a share's worker process keeps for reuse (glibc's trim threshold; arrays up to half of it,
+    # at most 32 MiB, come from the heap, not a fresh mapping); 0: the allocator as the worker was started, which for
+    # a Dask worker maps every array over 128 KiB afresh (tasks.parallel.keep_freed_memory)
+    keep_freed_mib: int = Field(default=64, ge=0)
 
 
 class ReviewSettings(BaseModel):

@@ -136,10 +136,41 @@ def test_a_share_on_a_task_runner_decodes_and_runs_opencv_on_one_thread():
     import sys
 
     probe = ("import cv2; from tasks.parallel import run_share; from tasks.sources import frames; "
+             "from schemas.config import Settings; "
              "cv2.setNumThreads(4); print(run_share(lambda settings, context: "
-             "(cv2.getNumThreads(), frames._decode_threads), None, None))")
+             "(cv2.getNumThreads(), frames._decode_threads), Settings(), None))")
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert shown.strip() == "(1, 1)"
+
+
+def _page_faults_of_frame_sized_arrays(keep_freed_mib: int) -> int:
+    """Minor page faults of 40 frame-sized arrays made and freed in turn by a share in a process started as Dask's
+    nanny starts a worker (``MALLOC_TRIM_THRESHOLD_`` = 64 KiB)."""
+    import os
+    import subprocess
+    import sys
+
+    probe = ("import resource, numpy; from tasks.parallel import run_share; from schemas.config import Settings\n"
+             "def frames(settings, context):\n"
+             "    numpy.ones((480, 640, 3), numpy.uint8).sum()\n"
+             "    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+             "    for _ in range(40):\n"
+             "        numpy.ones((480, 640, 3), numpy.uint8).sum()\n"
+             "    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before\n"
+             f"settings = Settings(compute={{'keep_freed_mib': {keep_freed_mib}}})\n"
+             "print(run_share(frames, settings, None))")
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                           env={**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"}).stdout
+    return int(shown)
+
+
+@pytest.mark.skipif(__import__("platform").libc_ver()[0] != "glibc", reason="glibc's allocator settings")
+def test_a_share_reuses_the_memory_of_frames_it_freed_where_dask_set_the_allocator_to_give_it_back():
+    """A 640x480 frame is 225 pages: mapped afresh, each of the 40 arrays faults them all in; reused, none does."""
+    given_back = _page_faults_of_frame_sized_arrays(0)
+    kept = _page_faults_of_frame_sized_arrays(64)
+    assert given_back >= 40 * 200
+    assert kept < given_back / 10
 
 
 def test_a_frame_worker_starts_without_the_catalog_engine():
