@@ -10,16 +10,13 @@ are keyed by their content-derived id and inserted with ``ON CONFLICT DO NOTHING
 from __future__ import annotations
 
 import atexit
-import fcntl
 import json
-import os
 import random
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +25,7 @@ import duckdb
 import orjson
 
 from schemas.records import BlobRef, Producer, Record, Status, canonical_json
+from storage.catalog_file import OPEN_CLOSE, connection_to, default_database, hold_file, release_file
 
 T = TypeVar("T")
 
@@ -113,63 +111,11 @@ BLOCK_HOLD_S = 0.1
 WAITED_IDLE_S = 0.02
 WAITED_POLL_S = 0.05
 # How long a build's kept connection stays open unused while nobody waits. Letting go costs a checkpoint and the next
-# transaction an open (each 30-80 ms here); at half a second a one-worker PROGRESS-BENCH build, which writes a group
-# of episodes every ~0.5 s, let go and took the file again after most groups. A process that leaves no note (the
-# duckdb CLI) gets the file after this pause of a build, or KEEP_OPEN_MAX_S into its work.
+# transaction an open (30-80 ms together when each open made a DuckDB instance; 3-10 ms since storage.catalog_file
+# attaches the file); at half a second a one-worker PROGRESS-BENCH build, which writes a group of episodes every
+# ~0.5 s, let go and took the file again after most groups. A process that leaves no note (the duckdb CLI) gets the
+# file after this pause of a build, or KEEP_OPEN_MAX_S into its work.
 BLOCK_IDLE_S = 5.0
-
-
-# DuckDB keeps one database instance per file and process, made by the first connection and torn down with the last.
-# A thread opening a connection while another closes the last one can get a half-made instance ("Table Function
-# python_arrow_scan does not exist"); opening and closing one at a time per process avoids that race.
-_OPEN_CLOSE = threading.Lock()
-
-
-# Why a lock of our own beside DuckDB's (issue 13: committed transactions vanished under concurrency, no error).
-# duckdb.connect reads the database headers (bytes 0-12288) *before* it takes its fcntl lock on the file, and once it
-# has the lock it goes on with the headers it read, without reading them again. A process that reads them while
-# another one has the file open, and gets the lock right after that one's closing checkpoint wrote new headers and
-# removed the WAL, opens the database as it was before that checkpoint: the other process's last transactions are
-# gone, and its own checkpoint then writes over them for good, while every writer saw its commit succeed. The gap
-# between the header read and the lock is microseconds, so it takes a process preempted right there (cores kept
-# busy by other processes) to hit it. Every process therefore takes an fcntl lock on a side file, ``<catalog>.lock``,
-# before it opens the database and keeps it until its last connection to the file is closed: DuckDB then reads the
-# headers only while no other process (going through Catalog) has the file open. The side file is never opened by
-# DuckDB, so no descriptor of it is ever closed under our lock (an fcntl lock is per process and dropped when any of
-# its descriptors of that file is closed), and it is not inherited by forked children.
-@dataclass
-class _FileHold:
-    pid: int
-    fd: int
-    users: int = 0
-
-
-_HOLDS: dict[str, _FileHold] = {}
-
-
-def _hold_file(path: Path) -> bool:
-    """Take this process's open lock on the catalog file, or count one more user of it; False if another process
-    has it. Call under _OPEN_CLOSE."""
-    key = str(path.resolve())
-    hold = _HOLDS.get(key)
-    if hold is None or hold.pid != os.getpid():  # a forked child shares the descriptor but holds no lock
-        hold = _HOLDS[key] = _FileHold(os.getpid(), os.open(key + ".lock", os.O_RDWR | os.O_CREAT, 0o644))
-    if not hold.users:
-        try:
-            fcntl.lockf(hold.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            return False
-    hold.users += 1
-    return True
-
-
-def _release_file(path: Path) -> None:
-    """One user fewer; the last lets the lock go once its connection is closed (checkpoint done). Under
-    _OPEN_CLOSE."""
-    hold = _HOLDS[str(path.resolve())]
-    hold.users -= 1
-    if not hold.users:
-        fcntl.lockf(hold.fd, fcntl.LOCK_UN)
 
 
 class CatalogLockedError(TimeoutError):
@@ -213,10 +159,11 @@ class Catalog:
 
     def keep_open(self, idle_s: float) -> None:
         """For a long-running service with many small transactions (the annotation app): keep one connection
-        to the file and give each transaction a cursor on it, instead of opening the file each time (~30 ms).
-        The file is let go of when idle for ``idle_s`` seconds, and when busy, ``hold_s`` seconds after another
-        process left a note that it waits (``<catalog>.waiting``), or after ``KEEP_OPEN_MAX_S``: flows in other
-        processes get their turn, and the service does not pay for turns nobody takes."""
+        to the file and give each transaction a cursor on it, instead of opening the file each time (3-10 ms, a
+        checkpoint included). The file is let go of when idle for ``idle_s`` seconds, and when busy, ``hold_s``
+        seconds after another process left a note that it waits (``<catalog>.waiting``), or after
+        ``KEEP_OPEN_MAX_S``: flows in other processes get their turn, and the service does not pay for turns nobody
+        takes."""
         self.keep_open_s = idle_s
         if idle_s > 0:
             # closed before the interpreter finalizes: a connection an idle-check thread closes during shutdown
@@ -226,7 +173,7 @@ class Catalog:
 
     @contextmanager
     def kept_open(self, idle_s: float = BLOCK_IDLE_S, hold_s: float = BLOCK_HOLD_S) -> Iterator[Catalog]:
-        """``keep_open`` for the ``with`` block only (a build: thousands of small reads and writes, ~15 ms each to
+        """``keep_open`` for the ``with`` block only (a build: thousands of small reads and writes, 3-10 ms each to
         open the file), then the file let go and the catalog back to opening it per call. Once another process
         waits, the block lets go after ``hold_s`` (not the service's ``self.hold_s``): builds running side by side
         (the shares of a fanned-out stage) then take turns per transaction, not per two seconds of blocked work."""
@@ -281,7 +228,9 @@ class Catalog:
                 self._shared_since = time.monotonic()
                 self._shared_since_wall = time.time()
             self._shared_users += 1
-            return self._shared.cursor()
+            cursor = self._shared.cursor()
+            cursor.execute(f"USE {default_database(self.path)}")  # a cursor starts in the in-memory database
+            return cursor
 
     def _release_cursor(self, cursor: duckdb.DuckDBPyConnection) -> None:
         cursor.close()
@@ -348,30 +297,30 @@ class Catalog:
         self._shared = None
 
     def _close(self, con: duckdb.DuckDBPyConnection) -> None:
-        with _OPEN_CLOSE:
+        with OPEN_CLOSE:
             try:
                 con.close()
             finally:
-                _release_file(self.path)
+                release_file(self.path)
 
     def _open(self) -> duckdb.DuckDBPyConnection:
         deadline = time.monotonic() + self.lock_timeout_s
         delay = 0.005
         while True:
-            with _OPEN_CLOSE:
-                held_here = _hold_file(self.path)
+            with OPEN_CLOSE:
+                held_here = hold_file(self.path)
                 if not held_here:
                     self._note_waiting()
                 if held_here:
                     try:
-                        return duckdb.connect(str(self.path))
+                        return connection_to(self.path)
                     except duckdb.IOException as error:
-                        _release_file(self.path)
+                        release_file(self.path)
                         if not _is_lock_conflict(error):
                             raise
                         # held by a process that does not go through Catalog (the duckdb CLI, a script): wait too
                     except BaseException:
-                        _release_file(self.path)
+                        release_file(self.path)
                         raise
             if time.monotonic() > deadline:
                 raise CatalogLockedError(

@@ -31,6 +31,26 @@ def test_a_batch_keeps_the_parents_of_one_record_among_thousands_without(catalog
     assert catalog.get_record(roots[0].id).parents == ()
 
 
+def test_a_catalog_in_a_folder_whose_name_has_a_quote_is_written_and_read(tmp_path):
+    """The file is attached by its path in SQL (storage.catalog_file): a quote in it must not end the string."""
+    catalog = Catalog(tmp_path / "annotators' data" / "c.duckdb")
+    assert catalog.put_records([item_record(i) for i in range(3)]) == 3
+    assert len(Catalog(tmp_path / "annotators' data" / "c.duckdb").find_records(kind="item")) == 3
+
+
+def test_each_call_leaves_the_file_checkpointed_and_free_for_a_plain_duckdb_connection(tmp_path):
+    """A call that opened the file lets it go checkpointed (no WAL left): another program opening it reads every
+    committed record without replaying anything."""
+    path = tmp_path / "c.duckdb"
+    catalog = Catalog(path)
+    catalog.put_records([item_record(i) for i in range(5)])
+    assert not Path(str(path) + ".wal").exists()
+    con = duckdb.connect(str(path))
+    assert con.execute("SELECT count(*) FROM records").fetchone() == (5,)
+    con.close()
+    assert catalog.put_records([item_record(i) for i in range(5, 8)]) == 3
+
+
 def test_a_naive_creation_time_among_aware_ones_is_stored_as_utc(catalog):
     from datetime import UTC, datetime
 
