@@ -66,7 +66,7 @@ class ComputeSettings(BaseModel):
     # MiB of freed memory a share's worker process keeps for reuse (glibc's trim threshold; arrays up to half of it,
     # at most 32 MiB, come from the heap, not a fresh mapping); 0: the allocator as the worker was started, which for
     # a Dask worker maps every array over 128 KiB afresh (tasks.parallel.keep_freed_memory)
-    keep_freed_mib: int = Field(default=64, ge=0)
+    keep_freed_mib: int = Field(default=64, ge=0, le=2047)  # glibc takes the bytes as a C int
 
 
 class ReviewSettings(BaseModel):

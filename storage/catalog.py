@@ -227,9 +227,13 @@ class Catalog:
                 self._shared = self._open()
                 self._shared_since = time.monotonic()
                 self._shared_since_wall = time.time()
-            self._shared_users += 1
             cursor = self._shared.cursor()
-            cursor.execute(f"USE {default_database(self.path)}")  # a cursor starts in the in-memory database
+            try:
+                cursor.execute(f"USE {default_database(self.path)}")  # a cursor starts in the in-memory database
+            except BaseException:
+                cursor.close()
+                raise
+            self._shared_users += 1  # counted once it works: a failed one must not keep the file from turning over
             return cursor
 
     def _release_cursor(self, cursor: duckdb.DuckDBPyConnection) -> None:
@@ -293,8 +297,9 @@ class Catalog:
             self._check_idle_in(min(wait, WAITED_POLL_S) if self._turn_hold_s is not None else wait)
 
     def _close_shared(self) -> None:
-        self._close(self._shared)
-        self._shared = None
+        shared, self._shared = self._shared, None  # forgotten first: a close that fails is not tried again
+        if shared is not None:
+            self._close(shared)
 
     def _close(self, con: duckdb.DuckDBPyConnection) -> None:
         with OPEN_CLOSE:

@@ -17,11 +17,14 @@ Why the file is attached to one in-memory database per process rather than opene
 a new DuckDB instance costs ~20 ms of a core (its built-in functions registered), the file itself 2-4 ms. Processes
 that take turns on the file (the shares of a fanned-out build, a flow beside the annotation app) let it go and take it
 again dozens of times a build; each turn paid for an instance. ``DETACH`` checkpoints and lets DuckDB's lock go as
-closing the last connection did.
+closing the last connection did. One difference: while a Catalog in this process has the file, a plain
+``duckdb.connect(path)`` in the same process is refused ("Unique file handle conflict"), where it used to share
+DuckDB's cached instance; a script should go through Catalog, or wait until the catalog lets the file go.
 """
 
 from __future__ import annotations
 
+import ctypes
 import fcntl
 import hashlib
 import os
@@ -50,9 +53,22 @@ _HOST: list[tuple[int, duckdb.DuckDBPyConnection]] = []  # this process's in-mem
 
 def _host() -> duckdb.DuckDBPyConnection:
     """This process's in-memory database that catalog files are attached to (a forked child makes its own)."""
-    if not _HOST or _HOST[0][0] != os.getpid():
-        _HOST[:] = [(os.getpid(), duckdb.connect(":memory:"))]
+    if _HOST and _HOST[0][0] != os.getpid():
+        _leave_inherited_host()
+    if not _HOST:
+        _HOST.append((os.getpid(), duckdb.connect(":memory:")))
     return _HOST[0][1]
+
+
+def _leave_inherited_host() -> None:
+    """In a forked child: the parent's in-memory database is kept referenced for good, never torn down. Tearing it
+    down joins DuckDB's worker threads, which a fork does not copy: the child hung there, or crashed at exit."""
+    if _HOST:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(_HOST[0][1]))
+        _HOST.clear()
+
+
+os.register_at_fork(after_in_child=_leave_inherited_host)
 
 
 def hold_file(path: Path) -> bool:
@@ -79,6 +95,8 @@ def connection_to(path: Path) -> duckdb.DuckDBPyConnection:
     host = _host()
     if not hold.attached:
         quoted = str(path.resolve()).replace("'", "''")
+        # an in-memory database spills to ./.tmp of whatever folder the process runs in: beside the catalog instead
+        host.execute(f"SET temp_directory = '{quoted}.tmp'")
         host.execute(f"ATTACH '{quoted}' AS {hold.alias}")
         hold.attached = True
     connection = host.cursor()

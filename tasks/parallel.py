@@ -198,8 +198,9 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _MMAP_THRESHOLD_MAX = -1, -3, 32 << 20
 
 
 def keep_freed_memory(mib: int) -> bool:
-    """Let this process reuse up to ``mib`` MiB of memory it freed instead of handing it back to the system at once;
-    whether the allocator took it (glibc only; 0 leaves it as it is).
+    """Let this process reuse up to ``mib`` MiB of memory it freed (per glibc arena: per thread that allocates, at
+    most) instead of handing it back to the system at once; whether the allocator took it (glibc only; 0 leaves it
+    as it is).
 
     Why: Dask's nanny starts each worker with ``MALLOC_TRIM_THRESHOLD_`` = 64 KiB (``distributed.nanny.pre-spawn-
     environ``). Setting it also stops glibc from raising its mmap threshold as arrays are freed, so every array over
@@ -211,9 +212,10 @@ def keep_freed_memory(mib: int) -> bool:
     if mib <= 0 or platform.libc_ver()[0] != "glibc":
         return False
     libc = ctypes.CDLL(None)
-    keep = mib << 20
-    return bool(libc.mallopt(_M_MMAP_THRESHOLD, min(keep // 2, _MMAP_THRESHOLD_MAX))
-                and libc.mallopt(_M_TRIM_THRESHOLD, keep))
+    keep = mib << 20  # mallopt takes a C int: [compute] keep_freed_mib stops at 2047
+    mmap_taken = libc.mallopt(_M_MMAP_THRESHOLD, ctypes.c_int(min(keep // 2, _MMAP_THRESHOLD_MAX)))
+    trim_taken = libc.mallopt(_M_TRIM_THRESHOLD, ctypes.c_int(keep))
+    return bool(mmap_taken and trim_taken)
 
 
 def run_share(stage_fn: Callable[[Any, Any], dict[str, Any]], settings: Any, context: Any) -> dict[str, Any]:

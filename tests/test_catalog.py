@@ -51,6 +51,25 @@ def test_each_call_leaves_the_file_checkpointed_and_free_for_a_plain_duckdb_conn
     assert catalog.put_records([item_record(i) for i in range(5, 8)]) == 3
 
 
+def test_a_process_forked_after_using_the_catalog_uses_a_catalog_and_exits_cleanly(tmp_path):
+    """The in-memory database the file is attached to outlives the call; a forked child (multiprocessing's default
+    on Linux) must neither tear the parent's down (it hung, or crashed at exit) nor use it."""
+    import subprocess
+    import sys
+
+    probe = ("import os, sys; from pathlib import Path; from storage.catalog import Catalog; "
+             "from tests.conftest import item_record; folder = Path(sys.argv[1]); "
+             "Catalog(folder / 'parent.duckdb').put_records([item_record(1)]); pid = os.fork()\n"
+             "if pid == 0:\n"
+             "    print('child wrote', Catalog(folder / 'child.duckdb').put_records([item_record(2)]), flush=True)\n"
+             "else:\n"
+             "    print('child exit', os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), flush=True)\n"
+             "    print('parent wrote', Catalog(folder / 'parent.duckdb').put_records([item_record(3)]))")
+    shown = subprocess.run([sys.executable, "-c", probe, str(tmp_path)], capture_output=True, text=True, timeout=120,
+                           check=True).stdout.splitlines()
+    assert shown == ["child wrote 1", "child exit 0", "parent wrote 1"]
+
+
 def test_a_naive_creation_time_among_aware_ones_is_stored_as_utc(catalog):
     from datetime import UTC, datetime
 

@@ -1,7 +1,7 @@
 """Eight processes write to one catalog at once while every core is kept busy: nothing lost, nothing duplicated.
 
 On DuckDB, lost writes came from a race that needs a process to be preempted at one exact point while opening the
-file (see ``_hold_file`` in storage/catalog.py), so the test loads the cores itself instead of hoping the machine is
+file (see ``hold_file`` in storage/catalog_file.py), so the test loads the cores itself instead of hoping the machine is
 busy, and makes many short transactions (every round opens and closes the file several times in every writer). On
 PostgreSQL, each writer writes 10,000 records of its own plus windows every other writer writes too.
 """
