@@ -25,7 +25,7 @@ import duckdb
 import orjson
 
 from schemas.records import BlobRef, Producer, Record, Status, canonical_json
-from storage.catalog_file import OPEN_CLOSE, connection_to, default_database, hold_file, release_file
+from storage.catalog_file import OPEN_CLOSE, connection_to, cursor_on, hold_file, release_file
 
 T = TypeVar("T")
 
@@ -211,7 +211,7 @@ class Catalog:
         finally:
             self._local.con = None
             if shared:
-                self._release_cursor(con)
+                self._release_cursor()
             else:
                 self._close(con)
 
@@ -227,17 +227,19 @@ class Catalog:
                 self._shared = self._open()
                 self._shared_since = time.monotonic()
                 self._shared_since_wall = time.time()
-            cursor = self._shared.cursor()
-            try:
-                cursor.execute(f"USE {default_database(self.path)}")  # a cursor starts in the in-memory database
-            except BaseException:
-                cursor.close()
-                raise
+            cursor = self._thread_cursor()
             self._shared_users += 1  # counted once it works: a failed one must not keep the file from turning over
             return cursor
 
-    def _release_cursor(self, cursor: duckdb.DuckDBPyConnection) -> None:
-        cursor.close()
+    def _thread_cursor(self) -> duckdb.DuckDBPyConnection:
+        """This thread's cursor of the kept connection, made on its first transaction there (a new cursor and its
+        ``USE`` cost more than a small transaction). Call under _shared_cv; closed with the kept connection."""
+        made = getattr(self._local, "cursor", None)
+        if made is None or made[0] is not self._shared:
+            made = self._local.cursor = (self._shared, cursor_on(self._shared, self.path))
+        return made[1]
+
+    def _release_cursor(self) -> None:
         with self._shared_cv:
             self._shared_users -= 1
             self._shared_last_use = time.monotonic()
@@ -356,6 +358,9 @@ class Catalog:
                     con.rollback()
                     if not _is_write_conflict(error) or time.monotonic() > deadline:
                         raise
+                except BaseException:  # an interrupt: the thread's cursor is kept, so no transaction may stay open
+                    con.rollback()
+                    raise
                 finally:
                     self._local.in_tx = False
             time.sleep(0.01 * (0.5 + random.random()))

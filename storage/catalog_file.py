@@ -48,23 +48,21 @@ class _FileHold:
 
 
 _HOLDS: dict[str, _FileHold] = {}
-_HOST: list[tuple[int, duckdb.DuckDBPyConnection]] = []  # this process's in-memory database, made once
+_HOST: list[duckdb.DuckDBPyConnection] = []  # this process's in-memory database, made once
 
 
 def _host() -> duckdb.DuckDBPyConnection:
     """This process's in-memory database that catalog files are attached to (a forked child makes its own)."""
-    if _HOST and _HOST[0][0] != os.getpid():
-        _leave_inherited_host()
     if not _HOST:
-        _HOST.append((os.getpid(), duckdb.connect(":memory:")))
-    return _HOST[0][1]
+        _HOST.append(duckdb.connect(":memory:"))
+    return _HOST[0]
 
 
 def _leave_inherited_host() -> None:
     """In a forked child: the parent's in-memory database is kept referenced for good, never torn down. Tearing it
     down joins DuckDB's worker threads, which a fork does not copy: the child hung there, or crashed at exit."""
     if _HOST:
-        ctypes.pythonapi.Py_IncRef(ctypes.py_object(_HOST[0][1]))
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(_HOST[0]))
         _HOST.clear()
 
 
@@ -99,14 +97,19 @@ def connection_to(path: Path) -> duckdb.DuckDBPyConnection:
         host.execute(f"SET temp_directory = '{quoted}.tmp'")
         host.execute(f"ATTACH '{quoted}' AS {hold.alias}")
         hold.attached = True
-    connection = host.cursor()
-    connection.execute(f"USE {hold.alias}")
-    return connection
+    return cursor_on(host, path)
 
 
-def default_database(path: Path) -> str:
-    """The name a catalog file is attached under, which each new cursor of a connection to it is told to ``USE``."""
-    return _HOLDS[str(path.resolve())].alias
+def cursor_on(connection: duckdb.DuckDBPyConnection, path: Path) -> duckdb.DuckDBPyConnection:
+    """A new cursor of ``connection`` (its own transactions) whose default database is the attached catalog file: a
+    cursor starts in the in-memory database. Closed with ``connection``."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute(f"USE {_HOLDS[str(path.resolve())].alias}")
+    except BaseException:
+        cursor.close()
+        raise
+    return cursor
 
 
 def release_file(path: Path) -> None:
