@@ -67,6 +67,9 @@ class ComputeSettings(BaseModel):
     # at most 32 MiB, come from the heap, not a fresh mapping); 0: the allocator as the worker was started, which for
     # a Dask worker maps every array over 128 KiB afresh (tasks.parallel.keep_freed_memory)
     keep_freed_mib: int = Field(default=64, ge=0, le=2047)  # glibc takes the bytes as a C int
+    # a share's worker process collects its garbage, then leaves what is alive out of later garbage-collector passes,
+    # which otherwise walk every loaded library's objects (tasks.parallel.freeze_live_objects)
+    freeze_live_objects: bool = True
 
 
 class ReviewSettings(BaseModel):

@@ -218,10 +218,33 @@ def keep_freed_memory(mib: int) -> bool:
     return bool(mmap_taken and trim_taken)
 
 
+def freeze_live_objects() -> None:
+    """Collect this process's garbage, then take every object still alive out of the cyclic garbage collector's
+    future passes (``gc.freeze``); they are still freed when no longer referenced.
+
+    Why: a warm worker holds about 770,000 objects (torch, transformers, spaCy, Dask, Prefect), and a full pass over
+    them took 0.95-1.07 s of its core; Python makes one whenever the objects that survived younger passes reach a
+    quarter of that heap, so about every second EXPLORE-Bench build on a 2-worker cluster lost a second in each
+    worker to it (gc.callbacks, ``bench/scale_build.py``'s build). The first call pays one full pass; later ones walk
+    only what was made since. What stays alive across a share and later dies inside a reference cycle is not
+    collected: Dask's and Prefect's bookkeeping of a share, a few objects per share. They are let go again when the
+    process exits, before its modules are torn down (left frozen, duckdb's bindings report them as leaked)."""
+    import atexit
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    atexit.unregister(gc.unfreeze)  # registered once, however many shares the process runs
+    atexit.register(gc.unfreeze)
+
+
 def run_share(stage_fn: Callable[[Any, Any], dict[str, Any]], settings: Any, context: Any) -> dict[str, Any]:
     """One share of a stage fanned out on a task runner (``flows.build.run_stage``), in one of its worker processes.
     Those processes fill the cores, so each runs its native libraries on one thread, as a process of
-    ``process_pool`` does, and reuses the memory of the frames it frees (``[compute] keep_freed_mib``)."""
+    ``process_pool`` does, reuses the memory of the frames it frees (``[compute] keep_freed_mib``), and leaves the
+    objects alive when it starts out of the garbage collector's passes (``[compute] freeze_live_objects``)."""
     one_core_each()
     keep_freed_memory(settings.compute.keep_freed_mib)
+    if settings.compute.freeze_live_objects:
+        freeze_live_objects()
     return stage_fn(settings, context)
