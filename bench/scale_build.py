@@ -17,9 +17,10 @@ command_heartbeat_s``); a deployment's run adds up to a second to each, as Prefe
 the flow's end.
 The clusters are started before the clock and warmed: each worker process has imported benchwright's stages and
 run each build once, untimed, loading its models (this process too), as a cluster that serves scheduled builds is
-(``[compute] dask_address``); while one kind of build is timed, the other cluster's workers are paused, as a
-machine serving one cluster has no other. ``--cold`` times a LocalCluster made by the build itself instead, which
-pays each worker's imports and model loads (torch, spaCy: seconds) inside the build.
+(``[compute] dask_address``: a scheduler and workers in processes of their own); while one kind of build is timed,
+every process of the other cluster is paused, as a machine serving one cluster has no other. ``--cold`` times a
+LocalCluster made by the build itself instead, which pays each worker's imports and model loads (torch, spaCy:
+seconds) inside the build.
 The Prefect server the builds report to runs on a database of the PostgreSQL server this script starts (Debian's
 postgresql), as a deployment that fans out would run it; ``--prefect-on-sqlite`` uses Prefect's temporary
 SQLite-backed server instead. Then writes ``--records`` records through the catalog into a DuckDB file and into
@@ -96,28 +97,63 @@ def quiet_dask() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
-def warm_cluster(workers: int) -> Any:
-    """A LocalCluster of ``workers`` single-thread processes whose workers have imported what stages import; its
-    worker processes' ids in ``worker_pids``."""
-    from distributed import Client, LocalCluster
+class WarmCluster:
+    """A Dask cluster in processes of its own, as one serving scheduled builds runs (``[compute] dask_address``):
+    a scheduler process (``dask scheduler``) and ``workers`` single-thread worker processes under one nanny process
+    (``dask worker --nworkers``), whose workers have imported what stages import. Its own processes, not a
+    LocalCluster's scheduler and nannies in this one: this process runs the flows, and a paused LocalCluster's
+    scheduler and nannies went on working in it (about 1.5 core-seconds per timed build)."""
 
-    cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None)
-    quiet_dask()
-    with Client(cluster) as client:
-        client.run(_import_stages)
-        cluster.worker_pids = list(client.run(os.getpid).values())
-    return cluster
+    def __init__(self, workers: int, folder: Path) -> None:
+        import subprocess
+
+        from distributed import Client
+
+        folder.mkdir(parents=True, exist_ok=True)
+        repo = str(Path(__file__).resolve().parent.parent)
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (repo, os.environ.get("PYTHONPATH"))))}
+        address_file = folder / "scheduler.json"
+        self.log = folder / "cluster.log"
+        with open(self.log, "ab") as log:
+            self.processes = [subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+                 "--no-dashboard", "--scheduler-file", str(address_file)], stdout=log, stderr=log, env=env)]
+            self.processes.append(subprocess.Popen(
+                [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(address_file),
+                 "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard"], stdout=log, stderr=log, env=env))
+        try:
+            with Client(scheduler_file=str(address_file), timeout=120) as client:
+                client.wait_for_workers(workers, timeout=180)
+                client.run(_import_stages)
+                self.scheduler_address = client.scheduler.address
+                self.pids = [process.pid for process in self.processes] + list(client.run(os.getpid).values())
+        except Exception as error:
+            self.close()
+            raise RuntimeError(f"the {workers}-worker Dask cluster did not start; its log: {self.log}") from error
+
+    def close(self) -> None:
+        """Its workers, then its scheduler, stopped as Ctrl-C stops them."""
+        import signal
+        import subprocess
+
+        for process in reversed(self.processes):
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
 
 
 @contextlib.contextmanager
-def others_paused(clusters: dict[int, Any], running: int | None) -> Iterator[None]:
-    """The worker processes of every warm cluster but ``running`` stopped (SIGSTOP) for the block, then resumed: a
-    machine serving scheduled builds runs one cluster, and an idle 2-worker cluster kept 0.17 of this machine's 2
-    cores busy (heartbeats, Dask's profiler), taken from whichever build was timed. Stopped for a build's length,
-    far under the scheduler's worker-ttl (5 minutes), a worker is not given up."""
+def others_paused(clusters: dict[int, WarmCluster], running: int | None) -> Iterator[None]:
+    """Every process of every warm cluster but ``running`` stopped (SIGSTOP) for the block, then resumed: a machine
+    serving scheduled builds runs one cluster, and an idle 2-worker cluster kept 0.17 of this machine's 2 cores
+    busy (heartbeats, Dask's profiler), taken from whichever build was timed. Its scheduler is stopped with its
+    workers, so none of them misses the others' heartbeats."""
     import signal
 
-    paused = [pid for n, cluster in clusters.items() if n != running for pid in cluster.worker_pids]
+    paused = [pid for n, cluster in clusters.items() if n != running for pid in cluster.pids]
     for pid in paused:
         os.kill(pid, signal.SIGSTOP)
     try:
@@ -265,7 +301,7 @@ def main() -> None:
                   "EXPLORE-Bench extract + annotate": ("explore", ["extract", "annotate"],
                                                        {"clips_dir": str(clips)})}
         print(f"{'build':34} {'catalog':10} {'in process':>11} {'dask x1':>9} {'dask x2':>9} {'x2 vs x1':>9}")
-        clusters = {} if args.cold else {n: warm_cluster(n) for n in (1, 2)}
+        clusters = {} if args.cold else {n: WarmCluster(n, root / f"cluster-{n}") for n in (1, 2)}
         kinds = {"inline": {"workers": 1},
                  **{f"x{n}": {"task_runner": "dask", "workers": n, "shares": 4,
                               **({"dask_address": clusters[n].scheduler_address} if clusters else {})}
@@ -280,7 +316,6 @@ def main() -> None:
                 print_row(label, engine, *timed_in_turn(kinds, (benchmark, stages, options), root / engine, where,
                                                         args.repeat, clusters))
         for cluster in clusters.values():
-            quiet_dask()  # Prefect's logging set up by the builds lets the closing clusters' INFO lines through
             cluster.close()
         print(f"target (issue 20): speed-up >= 1.6x on 2 workers of a 2-core machine "
               f"({'clusters made by each build' if args.cold else 'warm clusters started before the clock'})")
