@@ -110,17 +110,20 @@ class WarmCluster:
         from distributed import Client
 
         folder.mkdir(parents=True, exist_ok=True)
-        repo = str(Path(__file__).resolve().parent.parent)
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (repo, os.environ.get("PYTHONPATH"))))}
+        here = Path(__file__).resolve().parent  # benchwright, and this script when a probe imports it
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(here.parent), str(here),
+                                                                         os.environ.get("PYTHONPATH"))))}
         address_file = folder / "scheduler.json"
         self.log = folder / "cluster.log"
         with open(self.log, "ab") as log:
             self.processes = [subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                 "--no-dashboard", "--scheduler-file", str(address_file)], stdout=log, stderr=log, env=env)]
+                 "--no-dashboard", "--scheduler-file", str(address_file)], stdout=log, stderr=log, env=env,
+                preexec_fn=_ends_with_its_parent)]
             self.processes.append(subprocess.Popen(
                 [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(address_file),
-                 "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard"], stdout=log, stderr=log, env=env))
+                 "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard"], stdout=log, stderr=log, env=env,
+                preexec_fn=_ends_with_its_parent))
         try:
             with Client(scheduler_file=str(address_file), timeout=120) as client:
                 client.wait_for_workers(workers, timeout=180)
@@ -130,6 +133,12 @@ class WarmCluster:
         except Exception as error:
             self.close()
             raise RuntimeError(f"the {workers}-worker Dask cluster did not start; its log: {self.log}") from error
+
+    def __enter__(self) -> WarmCluster:
+        return self
+
+    def __exit__(self, *failure: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """Its workers, then its scheduler, stopped as Ctrl-C stops them."""
@@ -143,6 +152,15 @@ class WarmCluster:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+
+
+def _ends_with_its_parent() -> None:
+    """In a cluster's process, before it runs: a SIGTERM when this script ends, however it ends (Linux's
+    PR_SET_PDEATHSIG), so a killed bench leaves no cluster busy on the machine it measures."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 @contextlib.contextmanager
@@ -295,7 +313,7 @@ def main() -> None:
 
     quiet_dask()
     with tempfile.TemporaryDirectory() as tmp, postgres_server() as server, \
-            prefect_server(Path(tmp), None if args.prefect_on_sqlite else server):
+            prefect_server(Path(tmp), None if args.prefect_on_sqlite else server), contextlib.ExitStack() as stack:
         root = Path(tmp)
         kept = args.world or root
         world, clips = kept / f"scale-episodes-{args.episodes}", kept / f"scale-clips-{args.clips}"
@@ -304,7 +322,7 @@ def main() -> None:
                   "EXPLORE-Bench extract + annotate": ("explore", ["extract", "annotate"],
                                                        {"clips_dir": str(clips)})}
         print(f"{'build':34} {'catalog':10} {'in process':>11} {'dask x1':>9} {'dask x2':>9} {'x2 vs x1':>9}")
-        clusters = {} if args.cold else {n: WarmCluster(n, root / f"cluster-{n}") for n in (1, 2)}
+        clusters = {} if args.cold else {n: stack.enter_context(WarmCluster(n, root / f"cluster-{n}")) for n in (1, 2)}
         kinds = {"inline": {"workers": 1},
                  **{f"x{n}": {"task_runner": "dask", "workers": n, "shares": 4,
                               **({"dask_address": clusters[n].scheduler_address} if clusters else {})}
@@ -318,8 +336,7 @@ def main() -> None:
             for engine, where in (("DuckDB", None), ("PostgreSQL", server)):
                 print_row(label, engine, *timed_in_turn(kinds, (benchmark, stages, options), root / engine, where,
                                                         args.repeat, clusters))
-        for cluster in clusters.values():
-            cluster.close()
+        stack.close()
         print(f"target (issue 20): speed-up >= 1.6x on 2 workers of a 2-core machine "
               f"({'clusters made by each build' if args.cold else 'warm clusters started before the clock'})")
         duck, postgres = catalog_rates(args.records, root, server)
