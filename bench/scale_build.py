@@ -102,7 +102,8 @@ class WarmCluster:
     a scheduler process (``dask scheduler``) and ``workers`` single-thread worker processes under one nanny process
     (``dask worker --nworkers``), whose workers have imported what stages import. Its own processes, not a
     LocalCluster's scheduler and nannies in this one: this process runs the flows, and a paused LocalCluster's
-    scheduler and nannies went on working in it (about 1.5 core-seconds per timed build)."""
+    scheduler and nannies went on working in it (a probe counted about 1.5 core-seconds per timed build; the
+    medians moved by less than their noise when this replaced it)."""
 
     def __init__(self, workers: int, folder: Path) -> None:
         import subprocess
