@@ -106,9 +106,13 @@ class WarmCluster:
     medians moved by less than their noise when this replaced it)."""
 
     def __init__(self, workers: int, folder: Path) -> None:
+        import functools
+        import signal
         import subprocess
 
         from distributed import Client
+
+        from tests.postgres_server import ends_with_its_parent
 
         folder.mkdir(parents=True, exist_ok=True)
         here = Path(__file__).resolve().parent  # benchwright, and this script when a probe imports it
@@ -117,14 +121,13 @@ class WarmCluster:
         address_file = folder / "scheduler.json"
         self.log = folder / "cluster.log"
         with open(self.log, "ab") as log:
-            self.processes = [subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
-                 "--no-dashboard", "--scheduler-file", str(address_file)], stdout=log, stderr=log, env=env,
-                preexec_fn=_ends_with_its_parent)]
-            self.processes.append(subprocess.Popen(
-                [sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file", str(address_file),
-                 "--nworkers", str(workers), "--nthreads", "1", "--no-dashboard"], stdout=log, stderr=log, env=env,
-                preexec_fn=_ends_with_its_parent))
+            start = functools.partial(subprocess.Popen, stdout=log, stderr=log, env=env,  # a killed bench leaves none
+                                      preexec_fn=functools.partial(ends_with_its_parent, signal.SIGTERM))
+            self.processes = [start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+                                     "--port", "0", "--no-dashboard", "--scheduler-file", str(address_file)])]
+            self.processes.append(start([sys.executable, "-m", "distributed.cli.dask_worker", "--scheduler-file",
+                                         str(address_file), "--nworkers", str(workers), "--nthreads", "1",
+                                         "--no-dashboard"]))
         try:
             with Client(scheduler_file=str(address_file), timeout=120) as client:
                 client.wait_for_workers(workers, timeout=180)
@@ -153,15 +156,6 @@ class WarmCluster:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
-
-
-def _ends_with_its_parent() -> None:
-    """In a cluster's process, before it runs: a SIGTERM when this script ends, however it ends (Linux's
-    PR_SET_PDEATHSIG), so a killed bench leaves no cluster busy on the machine it measures."""
-    import ctypes
-    import signal
-
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # 1: PR_SET_PDEATHSIG
 
 
 @contextlib.contextmanager

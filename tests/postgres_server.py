@@ -47,7 +47,6 @@ def _server_process_setup() -> None:
     """In the server's process before it starts: run as the ``postgres`` user when we are root, and die with the
     process that started it (a test session killed midway leaves no server behind). Linux sends that signal when
     the starting *thread* ends: start the server from a thread that lives as long as it should (the main one)."""
-    import ctypes
     import signal
 
     if os.geteuid() == 0:
@@ -55,7 +54,15 @@ def _server_process_setup() -> None:
         os.setgid(owner.pw_gid)
         os.setuid(owner.pw_uid)
     # after the user change, which clears it; SIGQUIT: an immediate shutdown, children included
-    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGQUIT)  # PR_SET_PDEATHSIG
+    ends_with_its_parent(signal.SIGQUIT)
+
+
+def ends_with_its_parent(signum: int) -> None:
+    """In a child process before it runs: ``signum`` when the thread that started it ends, however this process
+    ends (Linux's PR_SET_PDEATHSIG), so a killed test session or bench leaves no server busy."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(1, signum)  # 1: PR_SET_PDEATHSIG
 
 
 @contextmanager
