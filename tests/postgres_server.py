@@ -8,6 +8,7 @@ package creates.
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import os
 import pwd
@@ -59,9 +60,10 @@ def _server_process_setup() -> None:
 
 def ends_with_its_parent(signum: int) -> None:
     """In a child process before it runs: ``signum`` when the thread that started it ends, however this process
-    ends (Linux's PR_SET_PDEATHSIG), so a killed test session or bench leaves no server busy."""
-    import ctypes
-
+    ends (Linux's PR_SET_PDEATHSIG), so a killed test session or bench leaves no server busy. ctypes is imported
+    with this module, not here: in the server's process this runs after the change to the ``postgres`` user, who
+    may not read the interpreter's library (a Python under /root: a process that had not loaded ctypes before
+    failed to start the server, "Exception occurred in preexec_fn")."""
     ctypes.CDLL(None, use_errno=True).prctl(1, signum)  # 1: PR_SET_PDEATHSIG
 
 
