@@ -100,10 +100,12 @@ def quiet_dask() -> None:
 class WarmCluster:
     """A Dask cluster in processes of its own, as one serving scheduled builds runs (``[compute] dask_address``):
     a scheduler process (``dask scheduler``) and ``workers`` single-thread worker processes under one nanny process
-    (``dask worker --nworkers``), whose workers have imported what stages import. Its own processes, not a
-    LocalCluster's scheduler and nannies in this one: this process runs the flows, and a paused LocalCluster's
-    scheduler and nannies went on working in it (a probe counted about 1.5 core-seconds per timed build; the
-    medians moved by less than their noise when this replaced it)."""
+    (``dask worker --nworkers``), whose workers have imported what stages import, all started with benchwright's
+    Dask settings (``DASK_CONFIG=flows/dask-cluster.yaml``, as the README starts one; to compare, this script's own
+    ``DASK_CONFIG``: ``/nonexistent`` gives Dask's defaults). Its own processes, not a LocalCluster's scheduler and
+    nannies in this one: this process runs the flows, and a paused LocalCluster's scheduler and nannies went on
+    working in it (a probe counted about 1.5 core-seconds per timed build; the medians moved by less than their
+    noise when this replaced it)."""
 
     def __init__(self, workers: int, folder: Path) -> None:
         import functools
@@ -112,12 +114,14 @@ class WarmCluster:
 
         from distributed import Client
 
+        from flows.runners import DASK_CLUSTER_CONFIG
         from tests.postgres_server import ends_with_its_parent
 
         folder.mkdir(parents=True, exist_ok=True)
         here = Path(__file__).resolve().parent  # benchwright, and this script when a probe imports it
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, (str(here.parent), str(here),
-                                                                         os.environ.get("PYTHONPATH"))))}
+                                                                         os.environ.get("PYTHONPATH")))),
+               "DASK_CONFIG": os.environ.get("DASK_CONFIG", str(DASK_CLUSTER_CONFIG))}
         address_file = folder / "scheduler.json"
         self.log = folder / "cluster.log"
         with open(self.log, "ab") as log:

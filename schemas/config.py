@@ -70,6 +70,9 @@ class ComputeSettings(BaseModel):
     # a share's worker process collects its garbage, then leaves what is alive out of later garbage-collector passes,
     # which otherwise walk every loaded library's objects (tasks.parallel.freeze_live_objects)
     freeze_live_objects: bool = True
+    # Dask settings (a YAML file, as Dask reads them) for the LocalCluster a build makes; unset: the housekeeping of
+    # flows/dask-cluster.yaml, which a cluster at dask_address is started with too (flows.runners.dask_cluster_config)
+    dask_config: Path | None = None
 
 
 class ReviewSettings(BaseModel):

@@ -54,9 +54,14 @@ def test_a_local_dask_cluster_builds_what_one_process_builds(tmp_path: Path, pre
     threads.mkdir()
 
     def noting_threads(settings: Settings, context: object) -> dict:
+        import dask
+        from distributed import get_worker
+
         from tasks.sources import frames
 
-        (threads / f"{os.getpid()}-{time.monotonic_ns()}").write_text(str(frames._decode_threads))
+        housekeeping = (dask.config.get("distributed.admin.tick.interval"),
+                        "profile" in get_worker().periodic_callbacks)
+        (threads / f"{os.getpid()}-{time.monotonic_ns()}").write_text(f"{frames._decode_threads} {housekeeping}")
         return real(settings, context)
 
     monkeypatch.setattr(stages, "construct_progress", noting_threads)
@@ -64,8 +69,25 @@ def test_a_local_dask_cluster_builds_what_one_process_builds(tmp_path: Path, pre
     assert alone["episodes"] == fanned["episodes"] == EPISODES
     assert fanned["records"] == alone["records"] > 0 and fanned["new"] == alone["new"]
     assert fanned_hash == alone_hash
-    # each of the 3 shares ran in a Dask worker decoding on one thread (the workers fill the cores)
-    assert sorted(p.read_text() for p in threads.iterdir()) == ["1", "1", "1"]
+    # each of the 3 shares ran in a Dask worker decoding on one thread (the workers fill the cores), started with
+    # flows/dask-cluster.yaml's housekeeping: its watchdog's interval, and no profiler sampling its threads
+    assert sorted(p.read_text() for p in threads.iterdir()) == ["1 ('200ms', False)"] * 3
+
+
+def test_a_builds_cluster_runs_with_the_dask_settings_the_configuration_names(tmp_path: Path):
+    from flows.runners import dask_cluster_config
+
+    assert dask_cluster_config(settings_in(tmp_path))["distributed.worker.profile.enabled"] is False
+    mine = tmp_path / "dask.yaml"
+    mine.write_text("distributed:\n  worker:\n    profile: {enabled: true, interval: 5ms}\n  comm: {}\n")
+    assert dask_cluster_config(settings_in(tmp_path, dask_config=mine)) == {
+        "distributed.worker.profile.enabled": True, "distributed.worker.profile.interval": "5ms"}
+    for text, reason in (("distributed: [profile\n", "cannot read Dask settings"), ("- a list\n", "holds list")):
+        mine.write_text(text)
+        with pytest.raises(ValueError, match=rf"dask_config: .*{reason}"):
+            dask_cluster_config(settings_in(tmp_path, dask_config=mine))
+    with pytest.raises(ValueError, match=r"cannot read Dask settings from .*missing\.yaml"):
+        dask_cluster_config(settings_in(tmp_path, dask_config=tmp_path / "missing.yaml"))
 
 
 def test_a_dask_worker_killed_mid_build_changes_nothing_built(tmp_path: Path, prefect_server, monkeypatch):
