@@ -244,6 +244,10 @@ class BuildStage:
     # build flow then runs the stage as several task runs on the configured task runner, each with a share of them
     # (``context.share``); their counts are added up. Empty: one task run.
     units: str = ""
+    # the name of the stage just before it whose units are its own too (EXPLORE-Bench's annotate: the clips extract
+    # made instances of): fanned out, each task run does that stage's share and then this stage's for the same
+    # units, with no wait for the other shares between; units of its own beyond the earlier stage's are shared after
+    follows_units_of: str = ""
 
     @property
     def key(self) -> str:

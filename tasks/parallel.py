@@ -15,7 +15,7 @@ import os
 import queue
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -240,13 +240,24 @@ def freeze_live_objects() -> None:
     atexit.register(gc.unfreeze)
 
 
-def run_share(stage_fn: Callable[[Any, Any], dict[str, Any]], settings: Any, context: Any) -> dict[str, Any]:
-    """One share of a stage fanned out on a task runner (``flows.build.run_stage``), in one of its worker processes.
-    Those processes fill the cores, so each runs its native libraries on one thread, as a process of
-    ``process_pool`` does, reuses the memory of the frames it frees (``[compute] keep_freed_mib``), and leaves the
-    objects alive when it starts out of the garbage collector's passes (``[compute] freeze_live_objects``)."""
+def run_share(stage_fns: Sequence[Callable[[Any, Any], dict[str, Any]]], settings: Any, context: Any
+              ) -> list[dict[str, Any]]:
+    """One share of a build's fanned-out stages (``flows.build.run_stages``: one stage, or stages over the same
+    units, each run on the share in turn), in one of a task runner's worker processes; each stage's counts. Those
+    processes fill the cores, so each runs its native libraries on one thread, as a process of ``process_pool``
+    does, reuses the memory of the frames it frees (``[compute] keep_freed_mib``), and leaves the objects alive when
+    it starts out of the garbage collector's passes (``[compute] freeze_live_objects``)."""
     one_core_each()
     keep_freed_memory(settings.compute.keep_freed_mib)
     if settings.compute.freeze_live_objects:
         freeze_live_objects()
-    return stage_fn(settings, context)
+    return [stage_fn(settings, context) for stage_fn in stage_fns]
+
+
+def run_packed_share(share: bytes) -> list[dict[str, Any]]:
+    """``run_share`` on the stage functions, settings and context ``share`` holds pickled (what the build flow
+    submits: a task runner then passes one opaque value along, not objects it would walk and pickle itself)."""
+    import pickle
+
+    stage_fns, settings, context = pickle.loads(share)
+    return run_share(stage_fns, settings, context)

@@ -137,8 +137,8 @@ def test_a_share_on_a_task_runner_decodes_and_runs_opencv_on_one_thread():
 
     probe = ("import cv2; from tasks.parallel import run_share; from tasks.sources import frames; "
              "from schemas.config import Settings; "
-             "cv2.setNumThreads(4); print(run_share(lambda settings, context: "
-             "(cv2.getNumThreads(), frames._decode_threads), Settings(), None))")
+             "cv2.setNumThreads(4); print(*run_share([lambda settings, context: "
+             "(cv2.getNumThreads(), frames._decode_threads)], Settings(), None))")
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert shown.strip() == "(1, 1)"
 
@@ -156,7 +156,7 @@ def _collector_after_a_share_starts(freeze: bool) -> list[bool]:
              "alive = [Node() for _ in range(1000)]\n"
              "def share(settings, context):\n"
              "    return any(o is alive for o in gc.get_objects()), cycle_gone() is None\n"
-             f"print(*run_share(share, Settings(compute={{'freeze_live_objects': {freeze}}}), None))")
+             f"print(*run_share([share], Settings(compute={{'freeze_live_objects': {freeze}}}), None)[0])")
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     return [word == "True" for word in shown.split()]
 
@@ -185,7 +185,7 @@ def _page_faults_of_frame_sized_arrays(keep_freed_mib: int) -> int:
              "        numpy.ones((480, 640, 3), numpy.uint8).sum()\n"
              "    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before\n"
              f"settings = Settings(compute={{'keep_freed_mib': {keep_freed_mib}}})\n"
-             "print(run_share(frames, settings, None))")
+             "print(*run_share([frames], settings, None))")
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
                            env={**os.environ, "MALLOC_TRIM_THRESHOLD_": "65536"}).stdout
     return int(shown)

@@ -112,3 +112,52 @@ def test_a_dask_worker_killed_mid_build_changes_nothing_built(tmp_path: Path, pr
     assert marker.exists()
     assert counts["episodes"] == EPISODES
     assert fanned_hash == alone_hash
+
+
+def test_explore_extract_and_annotate_share_task_runs_and_annotate_the_clips_beyond(tmp_path: Path, prefect_server):
+    """On a cluster, each share's task run extracts its clips and then annotates them (one task run, no wait for
+    the other shares between); the accepted instances of clips no longer in the folder, left unannotated by an
+    earlier extract, are annotated after. The records are those one process makes."""
+    import shutil
+
+    from flows.build import build
+    from tasks.sources.sample_world import generate_episode, write_episode
+
+    everything, later = tmp_path / "clips", tmp_path / "clips-later"
+    for index, task in enumerate(("gather", "swap", "gather", "swap", "gather")):
+        write_episode(generate_episode(300 + index, task), everything, cameras=("ego",), size=(640, 480))
+    shutil.copytree(everything, later)
+    shutil.rmtree(sorted(p for p in later.iterdir() if p.is_dir())[0])
+
+    def built(settings: Settings) -> tuple[dict, str]:
+        build("explore", settings, stages=["extract"], options={"clips_dir": str(everything)})
+        summary = build("explore", settings, stages=["extract", "annotate"], options={"clips_dir": str(later)})
+        storage = open_storage(settings)
+        manifest = create_release(storage.catalog, storage.blobs, "scaled", selection=ReleaseSelection(
+            benchmarks=("explore",), kinds=("trajectory", "explore_instance", "scene"), statuses=(Status.ACCEPTED,)))
+        return summary, manifest.content_sha256
+
+    alone, alone_hash = built(settings_in(tmp_path / "one"))
+    fanned, fanned_hash = built(settings_in(tmp_path / "dask", task_runner="dask", workers=2, shares=2))
+    assert alone["instances"]["new"] == fanned["instances"]["new"] == 0  # the first build extracted them all
+    assert alone["scene annotation"]["instances"] == fanned["scene annotation"]["instances"] == 5
+    assert fanned_hash == alone_hash
+    assert _task_run_names_with("+") == ["extract-explore-instances+annotate-explore"] * 2
+
+
+def _task_run_names_with(part: str) -> list[str]:
+    """The names (without Prefect's numbering) of the task runs the test's Prefect server has recorded whose name
+    holds ``part``, once their count stops changing (task runs in Dask workers are reported as events, recorded a
+    moment later)."""
+    from prefect.client.orchestration import get_client
+
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        with get_client(sync_client=True) as client:
+            names = sorted(run.name.rsplit("-", 1)[0] for run in client.read_task_runs() if part in run.name)
+        if names and names == seen:
+            return names
+        seen = names
+        time.sleep(1)
+    return seen

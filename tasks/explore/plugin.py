@@ -19,7 +19,7 @@ STAGES = (
     BuildStage("annotate", f"{_STAGES}:annotate_stage", "annotate-explore", roles=("chat", "detector", "tagger"),
                reads=("explore_instance",), writes=("scene", "review_item"), summary_key="scene annotation",
                help="the final scene annotated stage by stage, published for human correction",
-               units=f"{_STAGES}:annotate_units"),
+               units=f"{_STAGES}:annotate_units", follows_units_of="extract"),
     BuildStage("review", "tasks.review_tasks:review_stage", "apply-review", reads=("review_item",),
                writes=("decision",), help="apply the decisions people made (or the unattended policy)"),
     BuildStage("corrections", f"{_STAGES}:corrections_stage", "apply-scene-corrections", reads=("decision",),
