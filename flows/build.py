@@ -47,20 +47,23 @@ def build(benchmark: str, settings: Settings | None = None, stages: list[str] | 
     with ExitStack() as stack:  # one cluster for the build's fanned-out stages: its workers stay warm
         cluster = Cluster(stack)
         summary: dict[str, Any] = {}
-        for stages_over_same_units in runs_of(chosen):
+        for stages_over_same_units in runs_of(chosen, settings):
             summary.update(run_stages(stages_over_same_units, settings, context, cluster))
         return summary
 
 
-def runs_of(chosen: tuple[BuildStage, ...]) -> list[list[BuildStage]]:
+def runs_of(chosen: tuple[BuildStage, ...], settings: Settings) -> list[list[BuildStage]]:
     """The chosen stages in their order, each stage that follows the units of the one just before it (``BuildStage.
-    follows_units_of``) in the same list as that one."""
+    follows_units_of``) in the same list as that one; unless its roles run on a GPU and that one's do not (tag
+    ``gpu``): sharing its task runs, the earlier stage would wait on a ``gpu`` concurrency limit too."""
+    from tasks.models.registry import prefect_tags
+
+    def on_gpu(stage: BuildStage) -> bool:
+        return any("gpu" in prefect_tags(settings, role) for role in stage.roles)
+
     runs: list[list[BuildStage]] = []
     for stage in chosen:
-        if runs and stage.follows_units_of == runs[-1][-1].name:
-            if not (stage.units and runs[-1][-1].units):
-                raise ValueError(f"stage {stage.name} follows the units of {stage.follows_units_of}: both must "
-                                 f"declare their units")
+        if runs and stage.follows_units_of == runs[-1][-1].name and on_gpu(stage) <= on_gpu(runs[-1][0]):
             runs[-1].append(stage)
         else:
             runs.append([stage])
@@ -95,8 +98,9 @@ def run_stages(stages: list[BuildStage], settings: Settings, context: BuildConte
     units = None
     if first.units and context.units is None and distributed(settings):
         units = registry.load_target(first.units)(settings, context)
-    if units is None or len(units) < 2:
-        return {stage.key: stage_task(stage, settings)(settings, context) for stage in stages}
+    if units is None or len(units) < 2:  # the first alone; each later stage fans out on its own units, or not
+        summary = {first.key: stage_task(first, settings)(settings, context)}
+        return summary | (run_stages(stages[1:], settings, context, cluster) if stages[1:] else {})
     summary = dict(zip([stage.key for stage in stages], fanned_out(stages, units, settings, context, cluster),
                        strict=True))
     shared = set(units)

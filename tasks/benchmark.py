@@ -244,9 +244,10 @@ class BuildStage:
     # build flow then runs the stage as several task runs on the configured task runner, each with a share of them
     # (``context.share``); their counts are added up. Empty: one task run.
     units: str = ""
-    # the name of the stage just before it whose units are its own too (EXPLORE-Bench's annotate: the clips extract
-    # made instances of): fanned out, each task run does that stage's share and then this stage's for the same
-    # units, with no wait for the other shares between; units of its own beyond the earlier stage's are shared after
+    # the name of the stage just before it whose units are its own too, named alike (EXPLORE-Bench's annotate: the
+    # clips extract made instances of, by clip id): fanned out, each task run does that stage's share and then this
+    # stage's for the same units, with no wait for the other shares between; units of its own beyond the earlier
+    # stage's are shared after. ``BenchmarkPlugin.chosen_stages`` checks the declaration
     follows_units_of: str = ""
 
     @property
@@ -402,6 +403,7 @@ class BenchmarkPlugin:
     def chosen_stages(self, names: tuple[str, ...] | list[str] | None) -> tuple[BuildStage, ...]:
         """The stages named, in the declared order (all default ones when none is named); an unknown name is an
         error that lists the known ones."""
+        self._check_followed_units()
         if not names:
             return tuple(s for s in self.stages if s.default)
         known = [s.name for s in self.stages]
@@ -409,6 +411,14 @@ class BenchmarkPlugin:
         if unknown:
             raise ValueError(f"{self.title} has no stage {', '.join(unknown)}: choose from {', '.join(known)}")
         return tuple(s for s in self.stages if s.name in names)
+
+    def _check_followed_units(self) -> None:
+        for before, stage in zip((None, *self.stages), self.stages, strict=False):
+            if stage.follows_units_of and (before is None or before.name != stage.follows_units_of
+                                           or not (before.units and stage.units)):
+                raise ValueError(f"{self.title}'s stage {stage.name} follows the units of "
+                                 f"{stage.follows_units_of!r}: that must be the stage declared just before it, and "
+                                 f"both must declare their units")
 
     def options(self, given: dict[str, Any] | None) -> Any:
         """The build options validated by the benchmark's model; a name it does not know is an error."""

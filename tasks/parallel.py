@@ -251,7 +251,16 @@ def run_share(stage_fns: Sequence[Callable[[Any, Any], dict[str, Any]]], setting
     keep_freed_memory(settings.compute.keep_freed_mib)
     if settings.compute.freeze_live_objects:
         freeze_live_objects()
-    return [stage_fn(settings, context) for stage_fn in stage_fns]
+    counts = []
+    for stage_fn in stage_fns:
+        try:
+            counts.append(stage_fn(settings, context))
+        except Exception as error:  # the task run is named after all its stages: say which one, on what
+            share = getattr(context, "share", None) or ()
+            error.add_note(f"in {getattr(stage_fn, '__qualname__', stage_fn)} on a share of {len(share)} units: "
+                           f"{', '.join(share[:5])}{', ...' if len(share) > 5 else ''}")
+            raise
+    return counts
 
 
 def run_packed_share(share: bytes) -> list[dict[str, Any]]:

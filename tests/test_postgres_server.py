@@ -24,11 +24,18 @@ with postgres_server() as url:
 
 
 def test_a_fresh_process_starts_the_server_and_a_killed_one_leaves_none_behind() -> None:
+    import shutil
+    import tempfile
+
     import psycopg
 
+    # the killed process cannot remove its server's folder: it goes in one this test removes (readable by the
+    # server's user, as /tmp is)
+    holder = Path(tempfile.mkdtemp(prefix="bw-test-postgres-"))
+    holder.chmod(0o755)
     starter = subprocess.Popen([sys.executable, "-c", STARTER], cwd=REPO, stdin=subprocess.PIPE,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO)})
+                               env={**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(holder)})
     try:
         url = starter.stdout.readline().strip()
         assert url.startswith("postgresql://"), url or starter.stderr.read()[-2000:]
@@ -48,3 +55,4 @@ def test_a_fresh_process_starts_the_server_and_a_killed_one_leaves_none_behind()
         if starter.poll() is None:
             starter.kill()
             starter.wait()
+        shutil.rmtree(holder, ignore_errors=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,7 @@ def test_a_local_dask_cluster_builds_what_one_process_builds(tmp_path: Path, pre
     assert sorted(p.read_text() for p in threads.iterdir()) == ["1 ('200ms', False)"] * 3
 
 
-def test_a_builds_cluster_runs_with_the_dask_settings_the_configuration_names(tmp_path: Path):
+def test_the_dask_settings_file_the_configuration_names_is_read_as_dotted_settings(tmp_path: Path):
     from flows.runners import dask_cluster_config
 
     assert dask_cluster_config(settings_in(tmp_path))["distributed.worker.profile.enabled"] is False
@@ -138,11 +139,35 @@ def test_explore_extract_and_annotate_share_task_runs_and_annotate_the_clips_bey
         return summary, manifest.content_sha256
 
     alone, alone_hash = built(settings_in(tmp_path / "one"))
+    in_process = Counter(_task_run_names_with("annotate-explore"))
     fanned, fanned_hash = built(settings_in(tmp_path / "dask", task_runner="dask", workers=2, shares=2))
+    on_the_cluster = Counter(_task_run_names_with("annotate-explore")) - in_process
     assert alone["instances"]["new"] == fanned["instances"]["new"] == 0  # the first build extracted them all
     assert alone["scene annotation"]["instances"] == fanned["scene annotation"]["instances"] == 5
     assert fanned_hash == alone_hash
-    assert _task_run_names_with("+") == ["extract-explore-instances+annotate-explore"] * 2
+    # two shares of extract then annotate, and one task run for the clip beyond them: with at most one clip, it
+    # annotated one, so the shares annotated the other four
+    assert on_the_cluster == {"extract-explore-instances+annotate-explore": 2, "annotate-explore": 1}
+
+
+def test_stages_share_task_runs_only_as_declared_and_not_into_a_gpu_limit():
+    from dataclasses import replace
+
+    from flows.build import runs_of
+    from schemas.config import ModelRole
+    from tasks import benchmark as registry
+
+    plugin = registry.get("explore")
+    extract, annotate = plugin.chosen_stages(["extract", "annotate"])
+    assert runs_of((extract, annotate), Settings()) == [[extract, annotate]]
+    assert runs_of((annotate,), Settings()) == [[annotate]]
+    # annotate's detector on local weights on a GPU: extract's work stays out of a ``gpu`` concurrency limit
+    on_gpu = Settings(models={"detector": ModelRole(backend="grounding-dino", params={"device": "cuda"})})
+    assert runs_of((extract, annotate), on_gpu) == [[extract], [annotate]]
+    misdeclared = replace(plugin, stages=(replace(annotate, follows_units_of="review"), extract))
+    with pytest.raises(ValueError, match="stage annotate follows the units of 'review': that must be the stage "
+                                         "declared just before it"):
+        misdeclared.chosen_stages(None)
 
 
 def _task_run_names_with(part: str) -> list[str]:
