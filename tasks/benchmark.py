@@ -247,7 +247,7 @@ class BuildStage:
     # the name of the stage just before it whose units are its own too, named alike (EXPLORE-Bench's annotate: the
     # clips extract made instances of, by clip id): fanned out, each task run does that stage's share and then this
     # stage's for the same units, with no wait for the other shares between; units of its own beyond the earlier
-    # stage's are shared after. ``BenchmarkPlugin.chosen_stages`` checks the declaration
+    # stage's are shared after. ``BenchmarkPlugin`` checks the declaration when it is made
     follows_units_of: str = ""
 
     @property
@@ -403,7 +403,6 @@ class BenchmarkPlugin:
     def chosen_stages(self, names: tuple[str, ...] | list[str] | None) -> tuple[BuildStage, ...]:
         """The stages named, in the declared order (all default ones when none is named); an unknown name is an
         error that lists the known ones."""
-        self._check_followed_units()
         if not names:
             return tuple(s for s in self.stages if s.default)
         known = [s.name for s in self.stages]
@@ -412,7 +411,9 @@ class BenchmarkPlugin:
             raise ValueError(f"{self.title} has no stage {', '.join(unknown)}: choose from {', '.join(known)}")
         return tuple(s for s in self.stages if s.name in names)
 
-    def _check_followed_units(self) -> None:
+    def __post_init__(self) -> None:
+        """A stage's ``follows_units_of`` names the stage declared just before it, both with units: checked once,
+        when the plugin is made."""
         for before, stage in zip((None, *self.stages), self.stages, strict=False):
             if stage.follows_units_of and (before is None or before.name != stage.follows_units_of
                                            or not (before.units and stage.units)):

@@ -164,10 +164,9 @@ def test_stages_share_task_runs_only_as_declared_and_not_into_a_gpu_limit():
     # annotate's detector on local weights on a GPU: extract's work stays out of a ``gpu`` concurrency limit
     on_gpu = Settings(models={"detector": ModelRole(backend="grounding-dino", params={"device": "cuda"})})
     assert runs_of((extract, annotate), on_gpu) == [[extract], [annotate]]
-    misdeclared = replace(plugin, stages=(replace(annotate, follows_units_of="review"), extract))
     with pytest.raises(ValueError, match="stage annotate follows the units of 'review': that must be the stage "
                                          "declared just before it"):
-        misdeclared.chosen_stages(None)
+        replace(plugin, stages=(replace(annotate, follows_units_of="review"), extract))
 
 
 def _task_run_names_with(part: str) -> list[str]:
