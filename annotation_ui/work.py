@@ -30,8 +30,14 @@ RECHECK = "recheck"  # the queue every benchmark shares: a released record sent 
 CONTENTS_KEPT = 4096  # items and targets whose content the app keeps (a few MB of JSON)
 SWEEP_EVERY_S = 5.0
 # a lease taken again (undo, or one that expired) replaces the old one; SQL both DuckDB and PostgreSQL run
-UPSERT_LEASE = ("INSERT INTO leases VALUES (?, ?, ?, ?, ?) ON CONFLICT (item_id, annotator) DO UPDATE SET "
-                "queue = excluded.queue, leased_at = excluded.leased_at, expires_at = excluded.expires_at")
+def lease_to(con: Any, item_id: str, annotator: str, queue: str, lease_s: float) -> None:
+    """The item leased to the annotator for ``lease_s`` seconds from now, replacing a lease they had on it. A
+    delete and an insert, not ``INSERT ... ON CONFLICT DO UPDATE``: in DuckDB the upsert took about 6 ms of an
+    answer's 54 ms of statements, the two statements together about 2 (``Work.submit_and_next``, 300 answers)."""
+    now = datetime.now(UTC)
+    con.execute("DELETE FROM leases WHERE item_id = ? AND annotator = ?", [item_id, annotator])
+    con.execute("INSERT INTO leases VALUES (?, ?, ?, ?, ?)",
+                [item_id, annotator, queue, now, now + timedelta(seconds=lease_s)])
 
 
 def verdicts() -> dict[str, tuple[str, ...]]:
@@ -118,7 +124,7 @@ class Work:
             return row[0]
         if row is None:
             return None
-        con.execute(UPSERT_LEASE, [row[0], annotator, queue, now, now + timedelta(seconds=self.settings.lease_s)])
+        lease_to(con, row[0], annotator, queue, self.settings.lease_s)
         self._prefetch(row[:2])  # the item and its target, which the view reads next, in one query
         return row[0]
 
@@ -253,10 +259,8 @@ class Work:
                                         reason=f"reopened: {annotator} undid an answer", actor=annotator)
                 self.catalog.set_status([item_id], Status.CANDIDATE, reason=f"reopened by {annotator}'s undo",
                                         actor=annotator)
-            now = datetime.now(UTC)
-            self.catalog.run(lambda con: con.execute(
-                UPSERT_LEASE,
-                [item_id, annotator, item.payload["queue"], now, now + timedelta(seconds=self.settings.lease_s)]))
+            self.catalog.run(lambda con: lease_to(con, item_id, annotator, item.payload["queue"],
+                                                  self.settings.lease_s))
         return self.catalog.get_record(decision_id), self.catalog.get_record(item_id)
 
     def held_item(self, queue: str, annotator: str) -> Record | None:
