@@ -1,6 +1,7 @@
 """Latency of the annotation app under load: from submitting a decision to seeing the next item.
 
     python bench/annotation_latency.py [--clients 8] [--items 240] [--overlap 1] [--curve 1,2,4,8] [--plot PNG]
+                                       [--statements 300]
 
 Starts the app (``benchwright annotate``, its own process, as in production) on a temporary catalog with ``--items``
 recheck items; ``--clients`` annotators, threads of this process, each work the queue through the app's HTTP API
@@ -11,6 +12,11 @@ request and one turn of the app's lock), Gradio's ``answer_next`` (the same work
 the call, read its result stream) and Gradio's ``answer`` then ``take``; against the targets (p95 <= 250 ms,
 >= 30 answers/s); checks that every item got exactly ``--overlap`` answers; and draws p50/p95 of the plain route
 against the number of annotators (``--curve``) to ``--plot``.
+
+``--statements N`` first answers N items in this process (``Work.submit_and_next``, no HTTP, one annotator) and prints
+what each SQL statement of an answer cost, per answer, next to the floor of an empty transaction: the app answers
+one annotator at a time (its lock), so these milliseconds bound the answers per second whatever the number of
+annotators.
 """
 
 from __future__ import annotations
@@ -112,6 +118,61 @@ def measure(clients: int, items: int, overlap: int, path: str) -> dict[str, Any]
             "ok": distinct == items and most == overlap, "stored": total}
 
 
+def statement_costs(answers: int) -> None:
+    """``answers`` answers in this process, each SQL statement timed (by its first words), per answer."""
+    from collections import defaultdict
+    from contextlib import contextmanager
+
+    from annotation_ui.work import Work
+    from storage import Catalog
+    from tests.test_annotation_app import app_settings, publish
+
+    spent: dict[str, list[float]] = defaultdict(list)
+
+    class Timed:
+        def __init__(self, con: Any) -> None:
+            self._con = con
+
+        def execute(self, sql: str, *params: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return self._con.execute(sql, *params)
+            finally:
+                spent[" ".join(sql.split())[:64]].append(time.perf_counter() - started)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._con, name)
+
+    class TimedCatalog(Catalog):
+        @contextmanager
+        def connect(self) -> Any:
+            with super().connect() as con:
+                yield Timed(con)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = app_settings(Path(tmp))
+        publish(settings, answers)
+        catalog = TimedCatalog(settings.catalog.path)
+        catalog.keep_open(1.0)  # as the app keeps it
+        work = Work(catalog, settings.annotation)
+        item = work.next_item("recheck", "ann1")
+        spent.clear()
+        started, done = time.perf_counter(), 0
+        while item is not None and done < answers:
+            _, item = work.submit_and_next(item.id, "ann1", "accept", queue="recheck")
+            done += 1
+        wall = (time.perf_counter() - started) / max(done, 1)
+        floor_started = time.perf_counter()
+        for _ in range(done):
+            catalog.run(lambda con: None)
+        floor = (time.perf_counter() - floor_started) / max(done, 1)
+    print(f"in one process, {done} answers: {wall * 1000:.1f} ms an answer ({1 / wall:.1f} answers/s at most), of "
+          f"which SQL statements {sum(map(sum, spent.values())) / done * 1000:.1f} ms; an empty transaction "
+          f"{floor * 1000:.2f} ms")
+    for sql, times in sorted(spent.items(), key=lambda kv: -sum(kv[1])):
+        print(f"  {sum(times) / done * 1000:6.2f} ms  x{len(times) / done:.2f}  {sql}")
+
+
 def plot(curve: dict[int, dict[str, Any]], path: Path) -> None:
     from tasks.plots import pyplot, save_figure
 
@@ -138,7 +199,11 @@ def main() -> None:
     parser.add_argument("--curve", default="1,2,4,8", help="annotator counts for the curve; empty: none")
     parser.add_argument("--plot", type=Path, default=Path("data/bench/annotation-latency.png"),
                         help="where the latency curve is drawn")
+    parser.add_argument("--statements", type=int, default=0,
+                        help="answers timed in this process first, statement by statement (see above); 0: none")
     args = parser.parse_args()
+    if args.statements:
+        statement_costs(args.statements)
     rows = {"POST /api/v1/answer": measure(args.clients, args.items, args.overlap, "rest"),
             "Gradio answer_next": measure(args.clients, args.items, args.overlap, "answer_next"),
             "Gradio answer, then take": measure(args.clients, args.items, args.overlap, "two calls")}
