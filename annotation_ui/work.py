@@ -29,11 +29,13 @@ Verdict = Literal["accept", "reject", "correct"]
 RECHECK = "recheck"  # the queue every benchmark shares: a released record sent back to people, YES/NO
 CONTENTS_KEPT = 4096  # items and targets whose content the app keeps (a few MB of JSON)
 SWEEP_EVERY_S = 5.0
-# a lease taken again (undo, or one that expired) replaces the old one; SQL both DuckDB and PostgreSQL run
+
+
 def lease_to(con: Any, item_id: str, annotator: str, queue: str, lease_s: float) -> None:
-    """The item leased to the annotator for ``lease_s`` seconds from now, replacing a lease they had on it. A
-    delete and an insert, not ``INSERT ... ON CONFLICT DO UPDATE``: in DuckDB the upsert took about 6 ms of an
-    answer's 54 ms of statements, the two statements together about 2 (``Work.submit_and_next``, 300 answers)."""
+    """The item leased to the annotator for ``lease_s`` seconds from now, replacing a lease they had on it (an undo,
+    or one that expired), in SQL both DuckDB and PostgreSQL run. A delete and an insert, not ``INSERT ... ON
+    CONFLICT DO UPDATE``: in DuckDB the upsert took about 6 ms of an answer's 54 ms of statements, the two
+    statements together about 2 (``Work.submit_and_next``, 300 answers)."""
     now = datetime.now(UTC)
     con.execute("DELETE FROM leases WHERE item_id = ? AND annotator = ?", [item_id, annotator])
     con.execute("INSERT INTO leases VALUES (?, ?, ?, ?, ?)",

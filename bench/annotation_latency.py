@@ -161,11 +161,11 @@ def statement_costs(answers: int) -> None:
         while item is not None and done < answers:
             _, item = work.submit_and_next(item.id, "ann1", "accept", queue="recheck")
             done += 1
-        wall = (time.perf_counter() - started) / max(done, 1)
+        wall = (time.perf_counter() - started) / done
         floor_started = time.perf_counter()
         for _ in range(done):
             catalog.run(lambda con: None)
-        floor = (time.perf_counter() - floor_started) / max(done, 1)
+        floor = (time.perf_counter() - floor_started) / done
     print(f"in one process, {done} answers: {wall * 1000:.1f} ms an answer ({1 / wall:.1f} answers/s at most), of "
           f"which SQL statements {sum(map(sum, spent.values())) / done * 1000:.1f} ms; an empty transaction "
           f"{floor * 1000:.2f} ms")
