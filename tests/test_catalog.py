@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import duckdb
@@ -350,3 +351,56 @@ def test_superseding_cascades_to_derived_records_and_a_rebuild_revives(catalog):
     assert [h[0] for h in catalog.status_history(replaced.id)] == ["accepted", "superseded", "accepted"]
     # an input whose stage failed this time (nothing produced from it) keeps its earlier outputs
     assert supersede_outputs_of(catalog, task="stage", produced=[], run_id="run-4") == 0
+
+
+@pytest.mark.parametrize("count", [3, 40], ids=["few", "batch"])
+@pytest.mark.parametrize("first_commits", [False, True], ids=["at-commit", "at-insert"])
+def test_two_threads_writing_the_same_records_at_once_store_each_once(tmp_path: Path, count: int,
+                                                                      first_commits: bool) -> None:
+    catalog = Catalog(tmp_path / "catalog.duckdb")
+    records = [item_record(i) for i in range(count)]
+    first_wrote, first_done, second_wrote = threading.Event(), threading.Event(), threading.Event()
+    results: dict[str, int] = {}
+    attempts = []
+
+    def first() -> None:
+        def work(con: duckdb.DuckDBPyConnection) -> int:
+            written = catalog._insert(records, None)(con)
+            first_wrote.set()
+            if not first_commits:
+                second_wrote.wait(10)
+            return written
+        results["first"] = catalog.run(work)
+        first_done.set()
+
+    def second() -> None:
+        def work(con: duckdb.DuckDBPyConnection) -> int:
+            attempts.append(1)
+            if len(attempts) == 1:
+                con.execute("SELECT count(*) FROM records").fetchall()  # its snapshot taken before the first commits
+                first_wrote.wait(10)
+                if first_commits:
+                    first_done.wait(10)
+                written = catalog._insert(records, None)(con)
+                second_wrote.set()
+                first_done.wait(10)
+                return written
+            return catalog._insert(records, None)(con)
+        results["second"] = catalog.run(work)
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert sorted(results.values()) == [0, count]
+    assert len(attempts) == 2
+    assert catalog.query("SELECT count(*) FROM records")[0][0] == count
+
+
+def test_a_record_naming_a_parent_twice_is_stored_with_one_edge(tmp_path: Path) -> None:
+    catalog = Catalog(tmp_path / "catalog.duckdb")
+    parent = item_record(0)
+    child = item_record(1, parents=(parent.id, parent.id))
+    assert catalog.put_records([parent, child]) == 2
+    assert catalog.query("SELECT child, parent FROM record_parents") == [(child.id, parent.id)]
