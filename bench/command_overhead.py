@@ -1,5 +1,6 @@
 """What a command costs beyond its own work: `benchwright build progress --stage published` with a temporary
-Prefect server, with the server `benchwright server start` keeps, and on a cold PREFECT_HOME, each next to the floor
+Prefect server, with the server `benchwright server start` keeps (the command run by its warm process, and run by
+itself with BENCHWRIGHT_WARM=0), and on a cold PREFECT_HOME, each next to the floor
 of the same work (the import called in one Python process, no Prefect), measured in the same run.
 
     python bench/command_overhead.py [--published DIR]   # default: the bundled 120-row sample
@@ -35,14 +36,14 @@ print(time.perf_counter() - started, counts["records"])
 """
 
 
-def _environment(home: Path) -> dict[str, str]:
+def _environment(home: Path, **extra: str) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {
-        "PREFECT_HOME": str(home), "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
+        "PREFECT_HOME": str(home), "PYTHONPATH": str(ROOT), "COLUMNS": "200"} | extra
 
 
-def _timed(command: list[str], cwd: Path, home: Path) -> float:
+def _timed(command: list[str], cwd: Path, home: Path, **extra: str) -> float:
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=cwd, env=_environment(home), capture_output=True, text=True)
+    done = subprocess.run(command, cwd=cwd, env=_environment(home, **extra), capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     return time.perf_counter() - started
@@ -53,7 +54,8 @@ def main() -> None:
     parser.add_argument("--published", type=Path, default=ROOT / "tasks" / "progress" / "samples" / "progress_bench",
                         help="published PROGRESS-BENCH rows to import (default: the bundled sample)")
     args = parser.parse_args()
-    cli = [sys.executable, "-m", "flows.cli"]
+    installed = Path(sys.executable).with_name("benchwright")  # what users run: flows.entry, nothing heavy first
+    cli = [str(installed)] if installed.exists() else [sys.executable, "-m", "flows.cli"]
     build = [*cli, "build", "progress", "--stage", "published", "--published", str(args.published.resolve())]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -78,6 +80,7 @@ def main() -> None:
         try:
             first_command = _timed(build, project(), cold)
             kept = _timed(build, project(), cold)
+            kept_cold_process = _timed(build, project(), cold, BENCHWRIGHT_WARM="0")
         finally:
             subprocess.run([*cli, "server", "stop"], env=_environment(cold), capture_output=True)
     floor = float(floor_process)
@@ -85,6 +88,7 @@ def main() -> None:
             ("  of which the import itself", float(floor_work), None),
             ("temporary server (warm PREFECT_HOME)", temporary, temporary - floor),
             ("kept server (benchwright server start)", kept, kept - floor),
+            ("  the same, the command importing Prefect itself", kept_cold_process, kept_cold_process - floor),
             ("first command of a day: server start + command", cold_start + first_command,
              cold_start + first_command - floor)]
     print(f"published rows imported: {records} records from {args.published}")

@@ -978,4 +978,6 @@ def leaderboard(
         _print_path("written to", out)
 
 if __name__ == "__main__":
-    app()
+    from flows.entry import main
+
+    main()

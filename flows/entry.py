@@ -3,7 +3,8 @@
 A build's frame workers are forked from a fork server, which first imports the script its parent was started from
 (multiprocessing does, for functions defined there; a spawned worker did the same). With the CLI module itself as
 the entry, that paid for typer, rich and the settings machinery (about 0.15 s) before the first episode; this module
-costs nothing to import.
+costs nothing to import. It also hands the command to the warm process ``benchwright server start`` keeps
+(``flows.warm``), before anything heavy is imported.
 """
 
 from __future__ import annotations
@@ -12,6 +13,13 @@ from typing import Any
 
 
 def main() -> Any:
+    import sys
+
+    from flows.warm import run_warm
+
+    status = run_warm(sys.argv[1:])
+    if status is not None:
+        sys.exit(status)
     from flows.cli import app
 
     return app()

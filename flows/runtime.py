@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,7 +15,7 @@ from schemas.config import Settings
 
 F = TypeVar("F", bound=Callable[..., dict[str, Any]])
 
-_QUIET_DEFAULTS = {
+QUIET_DEFAULTS = {
     # A fresh PREFECT_HOME needs longer than the 20 s default to migrate its database on these machines.
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
@@ -31,18 +32,19 @@ def prepare_prefect(settings: Settings | None) -> None:
     """Quiet, offline defaults (the environment still wins) and the Prefect server to use: ``PREFECT_API_URL``,
     else ``[prefect] api_url``, else the one ``benchwright server start`` keeps (when its process still runs);
     with none, each flow starts a temporary server."""
-    for name, value in _QUIET_DEFAULTS.items():
+    for name, value in QUIET_DEFAULTS.items():
         os.environ.setdefault(name, value)
-    if "PREFECT_API_URL" in os.environ:
-        return
-    if settings and settings.prefect.api_url:
-        os.environ["PREFECT_API_URL"] = settings.prefect.api_url
-        return
-    from flows.server import recorded
+    if "PREFECT_API_URL" not in os.environ:
+        if settings and settings.prefect.api_url:
+            os.environ["PREFECT_API_URL"] = settings.prefect.api_url
+        else:
+            from flows.server import recorded
 
-    kept = recorded()
-    if kept:
-        os.environ["PREFECT_API_URL"] = kept["url"]
+            kept = recorded()
+            if kept:
+                os.environ["PREFECT_API_URL"] = kept["url"]
+    if "prefect.context" in sys.modules:  # imported already (a command in the warm process): read them again
+        sys.modules["prefect.context"].refresh_global_settings_context()
 
 
 @contextmanager

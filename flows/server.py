@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -23,6 +24,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+
+from flows import warm
 
 STATE_FILE = "benchwright-server.json"
 HEALTH_TIMEOUT_S = 1.0
@@ -77,6 +80,10 @@ def start_server(port: int | None = None, wait_s: float = 180.0) -> dict[str, An
     """The running server, or a new one once it answers (its log in ``$PREFECT_HOME/benchwright-server.log``)."""
     found = recorded()
     if found and _healthy(found["url"]):
+        if not _warm_alive(found):  # a server kept by an older benchwright, or its warm process killed
+            found["warm"] = warm.start(prefect_home(), prefect_home() / warm.RUNNER_LOG)
+            warm.ready(found["warm"])
+            _state_path().write_text(json.dumps(found))
         return {**found, "started": False}
     from flows.runtime import prepare_prefect
 
@@ -92,16 +99,24 @@ def start_server(port: int | None = None, wait_s: float = 180.0) -> dict[str, An
         process = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
                                    stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env=environment, start_new_session=True)
+    kept_warm = warm.start(home, home / warm.RUNNER_LOG)  # its imports while the server starts
     deadline = time.monotonic() + wait_s
     while not _healthy(url):
         if process.poll() is not None or time.monotonic() > deadline:
             _terminate(process.pid)
+            _terminate(int(kept_warm["pid"]))
             raise RuntimeError(f"the Prefect server did not start (see {log})")
         time.sleep(0.25)
+    warm.ready(kept_warm)
     state = {"pid": process.pid, "url": url, "port": port, "log": str(log), "home": str(home),
-             "started_at": time.time()}
+             "started_at": time.time(), "warm": kept_warm}
     _state_path().write_text(json.dumps(state))
     return {**state, "started": True}
+
+
+def _warm_alive(state: dict[str, Any]) -> bool:
+    kept = state.get("warm")
+    return bool(kept) and _alive(int(kept["pid"]))
 
 
 def _terminate(pid: int, wait_s: float = 20.0) -> None:
@@ -127,6 +142,9 @@ def stop_server() -> dict[str, Any] | None:
     if found is None:
         path.unlink(missing_ok=True)
         return None
+    if _warm_alive(found):
+        _terminate(int(found["warm"]["pid"]))
+        shutil.rmtree(Path(found["warm"]["socket"]).parent, ignore_errors=True)
     _terminate(int(found["pid"]))
     path.unlink(missing_ok=True)
     return found
@@ -165,3 +183,8 @@ def status() -> None:
         raise typer.Exit(1)
     health = "answering" if _healthy(found["url"]) else "NOT answering"
     typer.echo(f"Prefect server at {found['url']} (pid {found['pid']}), {health}; log {found['log']}")
+    if _warm_alive(found):
+        typer.echo(f"warm process (pid {found['warm']['pid']}) runs commands with Prefect already imported; "
+                   f"log {prefect_home() / warm.RUNNER_LOG}")
+    else:
+        typer.echo("no warm process: each command imports Prefect itself (benchwright server start starts one)")

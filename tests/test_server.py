@@ -5,22 +5,28 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
+import socket
 import subprocess
 import sys
+import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from storage import Catalog
+from tests.test_annotation_app import HASH, free_port
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "flows.cli"]
 
 
-def _run(args: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
+def _run(args: list[str], cwd: Path, home: Path, **extra: str) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    environment |= {"PREFECT_HOME": str(home), "PYTHONPATH": str(REPO), "COLUMNS": "200"}
+    environment |= {"PREFECT_HOME": str(home), "PYTHONPATH": str(REPO), "COLUMNS": "200", **extra}
     return subprocess.run(CLI + args, cwd=cwd, env=environment, capture_output=True, text=True, timeout=600)
 
 
@@ -39,14 +45,21 @@ def test_a_kept_server_serves_later_commands_and_stops(tmp_path: Path) -> None:
 
         built = _run(["build", "progress", "--stage", "published"], tmp_path, home)
         assert built.returncode == 0, built.stderr
+        assert "published: rows 120, records 150" in built.stdout  # the fork wrote to the command's own stdout
+        warm_log = home / "benchwright-warm.log"
+        assert f"runs benchwright build progress --stage published in {tmp_path}" in warm_log.read_text()
         run = Catalog(tmp_path / "data" / "catalog.duckdb").runs(flow="build-progress")[0]
         # the flow ran against the kept server: it knows the run the catalog recorded
         with urllib.request.urlopen(f"{state['url']}/flow_runs/{run['run_id']}", timeout=10) as response:
             assert json.loads(response.read())["id"] == run["run_id"]
         assert (home / "benchwright-server.log").stat().st_size > 0  # the server's own output, for its user
+        _check_the_warm_process(tmp_path, home, state["warm"])
     finally:
         stopped = _run(["server", "stop"], tmp_path, home)
     assert stopped.returncode == 0 and str(state["pid"]) in stopped.stdout
+    with pytest.raises(ProcessLookupError):
+        os.kill(state["warm"]["pid"], 0)
+    assert not Path(state["warm"]["socket"]).exists()
     with pytest.raises(ProcessLookupError):
         os.kill(state["pid"], 0)
     assert not (home / "benchwright-server.json").exists()
@@ -72,3 +85,50 @@ def test_a_state_file_left_by_a_dead_server_is_ignored(tmp_path: Path, monkeypat
     (home / server.STATE_FILE).write_text(json.dumps({"pid": os.getpid(), "url": "http://127.0.0.1:9/api"}))
     runtime.prepare_prefect(None)
     assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:9/api"  # a live process: its server is used
+
+
+def _check_the_warm_process(tmp_path: Path, home: Path, warm: dict[str, Any]) -> None:
+    """A command's failure, its edits of the code, its Ctrl-C: each as when the command runs itself."""
+    warm_log = home / "benchwright-warm.log"
+    unknown = _run(["no-such-command"], tmp_path, home)
+    assert unknown.returncode == 2 and "No such command" in unknown.stderr
+    assert "runs benchwright no-such-command" in warm_log.read_text()
+
+    served = warm_log.read_text().count(" runs benchwright ")
+    for extra in ({"BENCHWRIGHT_WARM": "0"}, {"PREFECT_LOGGING_LEVEL": "DEBUG"}):  # read as Prefect is imported
+        listed = _run(["release", "list"], tmp_path, home, **extra)
+        assert listed.returncode == 0, listed.stderr
+    assert warm_log.read_text().count(" runs benchwright ") == served
+    assert "refused ['release', 'list']: its PREFECT_ variables differ" in warm_log.read_text()
+
+    edited = REPO / "storage" / "catalog.py"  # imported by the warm process: it must not run the old code
+    edited.touch()  # as an edit does (the content stays)
+    listed = _run(["runs"], tmp_path, home)
+    assert listed.returncode == 0 and "build-progress" in listed.stdout  # run by the command itself
+    refused = f"refused ['runs']: project code changed since the warm process imported it ({edited})"
+    deadline = time.monotonic() + 120
+    while "listening" not in warm_log.read_text().partition(refused)[2]:  # it starts over with the code as it is
+        assert refused in warm_log.read_text() and time.monotonic() < deadline, warm_log.read_text()
+        time.sleep(0.2)
+    os.kill(warm["pid"], 0)  # in the same process
+
+    config, port = tmp_path / "annotate.toml", free_port()
+    config.write_text(f'[annotation]\nport = {port}\n[[annotation.users]]\nname = "ann1"\npassword_hash = "{HASH}"\n')
+    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    environment |= {"PREFECT_HOME": str(home), "PYTHONPATH": str(REPO)}
+    serving = subprocess.Popen([*CLI, "--config", str(config), "annotate"], cwd=tmp_path, env=environment,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        started = rf"pid (\d+) runs benchwright --config {re.escape(str(config))} annotate"
+        deadline = time.monotonic() + 120
+        while not re.search(started, warm_log.read_text()) or socket.socket().connect_ex(("127.0.0.1", port)):
+            assert time.monotonic() < deadline and serving.poll() is None, warm_log.read_text()
+            time.sleep(0.2)
+        fork = int(re.findall(started, warm_log.read_text())[-1])
+        serving.send_signal(signal.SIGINT)  # Ctrl-C at the command's terminal reaches the fork serving the app
+        serving.communicate(timeout=60)
+    finally:
+        serving.kill()
+    with pytest.raises(ProcessLookupError):
+        os.kill(fork, 0)
+    assert socket.socket().connect_ex(("127.0.0.1", port)) != 0
