@@ -95,9 +95,19 @@ class Work:
         answered whose overlap has room, else None."""
         with self._lock:
             leased = self.catalog.run(lambda con: self._lease(con, queue, annotator, skipped))
-        return self.content(leased) if leased else None
+        return self._leased_content(leased)
 
-    def _lease(self, con: Any, queue: str, annotator: str, skipped: tuple[str, ...]) -> str | None:
+    def _leased_content(self, leased: tuple[str, str | None] | None) -> Record | None:
+        """The item leased (and its target, which the view reads next, in the same query), read once the lock is
+        let go: their content never changes, and the other annotators' answers need not wait for this read."""
+        if leased is None:
+            return None
+        self._prefetch(leased)
+        return self.content(leased[0])
+
+    def _lease(self, con: Any, queue: str, annotator: str, skipped: tuple[str, ...]
+               ) -> tuple[str, str | None] | None:
+        """(item id, target id) of the item held or newly leased, else None."""
         now = datetime.now(UTC)
         self._sweep(con)
         # an item this annotator holds comes first; else the oldest open one with room, where answers in force
@@ -122,13 +132,11 @@ class Work:
                ORDER BY held DESC, since, id LIMIT 1""",
             {"now": now, "who": annotator, "queue": queue, "skipped": list(skipped),
              "overlap": self.settings.overlap_of(queue)}).fetchone()
-        if row is not None and row[2]:
-            return row[0]
         if row is None:
             return None
-        lease_to(con, row[0], annotator, queue, self.settings.lease_s)
-        self._prefetch(row[:2])  # the item and its target, which the view reads next, in one query
-        return row[0]
+        if not row[2]:
+            lease_to(con, row[0], annotator, queue, self.settings.lease_s)
+        return row[0], row[1]
 
     def _prefetch(self, ids: Any) -> None:
         with self._contents_guard:
@@ -166,13 +174,13 @@ class Work:
         does after each answer, without queueing twice behind the other annotators."""
         item = self._answerable(item_id, verdict, correction, note)
 
-        def both(con: Any) -> tuple[Record, str | None]:
+        def both(con: Any) -> tuple[Record, tuple[str, str | None] | None]:
             decision = self._answer(con, item, annotator, verdict, correction, note, shown)
             return decision, self._lease(con, queue, annotator, ())
 
         with self._lock:
             decision, leased = self.catalog.run(both)
-        return decision, self.content(leased) if leased else None
+        return decision, self._leased_content(leased)
 
     def _answerable(self, item_id: str, verdict: str, correction: dict | None, note: str) -> Record:
         item = self.content(item_id)

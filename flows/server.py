@@ -105,6 +105,7 @@ def start_server(port: int | None = None, wait_s: float = 180.0) -> dict[str, An
         if process.poll() is not None or time.monotonic() > deadline:
             _terminate(process.pid)
             _terminate(int(kept_warm["pid"]))
+            shutil.rmtree(Path(kept_warm["socket"]).parent, ignore_errors=True)
             raise RuntimeError(f"the Prefect server did not start (see {log})")
         time.sleep(0.25)
     warm.ready(kept_warm)
@@ -115,8 +116,7 @@ def start_server(port: int | None = None, wait_s: float = 180.0) -> dict[str, An
 
 
 def _warm_alive(state: dict[str, Any]) -> bool:
-    kept = state.get("warm")
-    return bool(kept) and _alive(int(kept["pid"]))
+    return warm.is_warm_process(state.get("warm"))
 
 
 def _terminate(pid: int, wait_s: float = 20.0) -> None:
@@ -124,7 +124,7 @@ def _terminate(pid: int, wait_s: float = 20.0) -> None:
     for sent in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pid, sent)
-        except ProcessLookupError:
+        except (ProcessLookupError, PermissionError):  # gone, or its pid now another user's
             return
         deadline = time.monotonic() + wait_s
         while _alive(pid) and time.monotonic() < deadline:
@@ -139,13 +139,14 @@ def stop_server() -> dict[str, Any] | None:
     """Stop the recorded server; None when none runs."""
     found = recorded()
     path = _state_path()
-    if found is None:
-        path.unlink(missing_ok=True)
-        return None
-    if _warm_alive(found):
-        _terminate(int(found["warm"]["pid"]))
-        shutil.rmtree(Path(found["warm"]["socket"]).parent, ignore_errors=True)
-    _terminate(int(found["pid"]))
+    with contextlib.suppress(OSError, ValueError):  # a warm process outlives a server that crashed: end it too
+        kept = json.loads(path.read_text()).get("warm")
+        if warm.is_warm_process(kept):
+            _terminate(int(kept["pid"]))
+        if kept:
+            shutil.rmtree(Path(kept["socket"]).parent, ignore_errors=True)
+    if found is not None:
+        _terminate(int(found["pid"]))
     path.unlink(missing_ok=True)
     return found
 

@@ -8,9 +8,11 @@ warm process its arguments, working folder, environment and its stdin/stdout/std
 forks, and the fork runs the command as the command itself would have, writing straight to the user's terminal,
 while the command waits, passes on Ctrl-C and other signals, and exits with the fork's exit status.
 
-Refused, so that the command runs itself as before (never an error): another checkout or interpreter than the warm
-process's, Prefect variables other than those it was started with (they are read when Prefect is imported), or a
-project module changed on disk since it imported it, after which the warm process also starts over. Set
+Refused, so that the command runs itself as before (never an error, never twice: only until the command's go-ahead):
+another checkout or interpreter than the warm process's, Prefect or Python variables other than those it was started
+with (Prefect's are read when it is imported), other resource limits, nice level, CPUs or cgroup (a fork keeps the
+warm process's), or a project file changed on disk since it imported it, after which the warm process also starts
+over. A fork becomes the command's process group, so a Ctrl-C passed on reaches the workers it starts too. Set
 ``BENCHWRIGHT_WARM=0`` to never use it. A fork runs in a session of its own: ``benchwright server stop`` ends the
 warm process, not the commands running from it.
 
@@ -20,7 +22,6 @@ started from, which in a fork is this module.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import json
 import os
@@ -38,37 +39,64 @@ SOCKET_NAME = "warm.sock"
 ROOT = Path(__file__).resolve().parent.parent
 _HEADER = struct.Struct("!I")
 _MAX_MESSAGE = 1 << 22
+# How long either side waits for the other before the command is run: a stalled command or warm process must not
+# hold up the others. After the command's go-ahead there is no limit: the command runs as long as it runs.
+_HANDSHAKE_TIMEOUT_S = 5.0
 # Prefect variables that may differ from the warm process's: the server's address is read again by the fork
 # (flows.runtime.prepare_prefect refreshes Prefect's settings), and the home is where the socket was found.
 _REREAD = {"PREFECT_API_URL", "PREFECT_HOME"}
-_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)
-# Commands the warm process must not run: stopping the server would end the process running the command.
-_NOT_WARM = {"server"}
+_FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2,
+              signal.SIGWINCH, signal.SIGCONT, signal.SIGTSTP)
+# A command the warm process must not run: stopping the server ends the warm process.
+_NOT_WARM = "server"
 
 
 # -- the command's side ----------------------------------------------------------------------------------------
 
 def run_warm(argv: list[str]) -> int | None:
     """Run ``benchwright argv`` in the warm process; its exit status, or None when there is none to use (then the
-    caller runs the command itself)."""
-    if os.environ.get("BENCHWRIGHT_WARM", "1") == "0" or (argv and argv[0] in _NOT_WARM):
+    caller runs the command itself). None only before the warm process was told to go ahead: never twice."""
+    if os.environ.get("BENCHWRIGHT_WARM", "1") == "0" or _NOT_WARM in argv:
         return None
     warm = _recorded_warm()
     if warm is None or warm.get("root") != str(ROOT) or warm.get("python") != sys.executable:
         return None
+    forwarding = _Forwarding()
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    connection.settimeout(_HANDSHAKE_TIMEOUT_S)
     try:
         connection.connect(warm["socket"])
-        request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "argv0": sys.argv[0]}
-        _send(connection, request, fds=[0, 1, 2])
-        reply = _receive(connection)[0]
+        _check_peer(connection)
+        _send(connection, {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ), "argv0": sys.argv[0],
+                           "process": process_facts()}, fds=[0, 1, 2])
+        messages = _Reader(connection)
+        if "ready" not in messages.next():  # refused: the reply says why (the warm log too)
+            raise ValueError("refused")
+        _send(connection, {"go": True})
     except (OSError, ValueError):
         connection.close()
+        forwarding.stop()
         return None
-    if "pid" not in reply:  # refused: reply["refused"] says why
-        connection.close()
-        return None
-    return _wait_for(connection, int(reply["pid"]))
+    connection.settimeout(None)
+    return _wait_for(messages, forwarding)
+
+
+def process_facts() -> dict[str, Any]:
+    """What a process inherits besides its environment and a fork would take from the warm process instead: the
+    fork gets the command's umask; the rest must match (else the command runs itself)."""
+    import resource
+
+    mask = os.umask(0)
+    os.umask(mask)
+    limits = {name: resource.getrlimit(getattr(resource, name)) for name in dir(resource)
+              if name.startswith("RLIMIT_")}
+    try:
+        cgroup = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        cgroup = ""
+    return {"umask": mask, "limits": limits, "nice": os.getpriority(os.PRIO_PROCESS, 0),
+            "cpus": sorted(os.sched_getaffinity(0)), "cgroup": cgroup,
+            "python": {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}}
 
 
 def _recorded_warm() -> dict[str, Any] | None:
@@ -79,23 +107,62 @@ def _recorded_warm() -> dict[str, Any] | None:
         return None
 
 
-def _wait_for(connection: socket.socket, pid: int) -> int:
-    """Pass signals on to the fork running the command until it reports its exit status."""
-    def forward(signum: int, _frame: Any) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signum)
+def _check_peer(connection: socket.socket) -> None:
+    uid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
+    if uid != os.getuid():
+        raise ValueError(f"the process on the other end belongs to user {uid}")
 
-    for signum in _FORWARDED:
-        signal.signal(signum, forward)
+
+class _Forwarding:
+    """Signals the command gets (Ctrl-C, Ctrl-Z, a resized window...) passed on to the process group running it;
+    those arriving before it runs are kept, then delivered, or, when the command runs itself, raised here again."""
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.pending: list[int] = []
+        self.previous = {signum: signal.signal(signum, self._on_signal) for signum in _FORWARDED}
+
+    def _on_signal(self, signum: int, _frame: Any) -> None:
+        if self.pid is None:
+            self.pending.append(signum)
+        else:
+            _forward(self.pid, signum)
+
+    def running(self, pid: int) -> None:
+        self.pid = pid
+        for signum in self.pending:
+            _forward(pid, signum)
+
+    def stop(self) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)
+        for signum in self.pending:
+            os.kill(os.getpid(), signum)
+
+
+def _forward(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if signum == signal.SIGTSTP:
+            # the command's group has no terminal, where a stop from the keyboard would be ignored
+            os.killpg(pid, signal.SIGSTOP)
+            os.kill(os.getpid(), signal.SIGSTOP)
+        else:
+            os.killpg(pid, signum)
+
+
+def _wait_for(messages: _Reader, forwarding: _Forwarding) -> int:
+    """Pass signals on to the command until the warm process reports how it ended."""
+    pid = None
     try:
-        reply, _ = _receive(connection)
-        return int(reply["exit"])
+        pid = int(messages.next()["pid"])
+        forwarding.running(pid)
+        return int(messages.next()["exit"])
     except (OSError, ValueError, KeyError):
-        print(f"benchwright: the process running the command (pid {pid}) ended without an exit status",
-              file=sys.stderr)
+        print(f"benchwright: the process running the command ({f'pid {pid}' if pid else 'not started'}) ended "
+              f"without an exit status", file=sys.stderr)
         return 1
     finally:
-        connection.close()
+        messages.connection.close()
 
 
 # -- the warm process's side -----------------------------------------------------------------------------------
@@ -120,14 +187,21 @@ def ready(warm: dict[str, Any], wait_s: float = 60.0) -> bool:
     ``wait_s``; False when it did not (a command meanwhile runs itself)."""
     path, deadline = Path(warm["socket"]), time.monotonic() + wait_s
     while not path.exists():
-        try:
-            os.kill(int(warm["pid"]), 0)
-        except ProcessLookupError:
-            return False
-        if time.monotonic() > deadline:
+        if not is_warm_process(warm) or time.monotonic() > deadline:
             return False
         time.sleep(0.1)
     return True
+
+
+def is_warm_process(warm: dict[str, Any] | None) -> bool:
+    """Whether the recorded warm process still runs (its pid not reused by another program)."""
+    if not warm:
+        return False
+    try:
+        command_line = Path(f"/proc/{int(warm['pid'])}/cmdline").read_bytes()
+    except (OSError, ValueError, KeyError):
+        return False
+    return b"flows.warm" in command_line and warm["socket"].encode() in command_line
 
 
 def serve(path: Path) -> None:
@@ -135,7 +209,39 @@ def serve(path: Path) -> None:
     from flows.runtime import QUIET_DEFAULTS
 
     started_with = _prefect_variables({**QUIET_DEFAULTS, **os.environ})
+    facts = process_facts()
     modules = _warm_up()
+    listener = _listen(path)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forks are reaped by the kernel: their status goes to the command
+    print(f"warm: pid {os.getpid()}, {len(modules)} project files watched, listening on {path}", flush=True)
+    while True:
+        connection, _ = listener.accept()
+        connection.settimeout(_HANDSHAKE_TIMEOUT_S)
+        messages = _Reader(connection, with_fds=True)
+        try:
+            request = messages.next()
+            refusal = _refusal(connection, request, started_with, facts, modules)
+            if refusal is None:
+                _send(connection, {"ready": True})
+                messages.next()  # the go-ahead: the command will not run itself now
+        except (OSError, ValueError, KeyError) as error:
+            print(f"warm: a request fell through: {error!r}", flush=True)
+            _close_all(connection, messages.fds)
+            continue
+        if refusal is not None:
+            print(f"warm: refused {request.get('argv')}: {refusal}", flush=True)
+            _close_all(connection, messages.fds, reply={"refused": refusal})
+            if refusal.startswith("project code changed"):
+                listener.close()
+                os.execv(sys.executable, [sys.executable, "-m", "flows.warm", str(path)])  # start over, fresh
+            continue
+        if os.fork() == 0:
+            listener.close()
+            _supervise(connection, request, messages.fds)  # the command's fork ends in SystemExit
+        _close_all(connection, messages.fds)
+
+
+def _listen(path: Path) -> socket.socket:
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     binding = path.with_name(f"{path.name}.{os.getpid()}")
     binding.unlink(missing_ok=True)
@@ -143,37 +249,18 @@ def serve(path: Path) -> None:
     os.chmod(binding, 0o600)
     listener.listen(64)
     binding.replace(path)  # where commands look only once it listens
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forks are reaped by the kernel: their status goes to the command
-    print(f"warm: pid {os.getpid()}, {len(modules)} project modules imported, listening on {path}", flush=True)
-    while True:
-        connection, _ = listener.accept()
-        try:
-            request, fds = _receive(connection, with_fds=True)
-        except (OSError, ValueError) as error:
-            print(f"warm: a request could not be read: {error}", flush=True)
-            connection.close()
-            continue
-        refusal = _refusal(connection, request, started_with, modules)
-        if refusal:
-            print(f"warm: refused {request.get('argv')}: {refusal}", flush=True)
-            _close_all(connection, fds, reply={"refused": refusal})
-            if refusal.startswith("project code changed"):
-                listener.close()
-                os.execv(sys.executable, [sys.executable, "-m", "flows.warm", str(path)])  # start over, fresh
-            continue
-        child = os.fork()
-        if child == 0:
-            listener.close()
-            _run_command(connection, request, fds)  # raises SystemExit, which ends the fork
-        print(f"warm: pid {child} runs benchwright {' '.join(request['argv'])} in {request['cwd']}", flush=True)
-        _close_all(connection, fds)
+    return listener
 
 
 def _warm_up() -> dict[str, float]:
-    """Import what a command imports (Prefect, the flows, every benchmark's plugin); the project modules imported
-    and their modification times, to notice an edit."""
+    """Import what a command imports (Prefect, the flows, every benchmark's plugin); the project's files and folders
+    imported from, and the installed packages' folder, with their modification times, to notice an edit. A file
+    changed while it was being imported counts as changed."""
+    import sysconfig
+
     from flows.runtime import prepare_prefect
 
+    began = time.time()
     prepare_prefect(None)
     import prefect.flow_engine
     import prefect.task_engine
@@ -186,34 +273,28 @@ def _warm_up() -> dict[str, float]:
 
     benchmark.plugins()
     del flows, prefect
-    return _project_modules()
+    files = [Path(f) for f in (getattr(m, "__file__", None) for m in list(sys.modules.values())) if f]
+    ours = [f for f in files if f.is_relative_to(ROOT) and ".venv" not in f.parts]
+    watched = {str(p): p.stat().st_mtime for p in {*ours, *(f.parent for f in ours),
+                                                     Path(sysconfig.get_paths()["purelib"])} if p.exists()}
+    return {path: (mtime if mtime < began else -1.0) for path, mtime in watched.items()}
 
 
-def _project_modules() -> dict[str, float]:
-    found = {}
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if file and file.startswith(str(ROOT)) and os.sep + ".venv" + os.sep not in file:
-            try:
-                found[file] = os.stat(file).st_mtime
-            except OSError:
-                continue
-    return found
-
-
-def _prefect_variables(environment: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+def _prefect_variables(environment: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in environment.items() if k.startswith("PREFECT_") and k not in _REREAD}
 
 
 def _refusal(connection: socket.socket, request: dict[str, Any], started_with: dict[str, str],
-             modules: dict[str, float]) -> str | None:
-    uid = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))[1]
-    if uid != os.getuid():
-        return f"user {uid} is not the warm process's user"
+             facts: dict[str, Any], modules: dict[str, float]) -> str | None:
     from flows.runtime import QUIET_DEFAULTS
 
+    _check_peer(connection)
     if _prefect_variables({**QUIET_DEFAULTS, **request["env"]}) != started_with:
         return "its PREFECT_ variables differ from the warm process's"
+    differing = [name for name, value in facts.items()
+                 if name != "umask" and json.loads(json.dumps(value)) != request["process"].get(name)]
+    if differing:
+        return f"its process differs from the warm process in: {', '.join(differing)}"
     for file, mtime in modules.items():
         try:
             changed = os.stat(file).st_mtime != mtime
@@ -224,40 +305,52 @@ def _refusal(connection: socket.socket, request: dict[str, Any], started_with: d
     return None
 
 
-def _run_command(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
-    """In the fork: become the command (its descriptors, folder, environment, arguments), run it, report."""
+def _supervise(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+    """In a fork: fork the command and report its pid, then its exit status once it has ended, as a shell reports
+    it (128 + the signal that ended it)."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    command = os.fork()
+    if command == 0:
+        connection.close()
+        _run_command(request, fds)
+    try:
+        for fd in fds:
+            os.close(fd)
+        connection.settimeout(None)
+        print(f"warm: pid {command} runs benchwright {' '.join(request['argv'])} in {request['cwd']}", flush=True)
+        _send(connection, {"pid": command})
+        _, wait_status = os.waitpid(command, 0)
+        code = os.waitstatus_to_exitcode(wait_status)
+        _send(connection, {"exit": code if code >= 0 else 128 - code})
+    finally:
+        os._exit(0)  # a bare fork of the warm process: nothing of its own to tidy up
+
+
+def _run_command(request: dict[str, Any], fds: list[int]) -> None:
+    """In the command's fork: become the command (its descriptors, umask, folder, environment, arguments, its own
+    process group for the signals passed on) and run it; ends in SystemExit, with the command's status."""
     os.setsid()
-    for signum in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for target, fd in zip((0, 1, 2), fds, strict=True):
         os.dup2(fd, target)
         os.close(fd)
     _reopen_standard_streams()
+    os.umask(request["process"]["umask"])
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    time.tzset()
     sys.argv = [request.get("argv0") or "benchwright", *request["argv"]]
-    status = {"exit": 1}
-    atexit.register(lambda: _report(connection, status))  # the last exit hook: after the command's own
-    _send(connection, {"pid": os.getpid()})
+    from prefect.logging.configuration import setup_logging
     from rich.console import Console
 
     import flows.cli
 
+    setup_logging(incremental=False)  # Prefect's console handler on this stderr, not the warm log
     flows.cli.console, flows.cli.err = Console(), Console(stderr=True)  # the terminal's colours and width
-    try:
-        flows.cli.app(args=request["argv"], prog_name="benchwright")
-    except SystemExit as done:
-        status["exit"] = done.code if isinstance(done.code, int) else 0 if done.code is None else 1
-        if isinstance(done.code, str):
-            print(done.code, file=sys.stderr)
-        raise SystemExit(status["exit"]) from None
-    except KeyboardInterrupt:
-        status["exit"] = 130
-        raise SystemExit(130) from None
-    status["exit"] = 0
-    raise SystemExit(0)
+    flows.cli.app(args=request["argv"], prog_name="benchwright")
 
 
 def _reopen_standard_streams() -> None:
@@ -271,24 +364,17 @@ def _reopen_standard_streams() -> None:
     sys.stderr.reconfigure(line_buffering=True)
 
 
-def _report(connection: socket.socket, status: dict[str, int]) -> None:
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    with contextlib.suppress(OSError):  # the command is gone (killed): nobody to tell
-        _send(connection, status)
-
-
 def _close_all(connection: socket.socket, fds: list[int], reply: dict[str, Any] | None = None) -> None:
     if reply is not None:
         with contextlib.suppress(OSError):
             _send(connection, reply)
     for fd in fds:
         os.close(fd)
+    fds.clear()
     connection.close()
 
 
-# -- messages: a length, then JSON; the first request carries the command's descriptors ---------------------
+# -- messages: a length, then JSON; the request carries the command's three standard descriptors ---------------
 
 def _send(connection: socket.socket, message: dict[str, Any], fds: list[int] | None = None) -> None:
     body = json.dumps(message).encode()
@@ -298,28 +384,37 @@ def _send(connection: socket.socket, message: dict[str, Any], fds: list[int] | N
         connection.sendall(data[sent:])
 
 
-def _receive(connection: socket.socket, *, with_fds: bool = False) -> tuple[dict[str, Any], list[int]]:
-    fds: list[int] = []
-    data = b""
-    try:
-        while len(data) < _HEADER.size or len(data) < _HEADER.size + _HEADER.unpack_from(data)[0]:
-            if with_fds and not fds:
-                chunk, received, _, _ = socket.recv_fds(connection, 1 << 16, 3)
-                fds = list(received)
-            else:
-                chunk = connection.recv(1 << 16)
-            if not chunk:
-                raise ValueError("the other side closed the connection mid-message")
-            data += chunk
-            if len(data) >= _HEADER.size and _HEADER.unpack_from(data)[0] > _MAX_MESSAGE:
-                raise ValueError("message too long")
-        if with_fds and len(fds) != 3:
-            raise ValueError(f"expected the command's 3 standard descriptors, got {len(fds)}")
-        return json.loads(data[_HEADER.size:]), fds
-    except BaseException:
-        for fd in fds:
-            os.close(fd)
-        raise
+class _Reader:
+    """Messages off a stream, one at a time: two may arrive in one read (a quick command's pid and exit status)."""
+
+    def __init__(self, connection: socket.socket, *, with_fds: bool = False) -> None:
+        self.connection = connection
+        self.with_fds = with_fds
+        self.fds: list[int] = []
+        self.buffer = b""
+
+    def next(self) -> dict[str, Any]:
+        while True:
+            if len(self.buffer) >= _HEADER.size:
+                size = _HEADER.unpack_from(self.buffer)[0]
+                if size > _MAX_MESSAGE:
+                    raise ValueError("message too long")
+                if len(self.buffer) >= _HEADER.size + size:
+                    body, self.buffer = self.buffer[_HEADER.size:_HEADER.size + size], self.buffer[_HEADER.size + size:]
+                    return json.loads(body)
+            self.buffer += self._read()
+
+    def _read(self) -> bytes:
+        if self.with_fds and not self.fds:
+            chunk, received, _, _ = socket.recv_fds(self.connection, 1 << 16, 3)
+            self.fds = list(received)
+            if self.fds and len(self.fds) != 3:
+                raise ValueError(f"expected the command's 3 standard descriptors, got {len(self.fds)}")
+        else:
+            chunk = self.connection.recv(1 << 16)
+        if not chunk:
+            raise ValueError("the other side closed the connection mid-message")
+        return chunk
 
 
 if __name__ == "__main__":

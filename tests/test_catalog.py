@@ -359,12 +359,13 @@ def test_two_threads_writing_the_same_records_at_once_store_each_once(tmp_path: 
                                                                       first_commits: bool) -> None:
     catalog = Catalog(tmp_path / "catalog.duckdb")
     records = [item_record(i) for i in range(count)]
-    first_wrote, first_done, second_wrote = threading.Event(), threading.Event(), threading.Event()
+    second_began, first_wrote, first_done, second_wrote = (threading.Event() for _ in range(4))
     results: dict[str, int] = {}
-    attempts = []
+    attempts: list[int] = []
 
     def first() -> None:
         def work(con: duckdb.DuckDBPyConnection) -> int:
+            second_began.wait(10)
             written = catalog._insert(records, None)(con)
             first_wrote.set()
             if not first_commits:
@@ -378,6 +379,7 @@ def test_two_threads_writing_the_same_records_at_once_store_each_once(tmp_path: 
             attempts.append(1)
             if len(attempts) == 1:
                 con.execute("SELECT count(*) FROM records").fetchall()  # its snapshot taken before the first commits
+                second_began.set()
                 first_wrote.wait(10)
                 if first_commits:
                     first_done.wait(10)
