@@ -739,8 +739,15 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
 def parent_edges(records: list[Record]) -> tuple[list[str], list[str]]:
     """The lineage rows of a batch as two columns: each record's id once per parent, and that parent (a parent
     named twice is one edge)."""
-    distinct = [(r.id, dict.fromkeys(r.parents)) for r in records]
-    return [child for child, parents in distinct for _ in parents], [p for _, parents in distinct for p in parents]
+    children, parents = [], []
+    for record in records:
+        named = record.parents
+        if not named:  # most records of a bulk write: nothing to do, and no dict made for them
+            continue
+        distinct = named if len(named) == 1 else dict.fromkeys(named)
+        children += [record.id] * len(distinct)
+        parents += distinct
+    return children, parents
 
 
 def _scannable(columns: dict[str, list[Any]]) -> dict[str, Any]:
