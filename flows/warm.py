@@ -252,10 +252,10 @@ def _listen(path: Path) -> socket.socket:
     return listener
 
 
-def _warm_up() -> dict[str, float]:
-    """Import what a command imports (Prefect, the flows, every benchmark's plugin); the project's files and folders
-    imported from, and the installed packages' folder, with their modification times, to notice an edit. A file
-    changed while it was being imported counts as changed."""
+def _warm_up() -> dict[str, Any]:
+    """Import what a command imports (Prefect, the flows, every benchmark's plugin); the project's files imported,
+    with their modification times, and the folders they came from and the installed packages' folder, with what they
+    hold, to notice an edit. A file changed while it was being imported counts as changed."""
     import sysconfig
 
     from flows.runtime import prepare_prefect
@@ -274,10 +274,20 @@ def _warm_up() -> dict[str, float]:
     benchmark.plugins()
     del flows, prefect
     files = [Path(f) for f in (getattr(m, "__file__", None) for m in list(sys.modules.values())) if f]
-    ours = [f for f in files if f.is_relative_to(ROOT) and ".venv" not in f.parts]
-    watched = {str(p): p.stat().st_mtime for p in {*ours, *(f.parent for f in ours),
-                                                     Path(sysconfig.get_paths()["purelib"])} if p.exists()}
-    return {path: (mtime if mtime < began else -1.0) for path, mtime in watched.items()}
+    ours = [f for f in files if f.is_relative_to(ROOT) and ".venv" not in f.parts and f.exists()]
+    watched: dict[str, Any] = {str(f): (f.stat().st_mtime if f.stat().st_mtime < began else -1.0) for f in ours}
+    for folder in {*(f.parent for f in ours), Path(sysconfig.get_paths()["purelib"])}:
+        watched[str(folder)] = _listing(str(folder))
+    return watched
+
+
+def _listing(folder: str) -> list[str] | None:
+    """What a folder holds, bytecode caches left out: a module or package added or removed changes it, Python
+    writing a ``__pycache__`` (a folder's modification time) does not."""
+    try:
+        return sorted(name for name in os.listdir(folder) if name != "__pycache__" and not name.endswith(".pyc"))
+    except OSError:
+        return None
 
 
 def _prefect_variables(environment: dict[str, str]) -> dict[str, str]:
@@ -285,7 +295,7 @@ def _prefect_variables(environment: dict[str, str]) -> dict[str, str]:
 
 
 def _refusal(connection: socket.socket, request: dict[str, Any], started_with: dict[str, str],
-             facts: dict[str, Any], modules: dict[str, float]) -> str | None:
+             facts: dict[str, Any], modules: dict[str, Any]) -> str | None:
     from flows.runtime import QUIET_DEFAULTS
 
     _check_peer(connection)
@@ -295,13 +305,16 @@ def _refusal(connection: socket.socket, request: dict[str, Any], started_with: d
                  if name != "umask" and json.loads(json.dumps(value)) != request["process"].get(name)]
     if differing:
         return f"its process differs from the warm process in: {', '.join(differing)}"
-    for file, mtime in modules.items():
-        try:
-            changed = os.stat(file).st_mtime != mtime
-        except OSError:
-            changed = True
+    for path, seen in modules.items():
+        if isinstance(seen, list):
+            changed = _listing(path) != seen
+        else:
+            try:
+                changed = os.stat(path).st_mtime != seen
+            except OSError:
+                changed = True
         if changed:
-            return f"project code changed since the warm process imported it ({file})"
+            return f"project code changed since the warm process imported it ({path})"
     return None
 
 
