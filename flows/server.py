@@ -77,7 +77,18 @@ def _free_port() -> int:
 
 
 def start_server(port: int | None = None, wait_s: float = 180.0) -> dict[str, Any]:
-    """The running server, or a new one once it answers (its log in ``$PREFECT_HOME/benchwright-server.log``)."""
+    """The running server, or a new one once it answers (its log in ``$PREFECT_HOME/benchwright-server.log``). One
+    start at a time per PREFECT_HOME: a second waits, then finds the first one's server (two would each start one,
+    and the state file would keep only the second)."""
+    import fcntl
+
+    prefect_home().mkdir(parents=True, exist_ok=True)
+    with open(prefect_home() / "benchwright-server.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _start_unlocked(port, wait_s)
+
+
+def _start_unlocked(port: int | None, wait_s: float) -> dict[str, Any]:
     found = recorded()
     if found and _healthy(found["url"]):
         if not _warm_alive(found):  # a server kept by an older benchwright, or its warm process killed
