@@ -26,20 +26,12 @@ from typing import Annotated, Any
 import typer
 
 from flows import warm
+from flows.warm import prefect_home, state_path
 
-STATE_FILE = "benchwright-server.json"
 HEALTH_TIMEOUT_S = 1.0
 
 server_app = typer.Typer(help="Keep one Prefect server for your commands, so none of them starts its own.",
                          no_args_is_help=True)
-
-
-def prefect_home() -> Path:
-    return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
-
-
-def _state_path() -> Path:
-    return prefect_home() / STATE_FILE
 
 
 def _alive(pid: int) -> bool:
@@ -64,7 +56,7 @@ def recorded() -> dict[str, Any] | None:
     """The server ``start`` recorded, if its process still runs (no request is made: a command reads this at
     start-up and must stay fast)."""
     try:
-        state = json.loads(_state_path().read_text())
+        state = json.loads(state_path().read_text())
         return state if _alive(int(state["pid"])) else None
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -91,10 +83,10 @@ def start_server(port: int | None = None, wait_s: float = 180.0) -> dict[str, An
 def _start_unlocked(port: int | None, wait_s: float) -> dict[str, Any]:
     found = recorded()
     if found and _healthy(found["url"]):
-        if not _warm_alive(found):  # a server kept by an older benchwright, or its warm process killed
-            found["warm"] = warm.start(prefect_home(), prefect_home() / warm.RUNNER_LOG)
+        if not warm.is_warm_process(found.get("warm")):  # kept by an older benchwright, or its warm process killed
+            found["warm"] = warm.start(prefect_home())
             warm.ready(found["warm"])
-            _state_path().write_text(json.dumps(found))
+            state_path().write_text(json.dumps(found))
         return {**found, "started": False}
     from flows.runtime import prepare_prefect
 
@@ -110,7 +102,7 @@ def _start_unlocked(port: int | None, wait_s: float) -> dict[str, Any]:
         process = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
                                    stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    env=environment, start_new_session=True)
-    kept_warm = warm.start(home, home / warm.RUNNER_LOG)  # its imports while the server starts
+    kept_warm = warm.start(home)  # its imports while the server starts
     deadline = time.monotonic() + wait_s
     while not _healthy(url):
         if process.poll() is not None or time.monotonic() > deadline:
@@ -122,12 +114,8 @@ def _start_unlocked(port: int | None, wait_s: float) -> dict[str, Any]:
     warm.ready(kept_warm)
     state = {"pid": process.pid, "url": url, "port": port, "log": str(log), "home": str(home),
              "started_at": time.time(), "warm": kept_warm}
-    _state_path().write_text(json.dumps(state))
+    state_path().write_text(json.dumps(state))
     return {**state, "started": True}
-
-
-def _warm_alive(state: dict[str, Any]) -> bool:
-    return warm.is_warm_process(state.get("warm"))
 
 
 def _terminate(pid: int, wait_s: float = 20.0) -> None:
@@ -149,7 +137,7 @@ def _terminate(pid: int, wait_s: float = 20.0) -> None:
 def stop_server() -> dict[str, Any] | None:
     """Stop the recorded server; None when none runs."""
     found = recorded()
-    path = _state_path()
+    path = state_path()
     with contextlib.suppress(OSError, ValueError):  # a warm process outlives a server that crashed: end it too
         kept = json.loads(path.read_text()).get("warm")
         if warm.is_warm_process(kept):
@@ -195,8 +183,8 @@ def status() -> None:
         raise typer.Exit(1)
     health = "answering" if _healthy(found["url"]) else "NOT answering"
     typer.echo(f"Prefect server at {found['url']} (pid {found['pid']}), {health}; log {found['log']}")
-    if _warm_alive(found):
+    if warm.is_warm_process(found.get("warm")):
         typer.echo(f"warm process (pid {found['warm']['pid']}) runs commands with Prefect already imported; "
-                   f"log {prefect_home() / warm.RUNNER_LOG}")
+                   f"log {found['warm']['log']}")
     else:
         typer.echo("no warm process: each command imports Prefect itself (benchwright server start starts one)")

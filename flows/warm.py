@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+STATE_FILE = "benchwright-server.json"  # the kept server's and this process's whereabouts, in PREFECT_HOME
 RUNNER_LOG = "benchwright-warm.log"
 SOCKET_NAME = "warm.sock"
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,10 +100,18 @@ def process_facts() -> dict[str, Any]:
             "python": {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}}
 
 
+def prefect_home() -> Path:
+    return Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
+
+
+def state_path() -> Path:
+    """Where ``benchwright server start`` records the server and the warm process (flows.server writes it)."""
+    return prefect_home() / STATE_FILE
+
+
 def _recorded_warm() -> dict[str, Any] | None:
-    home = Path(os.environ.get("PREFECT_HOME") or Path.home() / ".prefect").expanduser()
     try:
-        return json.loads((home / "benchwright-server.json").read_text()).get("warm")
+        return json.loads(state_path().read_text()).get("warm")
     except (OSError, ValueError, AttributeError):
         return None
 
@@ -167,19 +176,20 @@ def _wait_for(messages: _Reader, forwarding: _Forwarding) -> int:
 
 # -- the warm process's side -----------------------------------------------------------------------------------
 
-def start(home: Path, log: Path) -> dict[str, Any]:
-    """Start the warm process in the background; where it will listen and who it is, for the server's state file
-    (``ready`` waits until it listens)."""
+def start(home: Path) -> dict[str, Any]:
+    """Start the warm process in the background, its output to ``home``'s RUNNER_LOG; where it will listen, who it
+    is and its log, for the server's state file (``ready`` waits until it listens)."""
     import subprocess
 
     folder = Path(tempfile.mkdtemp(prefix="benchwright-warm-"))  # 0700: only this user may connect
     path = folder / SOCKET_NAME
     environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PREFECT_HOME": str(home)}
+    log = home / RUNNER_LOG
     with open(log, "ab") as output:
         process = subprocess.Popen([sys.executable, "-m", "flows.warm", str(path)], cwd=ROOT, env=environment,
                                    stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                    start_new_session=True)
-    return {"pid": process.pid, "socket": str(path), "root": str(ROOT), "python": sys.executable}
+    return {"pid": process.pid, "socket": str(path), "root": str(ROOT), "python": sys.executable, "log": str(log)}
 
 
 def ready(warm: dict[str, Any], wait_s: float = 60.0) -> bool:
@@ -209,7 +219,7 @@ def serve(path: Path) -> None:
     from flows.runtime import QUIET_DEFAULTS
 
     started_with = _prefect_variables({**QUIET_DEFAULTS, **os.environ})
-    facts = process_facts()
+    facts = json.loads(json.dumps(process_facts()))  # as a request carries them (tuples become lists)
     modules = _warm_up()
     listener = _listen(path)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forks are reaped by the kernel: their status goes to the command
@@ -301,8 +311,7 @@ def _refusal(connection: socket.socket, request: dict[str, Any], started_with: d
     _check_peer(connection)
     if _prefect_variables({**QUIET_DEFAULTS, **request["env"]}) != started_with:
         return "its PREFECT_ variables differ from the warm process's"
-    differing = [name for name, value in facts.items()
-                 if name != "umask" and json.loads(json.dumps(value)) != request["process"].get(name)]
+    differing = [name for name, value in facts.items() if name != "umask" and value != request["process"].get(name)]
     if differing:
         return f"its process differs from the warm process in: {', '.join(differing)}"
     for path, seen in modules.items():
@@ -343,7 +352,7 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> None:
     """In the command's fork: become the command (its descriptors, umask, folder, environment, arguments, its own
     process group for the signals passed on) and run it; ends in SystemExit, with the command's status."""
     os.setsid()
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2):
+    for signum in _FORWARDED:  # as a new process has them
         signal.signal(signum, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for target, fd in zip((0, 1, 2), fds, strict=True):

@@ -78,13 +78,13 @@ def test_a_kept_server_serves_later_commands_and_stops(tmp_path: Path) -> None:
 
 
 def test_a_state_file_left_by_a_dead_server_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows import runtime, server
+    from flows import runtime, server, warm
 
     home = tmp_path / "prefect-home"
     home.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (home / server.STATE_FILE).write_text(json.dumps({"pid": dead.pid, "url": "http://127.0.0.1:9/api"}))
+    (home / warm.STATE_FILE).write_text(json.dumps({"pid": dead.pid, "url": "http://127.0.0.1:9/api"}))
     monkeypatch.setenv("PREFECT_HOME", str(home))
     # set, then removed: so teardown restores the variable as it was (absent), whatever prepare_prefect writes
     monkeypatch.setenv("PREFECT_API_URL", "restored at teardown")
@@ -92,7 +92,7 @@ def test_a_state_file_left_by_a_dead_server_is_ignored(tmp_path: Path, monkeypat
     assert server.recorded() is None
     runtime.prepare_prefect(None)
     assert "PREFECT_API_URL" not in os.environ  # a temporary server per flow, as without one
-    (home / server.STATE_FILE).write_text(json.dumps({"pid": os.getpid(), "url": "http://127.0.0.1:9/api"}))
+    (home / warm.STATE_FILE).write_text(json.dumps({"pid": os.getpid(), "url": "http://127.0.0.1:9/api"}))
     runtime.prepare_prefect(None)
     assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:9/api"  # a live process: its server is used
 
