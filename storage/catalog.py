@@ -512,15 +512,11 @@ class Catalog:
         whatever their number (a resolved review item and its target: one write, not two); the last change
         named for an id wins. Returns how many records changed."""
         wanted = {record_id: (str(status), reason) for record_id, status, reason in changes}
-        columns = [list(wanted), [s for s, _ in wanted.values()], [r for _, r in wanted.values()]]
-        incoming = "(SELECT unnest(?::VARCHAR[]) AS id, unnest(?::VARCHAR[]) AS status, unnest(?::VARCHAR[]) AS reason)"
+        update = _status_update(wanted)
         now = datetime.now(UTC)
 
         def write(con: duckdb.DuckDBPyConnection) -> int:
-            changed = con.execute(
-                f"UPDATE records SET status = w.status, status_reason = w.reason FROM {incoming} w "
-                "WHERE records.id = w.id AND (records.status <> w.status OR records.status_reason IS DISTINCT FROM "
-                "w.reason) RETURNING records.id, records.status, records.status_reason", columns).fetchall()
+            changed = con.execute(*update).fetchall()
             if changed:
                 con.execute("INSERT INTO status_events SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
                             "unnest(?::VARCHAR[]), ?, ?",
@@ -690,6 +686,27 @@ def _registered(con: duckdb.DuckDBPyConnection, **tables: Any) -> Iterator[None]
     finally:
         for name in tables:
             con.unregister(name)
+
+
+def _status_update(wanted: dict[str, tuple[str, str | None]]) -> tuple[str, list[Any]]:
+    """The UPDATE (and its parameters) giving each record of ``wanted`` (id -> status, reason) its new status where
+    it differs, returning the rows changed. A few records are named by their keys (an index lookup; a resolved
+    review item and its target: 3.0 ms in DuckDB against 4.5 ms for the join, which scans the table); more are
+    joined from unnested lists."""
+    if len(wanted) <= FEW:
+        cases = " ".join(["WHEN ? THEN ?"] * len(wanted))
+        new_status, new_reason = f"CASE id {cases} END", f"CASE id {cases} END"
+        statuses = [value for record_id, (status, _) in wanted.items() for value in (record_id, status)]
+        reasons = [value for record_id, (_, reason) in wanted.items() for value in (record_id, reason)]
+        return (f"UPDATE records SET status = {new_status}, status_reason = {new_reason} "
+                f"WHERE id IN ({', '.join('?' * len(wanted))}) AND (status <> {new_status} "
+                f"OR status_reason IS DISTINCT FROM {new_reason}) RETURNING id, status, status_reason",
+                [*statuses, *reasons, *wanted, *statuses, *reasons])
+    incoming = "(SELECT unnest(?::VARCHAR[]) AS id, unnest(?::VARCHAR[]) AS status, unnest(?::VARCHAR[]) AS reason)"
+    return (f"UPDATE records SET status = w.status, status_reason = w.reason FROM {incoming} w "
+            "WHERE records.id = w.id AND (records.status <> w.status OR records.status_reason IS DISTINCT FROM "
+            "w.reason) RETURNING records.id, records.status, records.status_reason",
+            [list(wanted), [s for s, _ in wanted.values()], [r for _, r in wanted.values()]])
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:

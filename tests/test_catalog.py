@@ -123,12 +123,18 @@ def test_status_changes_are_logged(catalog):
     assert catalog.find_records(status=Status.CANDIDATE) == []
 
 
-def test_several_statuses_change_in_one_call_and_each_is_logged(catalog):
+@pytest.mark.parametrize("others", [0, 12], ids=["few", "many"])  # a few by key, more by a join (_status_update)
+def test_several_statuses_change_in_one_call_and_each_is_logged(catalog, others):
     first, second, same = item_record(0), item_record(1), item_record(2)
-    catalog.put_records([first, second, same])
+    more = [item_record(10 + i) for i in range(others)]
+    catalog.put_records([first, second, same, *more])
     changes = [(first.id, Status.ACCEPTED, "resolved"), (second.id, Status.REJECTED, "wrong"),
-               (same.id, Status.CANDIDATE, None), ("no-such-record", Status.ACCEPTED, None)]
-    assert catalog.set_statuses(changes, actor="ann1") == 2  # the unchanged and the unknown one are not counted
+               (same.id, Status.CANDIDATE, None), ("no-such-record", Status.ACCEPTED, None),
+               *[(record.id, Status.QUARANTINED, f"bad {i}") for i, record in enumerate(more)]]
+    # the unchanged and the unknown one are not counted
+    assert catalog.set_statuses(changes, actor="ann1") == 2 + others
+    assert [(r.status, r.status_reason) for r in map(catalog.get_record, [m.id for m in more])] == [
+        (Status.QUARANTINED, f"bad {i}") for i in range(others)]
     assert [(r.status, r.status_reason) for r in map(catalog.get_record, (first.id, second.id, same.id))] == [
         (Status.ACCEPTED, "resolved"), (Status.REJECTED, "wrong"), (Status.CANDIDATE, None)]
     assert [(s, r, a) for s, r, a, _ in catalog.status_history(second.id)] == [("rejected", "wrong", "ann1")]
