@@ -33,7 +33,7 @@ class CatalogSettings(BaseModel):
     # a PostgreSQL server instead of the DuckDB file (workers on several hosts): postgresql://user@host:5432/db
     url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
     lock_timeout_s: float = Field(default=120.0, gt=0)  # how long a writer waits for another process's lock
-    batch_size: int = Field(default=50000, ge=1)  # records per write transaction (storage.catalog.BATCH_SIZE)
+    batch_size: int = Field(default=100_000, ge=1)  # records per write transaction (storage.catalog.BATCH_SIZE)
     hold_s: float = Field(default=2.0, gt=0)  # longest a bulk write keeps the file before letting others in
 
 

@@ -90,11 +90,14 @@ _RECORD_COLUMNS = ("id", "kind", "benchmark", "payload", "blobs", "parents", "pr
                    "status_reason", "created_at", "run_id")
 
 
-# Records per write transaction. Each commit cost about 0.08 s on this machine's disk: 100,000 records took 1.15 s in
-# batches of 20,000 and 1.05 s in batches of 50,000. A batch of 50,000 small records holds the file about half a
-# second, well inside the hold (``hold_s``) a bulk write may keep it anyway; a batch of large records can hold it
-# longer, as ``hold_s`` is checked between transactions.
-BATCH_SIZE = 50_000
+# Records per write transaction. Each commit of a large batch writes it to the log and then, past DuckDB's checkpoint
+# threshold (16 MB), into the file: 100,000 small records took 1.15 s in batches of 20,000, 1.05 s in batches of
+# 50,000 and, measured again later (bench/catalog_write.py, 5 rounds), 0.69 of the plain insert's speed in batches
+# of 50,000 against 0.76 in one of 100,000 (the second batch's commit, with a checkpoint, cost 0.33 s against the
+# first's 0.13). A batch of 100,000 small records holds the file about a second, inside the hold (``hold_s``) a
+# bulk write may keep it anyway; a batch of large records can hold it longer, as ``hold_s`` is checked between
+# transactions, and costs memory for its serialised columns: ``[catalog] batch_size`` lowers it.
+BATCH_SIZE = 100_000
 # How long a bulk writer steps aside after holding the file for hold_s, so waiting processes get in.
 _YIELD_S = 0.05
 # The longest a kept connection (keep_open) holds the file when no process has left a note that it waits.
