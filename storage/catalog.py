@@ -264,13 +264,13 @@ class Catalog:
             if not self._shared_users and self.keep_open_s <= 0:  # the last user after kept_open ended
                 self._close_shared()
                 return
-            if self._shared_users:
+            if self._shared_users or (self._idle_timer is not None and self._idle_timer.is_alive()):
+                # one pending check at a time, not a thread per transaction (a thread's start cost a build's
+                # writer about 2 ms a transaction): it measures idleness from the last use and re-arms itself
                 return
-            if self._turn_hold_s is not None:  # a build's block: see WAITED_IDLE_S
-                self._check_idle_in(min(self._idle_limit(), WAITED_POLL_S))
-            elif self._idle_timer is None or not self._idle_timer.is_alive():
-                # one pending check at a time, not a thread per transaction; it re-arms itself while in use
-                self._check_idle_in(self.keep_open_s)
+            # a build's block checks soon, as a waiter may come after its last transaction (see WAITED_IDLE_S)
+            self._check_idle_in(min(self._idle_limit(), WAITED_POLL_S) if self._turn_hold_s is not None
+                                else self.keep_open_s)
 
     def _check_idle_in(self, seconds: float) -> None:
         """Arm the one idle check (the pending one, if any, cancelled). Call under _shared_cv."""
@@ -746,7 +746,8 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
             count = con.execute(
                 f"INSERT INTO records SELECT {select} FROM incoming_records i ANTI JOIN records r ON i.id = r.id"
             ).fetchone()[0]
-            _revive_superseded(con, run_id)
+            if count < len(records):  # only a record stored before can be a superseded one produced again
+                _revive_superseded(con, run_id)
             if edges["child"].size:
                 con.execute("INSERT INTO record_parents SELECT i.child::VARCHAR, i.parent::VARCHAR "
                             "FROM incoming_edges i ANTI JOIN record_parents p ON i.child = p.child "
