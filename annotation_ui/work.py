@@ -115,7 +115,7 @@ class Work:
     def _lease(self, con: Any, queue: str, annotator: str, skipped: tuple[str, ...], *, answered: str | None = None
                ) -> tuple[str, str | None] | None:
         """(item id, target id) of the item held or newly leased, else None; the annotator's lease on ``answered``
-        (an item they just answered, whose lease ``_answer`` kept) is let go."""
+        (an item they just answered) is let go."""
         now = datetime.now(UTC)
         if answered:
             skipped = (*skipped, answered)
@@ -173,8 +173,13 @@ class Work:
         the answer, the lease and the resolution are one transaction under the lock; what never changes (the
         item's content, the answer's form) is checked before it."""
         item = self._answerable(item_id, verdict, correction, note)
+        def answer(con: Any) -> Record:
+            decision = self._answer(con, item, annotator, verdict, correction, note, shown)
+            release_leases(con, annotator, [item.id])
+            return decision
+
         with self._lock:
-            return self.catalog.run(lambda con: self._answer(con, item, annotator, verdict, correction, note, shown))
+            return self.catalog.run(answer)
 
     def submit_and_next(self, item_id: str, annotator: str, verdict: Verdict, *, queue: str,
                         correction: dict | None = None, note: str = "", shown: dict | None = None
@@ -185,7 +190,7 @@ class Work:
 
         def both(con: Any) -> tuple[Record, tuple[str, str | None] | None]:
             # the answered item's lease is let go with the next item's lease (one statement less)
-            decision = self._answer(con, item, annotator, verdict, correction, note, shown, keep_lease=True)
+            decision = self._answer(con, item, annotator, verdict, correction, note, shown)
             return decision, self._lease(con, queue, annotator, (), answered=item.id)
 
         with self._lock:
@@ -200,7 +205,8 @@ class Work:
         return item
 
     def _answer(self, con: Any, item: Record, annotator: str, verdict: Verdict, correction: dict | None,
-                note: str, shown: dict | None, *, keep_lease: bool = False) -> Record:
+                note: str, shown: dict | None) -> Record:
+        """The answer stored (the item resolved when it has its answers); the caller lets go of its lease."""
         overlap = self.settings.overlap_of(item.payload["queue"])
         status, answers, others_leased, holds, earlier = _item_state(con, item.id, annotator)
         if annotator in answers:
@@ -212,8 +218,6 @@ class Work:
             raise WorkError(f"item {item.id[:12]} already has its {overlap} answer(s)")
         decision = decide(self.catalog, item, annotator=annotator, verdict=verdict, note=note,
                           correction=correction, shown=shown, resolve=False, sequence=earlier)
-        if not keep_lease:
-            release_leases(con, annotator, [item.id])
         answers[annotator] = verdict
         if len(answers) >= overlap:
             self._resolve(item, answers)

@@ -171,8 +171,7 @@ class PostgresCatalog(Catalog):
                         copy.write_row(row)
                 count = cursor.execute("INSERT INTO records SELECT * FROM incoming_records "
                                        "ON CONFLICT DO NOTHING").rowcount
-            if count < len(rows):  # only a record stored before can be a superseded one produced again
-                _revive_superseded(con, run_id)
+            _revive_superseded(con, run_id, new=count, incoming=len(rows))
             if edges[0]:
                 con.execute("INSERT INTO record_parents SELECT * FROM unnest(?::TEXT[], ?::TEXT[]) "
                             "ON CONFLICT DO NOTHING", edges)
