@@ -17,9 +17,10 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from itertools import islice
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import duckdb
 import orjson
@@ -421,24 +422,18 @@ class Catalog:
         ``hold_s`` seconds, then is released for a moment so other processes waiting on it get their turn.
         """
         inserted = 0
-        batch: dict[str, Record] = {}
+        incoming = iter(records)
         with ExitStack() as held:
             opened_at = 0.0
-            for record in records:
-                batch[record.id] = record
-                if len(batch) < self.batch_size:
-                    continue
-                if not opened_at:
+            while batch := list(islice(incoming, self.batch_size)):
+                if len(batch) == self.batch_size and not opened_at:  # more may follow: one open for them all
                     held.enter_context(self.connect())
                     opened_at = time.monotonic()
-                inserted += self.run(self._insert(list(batch.values()), run_id))
-                batch = {}
-                if time.monotonic() - opened_at > self.hold_s:
+                inserted += self.run(self._insert(_each_id_once(batch), run_id))
+                if opened_at and time.monotonic() - opened_at > self.hold_s:
                     held.close()
                     opened_at = 0.0
                     time.sleep(_YIELD_S)
-            if batch:
-                inserted += self.run(self._insert(list(batch.values()), run_id))
         return inserted
 
     def _insert(self, records: list[Record], run_id: str | None) -> Callable[[Any], int]:
@@ -720,6 +715,13 @@ def _rollback(con: duckdb.DuckDBPyConnection) -> None:
             raise
 
 
+def _each_id_once(records: list[Record]) -> list[Record]:
+    """The batch with each id once, where it first came, as the last record given with it (a dict of the batch
+    costs a tenth of what a loop over it did, adding each record and checking the batch's size)."""
+    by_id = {record.id: record for record in records}
+    return records if len(by_id) == len(records) else list(by_id.values())
+
+
 def _insert_batch(records: list[Record], run_id: str | None) -> Callable[[duckdb.DuckDBPyConnection], int]:
     if len(records) <= FEW:
         return _insert_few(records, run_id)
@@ -731,21 +733,20 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
     # parents go as JSON text: DuckDB types a column of Python lists from a sample of its rows, and a sample of
     # empty lists makes it NULL[], which a later id cannot be cast to
     parents_json = [orjson.dumps(parents).decode() if parents else "[]" for parents in columns["parents"]]
-    incoming = _scannable({**columns, "parents": parents_json})
+    incoming, params = _incoming_rows({**columns, "parents": parents_json,
+                                       "created_at": _microseconds_since_epoch(columns["created_at"])})
     children, parents = parent_edges(records)
     edges = _scannable({"child": children, "parent": parents})
-    select = ", ".join("from_json(i.parents, '[\"VARCHAR\"]')" if name == "parents" else f"i.{name}"
-                       for name in _RECORD_COLUMNS)
 
     def write(con: duckdb.DuckDBPyConnection) -> int:
-        with _registered(con, incoming_records=incoming, incoming_edges=edges):
+        with _registered(con, incoming_columns=_scannable(incoming.columns), incoming_edges=edges):
             # The anti join skips the ids already stored. No ON CONFLICT: it cost a fifth of a 100,000-record
             # write, and it does not cover the one case the anti join misses, an id another thread's transaction
             # stores meanwhile (see _is_concurrent_duplicate; Catalog.run runs the write again).
             count = con.execute(
-                f"INSERT INTO records SELECT {select} FROM incoming_records i ANTI JOIN records r ON i.id = r.id"
-            ).fetchone()[0]
-            _revive_superseded(con, run_id, new=count, incoming=len(records))
+                f"INSERT INTO records SELECT i.* FROM ({incoming.select}) i ANTI JOIN records r ON i.id = r.id",
+                params).fetchone()[0]
+            _revive_superseded(con, run_id, new=count, incoming=len(records), source=incoming.select, params=params)
             if edges["child"].size:
                 con.execute("INSERT INTO record_parents SELECT i.child::VARCHAR, i.parent::VARCHAR "
                             "FROM incoming_edges i ANTI JOIN record_parents p ON i.child = p.child "
@@ -753,6 +754,30 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
         return count
 
     return write
+
+
+class _IncomingRows(NamedTuple):
+    select: str  # a SELECT of the batch's rows in the records table's column order, over ``incoming_columns``
+    columns: dict[str, list[Any]]  # the columns whose values differ between the batch's records
+
+
+def _incoming_rows(columns: dict[str, list[Any]]) -> tuple[_IncomingRows, list[Any]]:
+    """The batch as a SELECT over the registered columns, and its parameters. A column with one value for the whole
+    batch (usually kind, benchmark, producer, status, run: a stage's batch shares them) goes as one parameter
+    instead: DuckDB converts a scanned Python object value by value, and six such columns were a quarter of a
+    100,000-record insert. The ids are scanned however many there are: the SELECT needs one table to read rows
+    from."""
+    expressions, params, varying = [], [], {}
+    for name, values in columns.items():
+        if name != "id" and _one_value(values):
+            params.append(values[0] if isinstance(values, list) else values[0].item())
+            value = "?"
+        else:
+            varying[name] = values
+            value = f"i.{name}"
+        expressions.append(f"{_SCANNED_AS.get(name, '{}').format(value)} AS {name}")
+    select = f"SELECT {', '.join(expressions)} FROM incoming_columns i"
+    return _IncomingRows(select, varying), params
 
 
 def parent_edges(records: list[Record]) -> tuple[list[str], list[str]]:
@@ -769,6 +794,28 @@ def parent_edges(records: list[Record]) -> tuple[list[str], list[str]]:
     return children, parents
 
 
+# How a bulk write's scanned columns become the records table's: parents come as JSON text (see _bulk_write), creation
+# times as microseconds since the epoch in UTC (DuckDB converting 100,000 Python datetimes took 0.1-0.17 s of the
+# insert, NumPy integers 0.015 s and making them 0.045 s)
+_SCANNED_AS = {"parents": "from_json({}, '[\"VARCHAR\"]')", "created_at": "timezone('UTC', make_timestamp({}))"}
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _microseconds_since_epoch(times: list[datetime]) -> Any:
+    """Aware times as a NumPy int64 array of microseconds since the epoch, exactly (no float on the way)."""
+    import numpy as np
+
+    return np.fromiter(((moment - _EPOCH) // _MICROSECOND for moment in times), np.int64, len(times))
+
+
+def _one_value(values: Any) -> bool:
+    """Whether a column (a list, or a NumPy array) holds one value only."""
+    if not isinstance(values, list):
+        return bool((values == values[0]).all())
+    return values[0] == values[-1] and values.count(values[0]) == len(values)
+
+
 def _scannable(columns: dict[str, list[Any]]) -> dict[str, Any]:
     """Column lists as DuckDB scans them in place: a dict of NumPy object arrays. Not Arrow: building an Arrow
     array from Python objects imports pandas (about 0.45 s of a build's first write)."""
@@ -776,6 +823,9 @@ def _scannable(columns: dict[str, list[Any]]) -> dict[str, Any]:
 
     scannable = {}
     for name, values in columns.items():
+        if isinstance(values, np.ndarray):
+            scannable[name] = values
+            continue
         column = np.empty(len(values), dtype=object)
         column[:] = values
         scannable[name] = column
@@ -810,19 +860,22 @@ def _insert_few(records: list[Record], run_id: str | None) -> Callable[[duckdb.D
     return write
 
 
-def _revive_superseded(con: duckdb.DuckDBPyConnection, run_id: str | None, *, new: int, incoming: int) -> None:
+def _revive_superseded(con: duckdb.DuckDBPyConnection, run_id: str | None, *, new: int, incoming: int,
+                       source: str = "SELECT * FROM incoming_records", params: Sequence[Any] = ()) -> None:
     """A superseded record produced again is current again, with the status it had before it was superseded
     (or, if it never changed status, the one it is produced with now). ``new`` of the batch's ``incoming`` records
-    were not stored before: when that is all of them, none can be superseded and nothing is read."""
+    were not stored before: when that is all of them, none can be superseded and nothing is read. ``source`` (with
+    ``params``) selects the batch's rows."""
     if new >= incoming:
         return
     rows = con.execute(
-        """SELECT i.id, coalesce(
+        f"""SELECT i.id, coalesce(
                   (SELECT e.status FROM status_events e WHERE e.record_id = i.id AND e.status <> 'superseded'
                    ORDER BY e.changed_at DESC LIMIT 1), i.status),
                   coalesce((SELECT e.reason FROM status_events e WHERE e.record_id = i.id
                             AND e.status <> 'superseded' ORDER BY e.changed_at DESC LIMIT 1), i.status_reason)
-           FROM incoming_records i WHERE i.id IN (SELECT id FROM records WHERE status = 'superseded')""").fetchall()
+           FROM ({source}) i WHERE i.id IN (SELECT id FROM records WHERE status = 'superseded')""",
+        params).fetchall()
     if not rows:
         return
     now = datetime.now(UTC)

@@ -32,6 +32,32 @@ def test_a_batch_keeps_the_parents_of_one_record_among_thousands_without(catalog
     assert catalog.get_record(roots[0].id).parents == ()
 
 
+def test_a_batch_reads_back_field_for_field_whether_its_records_share_a_field_or_not(catalog):
+    """A bulk write sends a field the whole batch shares once and the others record by record (_incoming_rows):
+    records read back as written either way, and a superseded record produced again among new ones is revived."""
+    from schemas import BenchmarkItem, make_record
+
+    def record(i: int, *, varied: bool) -> object:
+        return make_record(
+            BenchmarkItem(task="maze", question=f"question {i}", options=["a", "b"], answer=0),
+            benchmark="explore" if not varied or i % 2 else "progress",
+            producer=Producer(task=f"stage-{i % 3 if varied else 0}"),
+            status=Status.ACCEPTED if varied and i % 2 else Status.CANDIDATE,
+            status_reason=f"reason {i}" if varied and i % 3 else None)
+
+    shared = [record(i, varied=False) for i in range(12)]
+    varied = [record(100 + i, varied=True) for i in range(12)]
+    assert catalog.put_records(shared) == 12
+    assert catalog.put_records(varied) == 12
+    assert catalog.get_records([r.id for r in shared + varied]) == shared + varied
+
+    catalog.supersede([shared[0].id], reason="replaced")
+    fresh = [record(200 + i, varied=False) for i in range(12)]
+    assert catalog.put_records([shared[0], *fresh], run_id="run-2") == 12
+    assert catalog.get_record(shared[0].id).status == Status.CANDIDATE
+    assert [h[0] for h in catalog.status_history(shared[0].id)] == ["superseded", "candidate"]
+
+
 def test_a_catalog_in_a_folder_whose_name_has_a_quote_is_written_and_read(tmp_path):
     """The file is attached by its path in SQL (storage.catalog_file): a quote in it must not end the string."""
     catalog = Catalog(tmp_path / "annotators' data" / "c.duckdb")
