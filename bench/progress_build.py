@@ -5,7 +5,8 @@
 Renders the sample world, then builds it (demos, observations, blobs, catalog writes) with ``--workers`` processes
 decoding and encoding frames, and with one; prints each next to the floor of the same work measured in this run:
 decoding and JPEG-encoding the very frames the build stores, alone, on the same processes (target: build <= 1.5x
-that floor). ``--curve`` builds the first N episodes too and draws build time and floor against episodes to
+that floor), and next to that floor with the blobs also written (each frame and video to a blob folder, staged
+and published with one sync as a build does: how much of the rest is the file system's). ``--curve`` builds the first N episodes too and draws build time and floor against episodes to
 ``--plot``. Also prints peak memory, and the time spent decoding the needed frames by seeking next to a plain
 sequential decode of the same videos. ProgressLM's benchmark has about 240 trajectories and 3,325 observations;
 the default sampling plan here (one evenly spaced frame per segment, cross view from one camera) lands near that.
@@ -22,6 +23,7 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from schemas import Producer
 from storage import LocalBlobStore, Storage
@@ -74,22 +76,44 @@ def long_video(sources: list[Path], target: Path, frames: int) -> Path:
     return target
 
 
-def frame_floor(world: Path, plan: SamplingPlan, workers: int) -> tuple[float, int]:
+def encode_and_store(camera: Any, frames: list[int], store: LocalBlobStore | None, video: Path | None
+                     ) -> tuple[int, list[tuple[str, str]]]:
+    """A worker's part of a floor: the frames decoded and encoded; given a store, also written to it with the
+    camera's video, staged as a build's worker stages them. (frames encoded, staged blobs)."""
+    from tasks.sources.frames import encoded_frames
+
+    encoded = encoded_frames(camera, frames)
+    if store is None:
+        return len(encoded), []
+    with store.batch(publish=False) as staged:
+        for data in encoded.values():
+            store.put(data)
+        if video is not None:
+            store.put_file(video)
+    return len(encoded), staged
+
+
+def frame_floor(world: Path, plan: SamplingPlan, workers: int, store: LocalBlobStore | None = None
+                ) -> tuple[float, int]:
     """(seconds, frames): decoding and encoding the frames a build of ``world`` stores, and nothing else, on
-    ``workers`` processes (started before the clock, as a build's pool is warm after its first episodes)."""
+    ``workers`` processes (started before the clock, as a build's pool is warm after its first episodes). Given
+    ``store``: also writing them and the videos to it, published with one sync, as a build does (its blob files
+    alone, no records, no catalog)."""
     from tasks.parallel import process_pool
     from tasks.progress.construct import wanted_frames
-    from tasks.sources.frames import encoded_frames
 
     jobs = []
     for folder in sorted(world.iterdir()):
         episode = load_sample_episode(folder)
-        jobs += [(episode.cameras[camera], frames) for camera, frames in wanted_frames(episode, plan).items()]
+        jobs += [(episode.cameras[camera], frames, store, episode.cameras[camera].archive)
+                 for camera, frames in wanted_frames(episode, plan).items()]
     with process_pool(workers) as pool:
-        list(pool.map(encoded_frames, *zip(*jobs[:workers], strict=True)))  # workers started and warm
+        list(pool.map(encode_and_store, *zip(*jobs[:workers], strict=True)))  # workers started and warm
         start = time.perf_counter()
-        encoded = list(pool.map(encoded_frames, *zip(*jobs, strict=True), chunksize=4 if workers > 1 else 1))
-        return time.perf_counter() - start, sum(len(e) for e in encoded)
+        done = list(pool.map(encode_and_store, *zip(*jobs, strict=True), chunksize=4 if workers > 1 else 1))
+        if store is not None:
+            store.publish([entry for _, staged in done for entry in staged])
+        return time.perf_counter() - start, sum(count for count, _ in done)
 
 
 def timed_build(world: Path, plan: SamplingPlan, workers: int, scratch: Path) -> tuple[float, dict, int]:
@@ -152,6 +176,7 @@ def main() -> None:
         build_s, counts, observations = timed_build(world, plan, args.workers, Path(tmp) / "build")
         peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         floor_s, stored_frames = frame_floor(world, plan, args.workers)
+        files_floor_s, _ = frame_floor(world, plan, args.workers, LocalBlobStore(Path(tmp) / "floor-blobs"))
         single_s, _, _ = timed_build(world, plan, 1, Path(tmp) / "build-1")
         single_floor_s, _ = frame_floor(world, plan, 1)
         curve = {args.episodes: (build_s, floor_s)}
@@ -188,6 +213,8 @@ def main() -> None:
           f"{observations:,} observations, {counts['quarantined']} quarantined; {args.workers} workers)")
     print(f"  floor: decode + encode alone  {floor_s:>10.1f} s  ({stored_frames:,} frames, {args.workers} processes)"
           f"  -> build / floor {build_s / floor_s:.2f} (target <= 1.5)")
+    print(f"  floor + writing its blobs     {files_floor_s:>10.1f} s  (the same, each frame and video also written to "
+          f"a blob folder, one sync)  -> build / this {build_s / files_floor_s:.2f}")
     print(f"build with 1 worker             {single_s:>10.1f} s  (floor on 1 process {single_floor_s:.1f} s, "
           f"ratio {single_s / single_floor_s:.2f}; speed-up of {args.workers} workers {single_s / build_s:.2f}x)")
     print(f"build throughput                {observations / build_s:>10.1f} observations/s")
