@@ -5,13 +5,14 @@
 Renders the sample world, then builds it (demos, observations, blobs, catalog writes) with ``--workers`` processes
 decoding and encoding frames, and with one; prints each next to the floor of the same work measured in this run:
 decoding and JPEG-encoding the very frames the build stores, alone, on the same processes (target: build <= 1.5x
-that floor), and next to that floor with the blobs also written (each frame and video to a blob folder, staged
-and published with one sync as a build does: how much of the rest is the file system's). ``--curve`` builds the first N episodes too and draws build time and floor against episodes to
-``--plot``. Also prints peak memory, and the time spent decoding the needed frames by seeking next to a plain
-sequential decode of the same videos. ProgressLM's benchmark has about 240 trajectories and 3,325 observations;
-the default sampling plan here (one evenly spaced frame per segment, cross view from one camera) lands near that.
-Rendering 240 episodes takes minutes and is not timed; ``--world DIR`` keeps the render in DIR and a later run with
-the same ``--episodes`` reuses it (only missing episodes are rendered).
+that floor), and next to that floor with the blobs also written (each frame and video to a blob folder, staged and
+published with one sync as a build does: how much of the rest is the file system's). ``--curve`` builds the first N
+episodes too and draws build time and floor against episodes to ``--plot``. Also prints peak memory, and the time
+spent decoding the needed frames by seeking next to a plain sequential decode of the same videos. ProgressLM's
+benchmark has about 240 trajectories and 3,325 observations; the default sampling plan here (one evenly spaced frame
+per segment, cross view from one camera) lands near that. Rendering 240 episodes takes minutes and is not timed;
+``--world DIR`` keeps the render in DIR and a later run with the same ``--episodes`` reuses it (only missing
+episodes are rendered).
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from schemas import Producer
 from storage import LocalBlobStore, Storage
 from tasks.progress.construct import build_folder
 from tasks.progress.sampling import SamplingPlan, segment_samples
 from tasks.sources.episodes import load_sample_episode
-from tasks.sources.frames import read_frames
+from tasks.sources.frames import FrameSource, read_frames
 from tasks.sources.sample_world import render_missing_episode
 
 CAMERAS = ("front", "top")
@@ -76,7 +76,7 @@ def long_video(sources: list[Path], target: Path, frames: int) -> Path:
     return target
 
 
-def encode_and_store(camera: Any, frames: list[int], store: LocalBlobStore | None, video: Path | None
+def encode_and_store(camera: FrameSource, frames: list[int], store: LocalBlobStore | None, video: Path | None
                      ) -> tuple[int, list[tuple[str, str]]]:
     """A worker's part of a floor: the frames decoded and encoded; given a store, also written to it with the
     camera's video, staged as a build's worker stages them. (frames encoded, staged blobs)."""
