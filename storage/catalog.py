@@ -430,7 +430,7 @@ class Catalog:
                     held.enter_context(self.connect())
                     opened_at = time.monotonic()
                 inserted += self.run(self._insert(_each_id_once(batch), run_id))
-                if opened_at and time.monotonic() - opened_at > self.hold_s:
+                if len(batch) == self.batch_size and time.monotonic() - opened_at > self.hold_s:
                     held.close()
                     opened_at = 0.0
                     time.sleep(_YIELD_S)
@@ -758,7 +758,7 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
 
 class _IncomingRows(NamedTuple):
     select: str  # a SELECT of the batch's rows in the records table's column order, over ``incoming_columns``
-    columns: dict[str, list[Any]]  # the columns whose values differ between the batch's records
+    columns: dict[str, list[Any]]  # the ids, and the columns whose values differ between the batch's records
 
 
 def _incoming_rows(columns: dict[str, list[Any]]) -> tuple[_IncomingRows, list[Any]]:
@@ -817,8 +817,9 @@ def _one_value(values: Any) -> bool:
 
 
 def _scannable(columns: dict[str, list[Any]]) -> dict[str, Any]:
-    """Column lists as DuckDB scans them in place: a dict of NumPy object arrays. Not Arrow: building an Arrow
-    array from Python objects imports pandas (about 0.45 s of a build's first write)."""
+    """Column lists as DuckDB scans them in place: a dict of NumPy object arrays (a NumPy array given stays as it
+    is). Not Arrow: building an Arrow array from Python objects imports pandas (about 0.45 s of a build's first
+    write)."""
     import numpy as np
 
     scannable = {}
@@ -843,7 +844,7 @@ def _insert_few(records: list[Record], run_id: str | None) -> Callable[[duckdb.D
     def write(con: duckdb.DuckDBPyConnection) -> int:
         ids = columns["id"]
         present = dict(con.execute("SELECT id, status FROM records WHERE list_contains(?, id)", [ids]).fetchall())
-        if "superseded" in present.values():  # _revive_superseded reads the batch path's registered table
+        if "superseded" in present.values():  # _revive_superseded reads the batch path's SELECT
             return _bulk_write(columns, records, run_id)(con)
         fresh = [row for row in rows if row[0] not in present]
         if not fresh:
