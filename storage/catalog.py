@@ -733,8 +733,8 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
     # parents go as JSON text: DuckDB types a column of Python lists from a sample of its rows, and a sample of
     # empty lists makes it NULL[], which a later id cannot be cast to
     parents_json = [orjson.dumps(parents).decode() if parents else "[]" for parents in columns["parents"]]
-    incoming, params = _incoming_rows({**columns, "parents": parents_json,
-                                       "created_at": _microseconds_since_epoch(columns["created_at"])})
+    incoming = _incoming_rows({**columns, "parents": parents_json,
+                               "created_at": _microseconds_since_epoch(columns["created_at"])})
     children, parents = parent_edges(records)
     edges = _scannable({"child": children, "parent": parents})
 
@@ -745,8 +745,9 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
             # stores meanwhile (see _is_concurrent_duplicate; Catalog.run runs the write again).
             count = con.execute(
                 f"INSERT INTO records SELECT i.* FROM ({incoming.select}) i ANTI JOIN records r ON i.id = r.id",
-                params).fetchone()[0]
-            _revive_superseded(con, run_id, new=count, incoming=len(records), source=incoming.select, params=params)
+                incoming.params).fetchone()[0]
+            _revive_superseded(con, run_id, new=count, incoming=len(records), source=incoming.select,
+                               params=incoming.params)
             if edges["child"].size:
                 con.execute("INSERT INTO record_parents SELECT i.child::VARCHAR, i.parent::VARCHAR "
                             "FROM incoming_edges i ANTI JOIN record_parents p ON i.child = p.child "
@@ -759,10 +760,11 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
 class _IncomingRows(NamedTuple):
     select: str  # a SELECT of the batch's rows in the records table's column order, over ``incoming_columns``
     columns: dict[str, list[Any]]  # the ids, and the columns whose values differ between the batch's records
+    params: list[Any]  # the SELECT's parameters: the value of each column the whole batch shares
 
 
-def _incoming_rows(columns: dict[str, list[Any]]) -> tuple[_IncomingRows, list[Any]]:
-    """The batch as a SELECT over the registered columns, and its parameters. A column with one value for the whole
+def _incoming_rows(columns: dict[str, list[Any]]) -> _IncomingRows:
+    """The batch as a SELECT over the registered columns, with its parameters. A column with one value for the whole
     batch (usually kind, benchmark, producer, status, run: a stage's batch shares them) goes as one parameter
     instead: DuckDB converts a scanned Python object value by value, and six such columns were a quarter of a
     100,000-record insert. The ids are scanned however many there are: the SELECT needs one table to read rows
@@ -777,7 +779,7 @@ def _incoming_rows(columns: dict[str, list[Any]]) -> tuple[_IncomingRows, list[A
             value = f"i.{name}"
         expressions.append(f"{_SCANNED_AS.get(name, '{}').format(value)} AS {name}")
     select = f"SELECT {', '.join(expressions)} FROM incoming_columns i"
-    return _IncomingRows(select, varying), params
+    return _IncomingRows(select, varying, params)
 
 
 def parent_edges(records: list[Record]) -> tuple[list[str], list[str]]:
