@@ -1,6 +1,7 @@
 """Build a PROGRESS-BENCH of the paper's size from the sample world with offline backends, against its floor.
 
     python bench/progress_build.py [--episodes 240] [--workers 2] [--curve 30,60,120] [--plot PNG] [--world DIR]
+                                   [--scratch DIR]
 
 Renders the sample world, then builds it (demos, observations, blobs, catalog writes) with ``--workers`` processes
 decoding and encoding frames, and with one; prints each next to the floor of the same work measured in this run:
@@ -12,18 +13,23 @@ spent decoding the needed frames by seeking next to a plain sequential decode of
 benchmark has about 240 trajectories and 3,325 observations; the default sampling plan here (one evenly spaced frame
 per segment, cross view from one camera) lands near that. Rendering 240 episodes takes minutes and is not timed;
 ``--world DIR`` keeps the render in DIR and a later run with the same ``--episodes`` reuses it (only missing
-episodes are rendered).
+episodes are rendered). ``--scratch DIR`` puts the builds' catalogs and blob folders on DIR's file system (default:
+the system's temporary folder), to measure the disk a build will write to; the CPU a new file costs there is printed
+next to that of a RAM disk (/dev/shm) and, where one is present, the build is run once more with its catalog and blobs
+on the RAM disk: what the build costs beyond the floor when files are nearly free.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from schemas import Producer
 from storage import LocalBlobStore, Storage
@@ -128,6 +134,28 @@ def timed_build(world: Path, plan: SamplingPlan, workers: int, scratch: Path) ->
     return seconds, counts, storage.catalog.query("SELECT count(*) FROM records WHERE kind = 'observation'")[0][0]
 
 
+def file_cost(folder: Path, files: int = 400) -> float:
+    """Seconds of CPU this process spends creating one empty file in ``folder``, as a blob store makes each blob's
+    temporary file: on some virtual disks a new inode costs a hundred times a RAM disk's, on every core alike."""
+    names = [os.path.join(folder, f".cost-{os.getpid()}-{i}") for i in range(files)]
+    start = time.process_time()
+    for name in names:
+        os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    spent = time.process_time() - start
+    for name in names:
+        os.unlink(name)
+    return spent / files
+
+
+def blob_files(folder: Path) -> int:
+    return sum(1 for _, _, names in os.walk(folder) for name in names if not name.startswith((".", "LAYOUT")))
+
+
+def ram_disk() -> Path | None:
+    shm = Path("/dev/shm")
+    return shm if shm.is_dir() and os.access(shm, os.W_OK) else None
+
+
 def first_episodes(world: Path, n: int, target: Path) -> Path:
     for folder in sorted(world.iterdir())[:n]:
         shutil.copytree(folder, target / folder.name)
@@ -151,6 +179,92 @@ def plot_curve(curve: dict[int, tuple[float, float]], workers: int, path: Path) 
     save_figure(figure, path)
 
 
+def measure_builds(world: Path, plan: SamplingPlan, workers: int, curve_at: list[int], tmp: Path) -> dict[str, Any]:
+    """The builds and their floors, each on ``workers`` processes and on one; the smaller builds of the curve; the
+    CPU a new file costs in ``tmp`` and on the RAM disk, and the build once more with its files there."""
+    figures: dict[str, Any] = {"file_cost_s": [file_cost(tmp)]}  # sampled before and after: it drifts here
+    figures["build_s"], figures["counts"], figures["observations"] = timed_build(world, plan, workers, tmp / "build")
+    figures["blob_files"] = blob_files(tmp / "build" / "blobs")
+    figures["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    figures["floor_s"], figures["stored_frames"] = frame_floor(world, plan, workers)
+    figures["files_floor_s"], _ = frame_floor(world, plan, workers, LocalBlobStore(tmp / "floor-blobs"))
+    figures["single_s"], _, _ = timed_build(world, plan, 1, tmp / "build-1")
+    figures["single_floor_s"], _ = frame_floor(world, plan, 1)
+    figures["curve"] = {len(list(world.iterdir())): (figures["build_s"], figures["floor_s"])}
+    for n in curve_at:
+        part = first_episodes(world, n, tmp / f"world-{n}")
+        figures["curve"][n] = (timed_build(part, plan, workers, tmp / f"build-{n}")[0],
+                               frame_floor(part, plan, workers)[0])
+    figures["file_cost_s"].append(file_cost(tmp))
+    ram = ram_disk()
+    if ram is not None and os.stat(ram).st_dev != os.stat(tmp).st_dev:
+        figures["ram_file_cost_s"] = file_cost(ram)
+        with tempfile.TemporaryDirectory(dir=ram) as on_ram:
+            figures["ram_build_s"] = timed_build(world, plan, workers, Path(on_ram) / "build")[0]
+    return figures
+
+
+def measure_decoding(world: Path, plan: SamplingPlan, long_frames: int, tmp: Path) -> dict[str, Any]:
+    """Decoding the needed frames by seeking against decoding every frame, on the sample clips and on a long one."""
+    episodes = [load_sample_episode(p) for p in sorted(world.iterdir())]
+    figures: dict[str, Any] = {"needed": 0}
+    start = time.perf_counter()
+    for episode in episodes:
+        samples = [s.frame for s in segment_samples(episode.key_frames, plan)]
+        figures["needed"] += len(episode.cameras["front"].read(episode.key_frames + samples))
+        figures["needed"] += len(episode.cameras["top"].read(samples))
+    figures["seek_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    figures["total"] = sequential_decode([e.cameras[c].archive for e in episodes for c in CAMERAS])
+    figures["sequential_s"] = time.perf_counter() - start
+
+    clip = long_video([e.cameras["front"].archive for e in episodes[:40]], tmp / "long.mp4", long_frames)
+    figures["spread"] = list(range(0, long_frames, long_frames // 30))
+    start = time.perf_counter()
+    read_frames(clip, figures["spread"])
+    figures["long_seek_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    figures["long_total"] = sequential_decode([clip])
+    figures["long_sequential_s"] = time.perf_counter() - start
+    return figures
+
+
+def report_builds(f: dict[str, Any], workers: int, scratch: Path) -> None:
+    build_s, floor_s, counts = f["build_s"], f["floor_s"], f["counts"]
+    print(f"build (demos, observations)     {build_s:>10.1f} s  ({counts['records']:,} records, "
+          f"{f['observations']:,} observations, {counts['quarantined']} quarantined; {workers} workers)")
+    print(f"  floor: decode + encode alone  {floor_s:>10.1f} s  ({f['stored_frames']:,} frames, {workers} processes)"
+          f"  -> build / floor {build_s / floor_s:.2f} (target <= 1.5)")
+    print(f"  floor + writing its blobs     {f['files_floor_s']:>10.1f} s  (the same, each frame and video also "
+          f"written to a blob folder, one sync)  -> build / this {build_s / f['files_floor_s']:.2f}")
+    before, after = f["file_cost_s"]
+    ram_note = f"; on the RAM disk {f['ram_file_cost_s'] * 1e6:.0f} µs" if "ram_file_cost_s" in f else ""
+    print(f"  a new file's CPU              {before * 1e6:>10.0f} µs  (in {scratch} before the builds, "
+          f"{after * 1e6:.0f} µs after{ram_note}); the build makes {f['blob_files']:,} blob files: "
+          f"{f['blob_files'] * (before + after) / 2:.1f} s of CPU here")
+    if "ram_build_s" in f:
+        print(f"  build on the RAM disk         {f['ram_build_s']:>10.1f} s  (its catalog and blobs in /dev/shm)"
+              f"  -> / floor {f['ram_build_s'] / floor_s:.2f}")
+    print(f"build with 1 worker             {f['single_s']:>10.1f} s  (floor on 1 process {f['single_floor_s']:.1f} s,"
+          f" ratio {f['single_s'] / f['single_floor_s']:.2f}; speed-up of {workers} workers "
+          f"{f['single_s'] / build_s:.2f}x)")
+    print(f"build throughput                {f['observations'] / build_s:>10.1f} observations/s")
+    largest = max(f["curve"])
+    for n, (seconds, floor) in sorted(f["curve"].items()):
+        started = "starts the fork server, as a command's build does" if n == largest else "reuses it"
+        print(f"  {n:>4} episodes: build {seconds:6.2f} s, floor {floor:6.2f} s, ratio {seconds / floor:.2f}"
+              f"  ({started})")
+
+
+def report_decoding(f: dict[str, Any]) -> None:
+    print(f"decode needed frames (seek)     {f['seek_s']:>10.2f} s  ({f['needed']:,} frames)")
+    print(f"decode every frame sequentially {f['sequential_s']:>10.2f} s  ({f['total']:,} frames)")
+    print(f"seek / sequential               {f['seek_s'] / f['sequential_s']:>10.2f}  (short clips: the needed "
+          f"frames span each clip, so there is little to skip)")
+    print(f"long clip: {len(f['spread'])} frames by seeking {f['long_seek_s']:>6.2f} s, all {f['long_total']:,} "
+          f"sequentially {f['long_sequential_s']:.2f} s  (ratio {f['long_seek_s'] / f['long_sequential_s']:.2f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--episodes", type=int, default=240, help="sample-world episodes (trajectories)")
@@ -162,76 +276,32 @@ def main() -> None:
                         help="where the curve is drawn")
     parser.add_argument("--world", type=Path, help="keep the rendered sample world here and reuse it (default: a "
                         "temporary folder, rendered each run)")
+    parser.add_argument("--scratch", type=Path, help="the folder (and so the file system) the builds write their "
+                        "catalogs and blobs to (default: the system's temporary folder)")
     args = parser.parse_args()
     plan = SamplingPlan(interval_per_segment=args.interval, boundary_offsets=(), demo_camera="front",
                         cross_cameras=("top",))
+    if args.scratch:
+        args.scratch.mkdir(parents=True, exist_ok=True)
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
         world = (args.world or Path(tmp)) / f"progress-build-{args.episodes}"
         start = time.perf_counter()
         with ProcessPoolExecutor(args.workers) as pool:
             list(pool.map(_render, [(i, str(world)) for i in range(args.episodes)], chunksize=4))
         render_s = time.perf_counter() - start
-
-        build_s, counts, observations = timed_build(world, plan, args.workers, Path(tmp) / "build")
-        peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        floor_s, stored_frames = frame_floor(world, plan, args.workers)
-        files_floor_s, _ = frame_floor(world, plan, args.workers, LocalBlobStore(Path(tmp) / "floor-blobs"))
-        single_s, _, _ = timed_build(world, plan, 1, Path(tmp) / "build-1")
-        single_floor_s, _ = frame_floor(world, plan, 1)
-        curve = {args.episodes: (build_s, floor_s)}
-        for n in [int(x) for x in args.curve.split(",") if x]:
-            part = first_episodes(world, n, Path(tmp) / f"world-{n}")
-            curve[n] = (timed_build(part, plan, args.workers, Path(tmp) / f"build-{n}")[0],
-                        frame_floor(part, plan, args.workers)[0])
-
-        episodes = [load_sample_episode(p) for p in sorted(world.iterdir())]
-        needed = 0
-        start = time.perf_counter()
-        for episode in episodes:
-            samples = [s.frame for s in segment_samples(episode.key_frames, plan)]
-            needed += len(episode.cameras["front"].read(episode.key_frames + samples))
-            needed += len(episode.cameras["top"].read(samples))
-        seek_s = time.perf_counter() - start
-        start = time.perf_counter()
-        total = sequential_decode([e.cameras[c].archive for e in episodes for c in CAMERAS])
-        sequential_s = time.perf_counter() - start
-
-        clip = long_video([e.cameras["front"].archive for e in episodes[:40]], Path(tmp) / "long.mp4", args.long_frames)
-        spread = list(range(0, args.long_frames, args.long_frames // 30))
-        start = time.perf_counter()
-        read_frames(clip, spread)
-        long_seek_s = time.perf_counter() - start
-        start = time.perf_counter()
-        long_total = sequential_decode([clip])
-        long_sequential_s = time.perf_counter() - start
+        builds = measure_builds(world, plan, args.workers, [int(x) for x in args.curve.split(",") if x], Path(tmp))
+        decoding = measure_decoding(world, plan, args.long_frames, Path(tmp))
 
     print(f"episodes (trajectories)         {args.episodes:>10,}")
     print(f"render sample world             {render_s:>10.1f} s  ({args.workers} processes, "
           f"cameras {', '.join(CAMERAS)})")
-    print(f"build (demos, observations)     {build_s:>10.1f} s  ({counts['records']:,} records, "
-          f"{observations:,} observations, {counts['quarantined']} quarantined; {args.workers} workers)")
-    print(f"  floor: decode + encode alone  {floor_s:>10.1f} s  ({stored_frames:,} frames, {args.workers} processes)"
-          f"  -> build / floor {build_s / floor_s:.2f} (target <= 1.5)")
-    print(f"  floor + writing its blobs     {files_floor_s:>10.1f} s  (the same, each frame and video also written to "
-          f"a blob folder, one sync)  -> build / this {build_s / files_floor_s:.2f}")
-    print(f"build with 1 worker             {single_s:>10.1f} s  (floor on 1 process {single_floor_s:.1f} s, "
-          f"ratio {single_s / single_floor_s:.2f}; speed-up of {args.workers} workers {single_s / build_s:.2f}x)")
-    print(f"build throughput                {observations / build_s:>10.1f} observations/s")
-    for n, (seconds, floor) in sorted(curve.items()):
-        started = "starts the fork server, as a command's build does" if n == args.episodes else "reuses it"
-        print(f"  {n:>4} episodes: build {seconds:6.2f} s, floor {floor:6.2f} s, ratio {seconds / floor:.2f}"
-              f"  ({started})")
-    if len(curve) > 1:
-        plot_curve(curve, args.workers, args.plot)
+    report_builds(builds, args.workers, Path(tmp).parent)
+    if len(builds["curve"]) > 1:
+        plot_curve(builds["curve"], args.workers, args.plot)
         print(f"plot: {args.plot}")
-    print(f"peak resident memory            {peak_mib:>10,.0f} MiB")
-    print(f"decode needed frames (seek)     {seek_s:>10.2f} s  ({needed:,} frames)")
-    print(f"decode every frame sequentially {sequential_s:>10.2f} s  ({total:,} frames)")
-    print(f"seek / sequential               {seek_s / sequential_s:>10.2f}  (short clips: the needed frames span "
-          f"each clip, so there is little to skip)")
-    print(f"long clip: {len(spread)} frames by seeking {long_seek_s:>6.2f} s, all {long_total:,} sequentially "
-          f"{long_sequential_s:.2f} s  (ratio {long_seek_s / long_sequential_s:.2f})")
+    print(f"peak resident memory            {builds['peak_mib']:>10,.0f} MiB")
+    report_decoding(decoding)
 
 
 if __name__ == "__main__":
