@@ -243,8 +243,8 @@ def report_builds(f: dict[str, Any], workers: int, scratch: Path) -> None:
           f"{after * 1e6:.0f} µs after{ram_note}); the build makes {f['blob_files']:,} blob files: "
           f"{f['blob_files'] * (before + after) / 2:.1f} s of CPU here")
     if "ram_build_s" in f:
-        print(f"  build on the RAM disk         {f['ram_build_s']:>10.1f} s  (its catalog and blobs in /dev/shm)"
-              f"  -> / floor {f['ram_build_s'] / floor_s:.2f}")
+        print(f"  build on the RAM disk         {f['ram_build_s']:>10.1f} s  (its catalog and blobs in /dev/shm; "
+              f"reuses the fork server)  -> / floor {f['ram_build_s'] / floor_s:.2f}")
     print(f"build with 1 worker             {f['single_s']:>10.1f} s  (floor on 1 process {f['single_floor_s']:.1f} s,"
           f" ratio {f['single_s'] / f['single_floor_s']:.2f}; speed-up of {workers} workers "
           f"{f['single_s'] / build_s:.2f}x)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import queue
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, Future
@@ -130,12 +131,18 @@ def ahead(items: Iterable[T], start: Callable[[T], U], window: int) -> Iterator[
         yield started.popleft()
 
 
-def groups_of(items: Iterable[T], size: int) -> Iterator[list[T]]:
-    """``items`` in lists of ``size`` (the last one shorter): what a stage writes to the catalog at once."""
+def groups_of(items: Iterable[T], size: int, within_s: float | None = None,
+              clock: Callable[[], float] = time.monotonic) -> Iterator[list[T]]:
+    """``items`` in lists of ``size`` (the last one shorter): what a stage writes to the catalog at once. With
+    ``within_s``, a group is also closed at the first item arriving ``within_s`` seconds or more after the group's
+    first: groups as large as cheap units allow, and what slow units have finished is stored within about that."""
     group: list[T] = []
+    opened_at = 0.0
     for item in items:
+        if not group:
+            opened_at = clock()
         group.append(item)
-        if len(group) == size:
+        if len(group) == size or (within_s is not None and clock() - opened_at >= within_s):
             yield group
             group = []
     if group:

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tasks.parallel import written_behind
+from tasks.parallel import groups_of, written_behind
 
 
 def test_items_are_written_in_order_on_another_thread_and_all_before_the_block_ends():
@@ -52,6 +52,24 @@ def test_what_the_block_handed_over_is_written_when_the_block_fails():
             store(item)
         raise KeyError("episode 3")
     assert written == [0, 1, 2]
+
+
+def test_groups_close_at_their_size_or_once_their_first_item_is_old_enough():
+    now = [0.0]
+
+    def arriving(times: list[float]):
+        for item, at in enumerate(times):
+            now[0] = at
+            yield item
+
+    def grouped(times: list[float], size: int) -> list[list[int]]:
+        return list(groups_of(arriving(times), size, within_s=2.0, clock=lambda: now[0]))
+
+    # item 2 came 2.1 s after item 0: a group of three; then four quick ones fill a group; the rest at the end
+    assert grouped([0.0, 0.5, 2.1, 2.5, 2.6, 2.7, 2.8, 9.0, 9.1], 4) == [[0, 1, 2], [3, 4, 5, 6], [7, 8]]
+    # slow items: each group closes at its second item, never waiting for 64
+    assert grouped([0.0, 3.0, 6.0, 9.0, 12.0], 64) == [[0, 1], [2, 3], [4]]
+    assert list(groups_of(range(10), 4)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
 
 
 def _parent_and_decoder_loaded() -> tuple[int, bool]:
