@@ -165,6 +165,9 @@ def _observations(sample: ProgressSample, steps: int, demo_camera: str, cross: l
 # 16 took a 240-episode build (bench/progress_build.py, files on the RAM disk) from 2.82-2.86 s to 2.69-2.72 s.
 STORE_EVERY = 64
 STORE_WITHIN_S = 2.0
+# Episodes handed to the workers beyond the one this process waits for: enough to keep them busy while a group is
+# handed to the catalog writer, few enough that an interrupted run throws little finished work away.
+LOOK_AHEAD = 16
 
 
 @dataclass
@@ -207,7 +210,7 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
     with (storage.catalog.kept_open(), process_pool(workers, (__name__,), caller_runs_while_starting=True) as pool,
           written_behind(store) as stored):
         started = ahead(episodes, lambda episode: _start(episode, producer, plan, storage.blobs, pool),
-                        window=STORE_EVERY + 2 * workers)  # workers go on while a group is stored
+                        window=LOOK_AHEAD + 2 * workers)
         for group in groups_of(_checked(started, only, producer, str(folder), counts), STORE_EVERY,
                                 STORE_WITHIN_S):
             stored(group)
