@@ -193,7 +193,7 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
     those whose trajectory id or locator is in ``only``, writing records every ``STORE_EVERY`` episodes (sooner when
     they are slow: ``STORE_WITHIN_S``), so an interrupted run keeps what it finished and a rerun adds only the rest.
     ``workers`` processes load episodes, decode and encode their frames, write them to the blob store and make their
-    records, a group's worth of episodes ahead; this process writes the catalog. An episode built before with other
+    records, ``LOOK_AHEAD`` episodes ahead; this process writes the catalog. An episode built before with other
     settings has its earlier records superseded; a second episode with an id already built in this run is
     quarantined, never built over the first. A folder with nothing to build says so under ``nothing found``.
     ``share``: of a stage fanned out over task runs, the locators this run builds (the others are not even loaded; a
