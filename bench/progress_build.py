@@ -147,10 +147,6 @@ def file_cost(folder: Path, files: int = 400) -> float:
     return spent / files
 
 
-def blob_files(folder: Path) -> int:
-    return sum(1 for _, _, names in os.walk(folder) for name in names if not name.startswith((".", "LAYOUT")))
-
-
 def ram_disk() -> Path | None:
     shm = Path("/dev/shm")
     return shm if shm.is_dir() and os.access(shm, os.W_OK) else None
@@ -184,13 +180,13 @@ def measure_builds(world: Path, plan: SamplingPlan, workers: int, curve_at: list
     CPU a new file costs in ``tmp`` and on the RAM disk, and the build once more with its files there."""
     figures: dict[str, Any] = {"file_cost_s": [file_cost(tmp)]}  # sampled before and after: it drifts here
     figures["build_s"], figures["counts"], figures["observations"] = timed_build(world, plan, workers, tmp / "build")
-    figures["blob_files"] = blob_files(tmp / "build" / "blobs")
+    figures["blob_files"] = sum(1 for _ in LocalBlobStore(tmp / "build" / "blobs").iter_addresses())
     figures["peak_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     figures["floor_s"], figures["stored_frames"] = frame_floor(world, plan, workers)
     figures["files_floor_s"], _ = frame_floor(world, plan, workers, LocalBlobStore(tmp / "floor-blobs"))
     figures["single_s"], _, _ = timed_build(world, plan, 1, tmp / "build-1")
     figures["single_floor_s"], _ = frame_floor(world, plan, 1)
-    figures["curve"] = {len(list(world.iterdir())): (figures["build_s"], figures["floor_s"])}
+    figures["curve"] = {figures["counts"]["episodes"]: (figures["build_s"], figures["floor_s"])}
     for n in curve_at:
         part = first_episodes(world, n, tmp / f"world-{n}")
         figures["curve"][n] = (timed_build(part, plan, workers, tmp / f"build-{n}")[0],

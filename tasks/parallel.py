@@ -139,10 +139,11 @@ def groups_of(items: Iterable[T], size: int, within_s: float | None = None,
     group: list[T] = []
     opened_at = 0.0
     for item in items:
+        now = clock() if within_s is not None else 0.0
         if not group:
-            opened_at = clock()
+            opened_at = now
         group.append(item)
-        if len(group) == size or (within_s is not None and clock() - opened_at >= within_s):
+        if len(group) == size or (within_s is not None and now - opened_at >= within_s):
             yield group
             group = []
     if group:
