@@ -51,7 +51,7 @@ class InlineExecutor(Executor):
 # thread settings (``tasks.one_core``: before NumPy is loaded), then the decoder, and the script that started this
 # process (a ``spawn``ed worker ran it again as ``__mp_main__``; preloaded, a worker inherits it).
 # A process started with ``python -m`` has no script path: its main module is preloaded by name instead, so a worker
-# finds its imports loaded and only runs the module's own body again.
+# finds its imports loaded and only runs the module's own body again (``tasks.forked_main`` quiets runpy about that).
 _PRELOAD = ("tasks.one_core", "__main__", "tasks.sources.frames", "cv2")
 
 
@@ -59,7 +59,7 @@ def _main_module_name() -> tuple[str, ...]:
     import sys
 
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    return (spec.name,) if spec is not None and spec.name else ()
+    return (spec.name, "tasks.forked_main") if spec is not None and spec.name else ()
 
 
 @contextmanager

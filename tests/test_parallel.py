@@ -243,3 +243,28 @@ def test_a_commands_frame_worker_does_not_import_the_cli():
              f"print('flows.cli' in sys.modules, 'typer' in sys.modules)")
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.split()
     assert shown == ["False", "False"]
+
+
+def test_a_pool_started_from_a_python_m_module_says_nothing_on_stderr(tmp_path):
+    """A command run as ``python -m package.module`` (the warm process behind ``benchwright server start`` is one)
+    has its main module preloaded by name in the fork server; each worker runs that module's body again, and
+    Python's runpy warned about it on the user's terminal, once per worker. The pool works and stderr stays quiet."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    package = tmp_path / "probe_package"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "main.py").write_text(
+        "from tasks.parallel import process_pool\n"
+        "if __name__ == '__main__':\n"
+        "    with process_pool(2) as pool:\n"
+        "        print(sorted(pool.map(abs, [-3, -1, 2])))\n")
+    repo = Path(__file__).resolve().parent.parent
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(repo)])}
+    shown = subprocess.run([sys.executable, "-m", "probe_package.main"], capture_output=True, text=True, check=True,
+                           cwd=tmp_path, env=environment, timeout=120)
+    assert shown.stdout.split("\n")[0] == "[1, 2, 3]"
+    assert shown.stderr == ""
