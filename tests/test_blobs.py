@@ -136,6 +136,26 @@ def test_staged_blobs_stay_unseen_until_one_sync_publishes_a_whole_group(blob_st
     assert list(blob_store.root.rglob(".incoming-*")) == []
 
 
+def test_a_temporary_name_already_taken_is_left_alone(blob_store: LocalBlobStore):
+    """A local store names its temporary files by process and counter; a file left under the next such name (by
+    an earlier process that had this pid) is neither overwritten nor published, and the blob is still stored."""
+    import os
+
+    address = sha256_bytes(b"frame")
+    folder = blob_store.path_for(address).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    taken = folder / f".incoming-{os.getpid():x}-{blob_store._writer}-{next(blob_store._serial)}"
+    taken.write_bytes(b"left by a killed writer")
+    blob_store._serial = iter(range(int(taken.name.rsplit("-", 1)[1]), 10))  # the name is drawn again
+    with blob_store.batch(publish=False) as staged:
+        assert blob_store.put(b"frame") == address
+    assert [tmp for _, tmp in staged] != [str(taken)] and taken.read_bytes() == b"left by a killed writer"
+    with pytest.raises(ValueError, match="not a staged blob"):  # a name beside the address, but in a folder below
+        blob_store.publish([(address, str(folder / ".incoming-x" / "y"))])
+    blob_store.publish(staged)
+    assert blob_store.get(address) == b"frame"
+
+
 def _bucket(endpoint: str) -> str:
     name = f"bw-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=name)
