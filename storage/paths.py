@@ -14,6 +14,7 @@ then ``..`` and absolute paths in the data itself are refused, since no layout n
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,8 +25,8 @@ class OutsideRoot(ValueError):
     """A path from input data that leads out of its declared root; the message names the path and the root."""
 
 
-def _under(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents
+def _under(path: str, root: str) -> bool:
+    return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
 
 
 @dataclass(frozen=True)
@@ -40,22 +41,26 @@ class SourceRoot:
         # listed under it relative to the working directory, and ``inside`` would read it relative to the root.
         object.__setattr__(self, "path", Path(os.path.abspath(self.path)))
 
+    @functools.cached_property
+    def _real(self) -> str:
+        """The root with its symlinks resolved, once: a build checks three paths an episode against it. Should the
+        root be pointed elsewhere meanwhile, paths there resolve outside this one and are refused."""
+        return os.path.realpath(self.path)
+
     def inside(self, candidate: Path | str) -> Path:
         """``candidate`` (relative to the root, or an absolute path) as a normalised path inside the root, or
         OutsideRoot when ``..``, an absolute path or a symlink leads out of it. The normalised path is returned so
         the caller opens exactly what was checked (``link/..`` is not re-interpreted by the operating system)."""
-        root = Path(os.path.abspath(self.path))
-        given = Path(candidate)
-        lexical = Path(os.path.normpath(given if given.is_absolute() else root / given))
-        real_root = root.resolve()
-        if not (_under(lexical, root) or _under(lexical, real_root)):
+        root = str(self.path)
+        lexical = os.path.normpath(os.path.join(root, candidate))  # an absolute candidate stays itself
+        if not (_under(lexical, root) or _under(lexical, self._real)):
             raise OutsideRoot(f"{candidate}: outside the source root {self.path}; refused")
         if not self.allow_symlinks_outside:
-            real = lexical.resolve()
-            if not _under(real, real_root):
+            real = os.path.realpath(lexical)
+            if not _under(real, self._real):
                 raise OutsideRoot(f"{candidate}: a symlink leading outside the source root {self.path} (to {real}); "
                                   f"refused (allow it with [sources] allow_symlinks_outside)")
-        return lexical
+        return Path(lexical)
 
     def entries(self, folder: Path | None = None) -> Iterator[tuple[Path, str | None]]:
         """The entries of ``folder`` (default the root) in name order, each with None or the reason it is refused

@@ -59,6 +59,24 @@ def test_the_setting_allows_links_out_but_never_dotdot(layout):
         allowed.inside("../outside/secret.txt")
 
 
+def test_a_root_given_as_a_link_and_pointed_elsewhere_meanwhile_keeps_its_first_target(tmp_path):
+    """A root's own symlinks are resolved once (a build checks three paths an episode against it): paths below the
+    link are read while it points where it pointed at the first check; pointed elsewhere, they are refused."""
+    first, other = tmp_path / "first", tmp_path / "other"
+    for folder in (first, other):
+        folder.mkdir()
+        (folder / "clip.mp4").write_bytes(b"x")
+    link = tmp_path / "episodes"
+    link.symlink_to(first)
+    root = SourceRoot(link)
+    assert root.inside("clip.mp4") == link / "clip.mp4"
+    link.unlink()
+    link.symlink_to(other)
+    with pytest.raises(OutsideRoot, match="symlink leading outside"):
+        root.inside("clip.mp4")
+    assert SourceRoot(link).inside("clip.mp4") == link / "clip.mp4"  # declared anew, the root is where it points
+
+
 def test_listing_reports_entries_leading_out(layout):
     root, _ = layout
     refused = {path.name: problem for path, problem in SourceRoot(root).entries() if problem}
