@@ -41,6 +41,7 @@ def build(benchmark: str, settings: Settings | None = None, stages: list[str] | 
     assert settings is not None  # recorded_run resolved it
     plugin = registry.get(benchmark)
     chosen = plugin.chosen_stages(stages)
+    start_stage_workers(chosen, settings)  # where a command ran the flow, started already; a deployment's run: here
     context = BuildContext(benchmark=benchmark, run_id=current_flow_run_id(), options=plugin.options(options),
                            units=tuple(units) if units is not None else None, unattended_review=unattended_review,
                            review_wait_s=review_wait_s, data_folder=str(Path(settings.catalog.path).parent))
@@ -50,6 +51,18 @@ def build(benchmark: str, settings: Settings | None = None, stages: list[str] | 
         for stages_over_same_units in runs_of(chosen, settings):
             summary.update(run_stages(stages_over_same_units, settings, context, cluster))
         return summary
+
+
+def start_stage_workers(chosen: tuple[BuildStage, ...], settings: Settings) -> None:
+    """Start the fork server of the chosen stages' worker processes (``BuildStage.worker_modules``) now, where they
+    will have one: stages run in this process (no task runner spreading them over processes or hosts) with more than
+    one worker. A command calls it before it starts the flow: the server imports while Prefect sets the flow up."""
+    from flows.runners import distributed
+    from tasks.parallel import start_fork_server, worker_count
+
+    modules = tuple(dict.fromkeys(module for stage in chosen for module in stage.worker_modules))
+    if modules and not distributed(settings) and worker_count(settings.compute.workers) > 1:
+        start_fork_server(modules)
 
 
 def runs_of(chosen: tuple[BuildStage, ...], settings: Settings) -> list[list[BuildStage]]:

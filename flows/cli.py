@@ -289,8 +289,10 @@ def _build_runner(name: str) -> Any:
         except ValueError as error:
             raise typer.BadParameter(str(error)) from None
         settings = _settings()
-        from flows.build import build
+        from flows.build import build, start_stage_workers
         from flows.runtime import at_the_terminal
+
+        start_stage_workers(plugin.chosen_stages(stages), settings)
 
         with console.status(f"building {plugin.title} (starting Prefect can take ~20 s)..."), \
                 at_the_terminal(settings):

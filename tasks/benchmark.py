@@ -249,6 +249,10 @@ class BuildStage:
     # stage's for the same units, with no wait for the other shares between; units of its own beyond the earlier
     # stage's are shared after. ``BenchmarkPlugin`` checks the declaration when it is made
     follows_units_of: str = ""
+    # the modules its work runs in worker processes (``tasks.parallel.process_pool``): a build that will run the
+    # stage on this machine with more than one worker starts their fork server as it begins, so the server's imports
+    # are done while Prefect sets the flow up (``flows.build.start_stage_workers``)
+    worker_modules: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:

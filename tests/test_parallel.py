@@ -268,3 +268,31 @@ def test_a_pool_started_from_a_python_m_module_says_nothing_on_stderr(tmp_path):
                            cwd=tmp_path, env=environment, timeout=120)
     assert shown.stdout.split("\n")[0] == "[1, 2, 3]"
     assert shown.stderr == ""
+
+
+@pytest.mark.parametrize(("compute", "started"), [({"workers": 2}, True), ({"workers": 1}, False),
+                                                  ({"workers": 2, "task_runner": "dask"}, False)])
+def test_a_build_starts_its_stages_fork_server_before_the_flow_where_a_pool_will_use_it(compute, started):
+    """A build whose chosen stages run worker processes here (``worker_modules``; more than one worker; no task
+    runner spreading the stages) starts their fork server before Prefect sets the flow up, with those modules
+    imported in it, and the stage's pool then forks its workers from that server. With one worker, or stages on a
+    Dask cluster, no server is started (it would only take a core)."""
+    import subprocess
+    import sys
+
+    probe = (
+        "from multiprocessing import forkserver\n"
+        "from flows.build import start_stage_workers\n"
+        "from schemas.config import Settings\n"
+        "from tasks import benchmark as registry\n"
+        "from tasks.parallel import process_pool\n"
+        f"start_stage_workers(registry.get('progress').chosen_stages(['construct']), Settings(compute={compute!r}))\n"
+        "server = forkserver._forkserver._forkserver_pid\n"
+        "print(server is not None, 'tasks.progress.construct' in (forkserver._forkserver._preload_modules or []))\n"
+        "if server is not None:\n"
+        "    import os\n"
+        "    with process_pool(2) as pool:\n"
+        "        print(pool.submit(os.getppid).result() == server)\n")
+    shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True,
+                           timeout=120).stdout.split()
+    assert shown == (["True", "True", "True"] if started else ["False", "False"])

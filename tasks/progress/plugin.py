@@ -12,7 +12,7 @@ STAGES = (
     BuildStage("construct", f"{_STAGES}:construct_progress", "construct-progress", reads=("source",),
                writes=("trajectory", "demo", "observation"), summary_key="constructed",
                help="trajectories, demos and observations sampled from episodes with key steps",
-               units=f"{_STAGES}:progress_units"),
+               units=f"{_STAGES}:progress_units", worker_modules=("tasks.progress.construct",)),
     BuildStage("text-negatives", f"{_STAGES}:make_text_negatives", "text-negatives", roles=("chat",),
                reads=("demo", "observation"), writes=("demo", "observation"), summary_key="text negatives",
                help="text demos rewritten so they no longer match (unanswerable samples)"),
