@@ -196,7 +196,7 @@ class LocalBlobStore(BlobStore):
         self._folders: set[str] = set()
         self._writer = secrets.token_hex(4)  # with the pid, names this store's temporary files (``_temporary``)
         self._serial = itertools.count()
-        # absolute, as mkstemp names the temporary files publish checks against it (a root may be data/blobs)
+        # absolute: the temporary files publish checks are named under it (a root may be given as data/blobs)
         self._root_text = os.path.abspath(self.root)
 
     def __reduce__(self) -> tuple[Any, ...]:
