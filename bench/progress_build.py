@@ -1,7 +1,7 @@
 """Build a PROGRESS-BENCH of the paper's size from the sample world with offline backends, against its floor.
 
     python bench/progress_build.py [--episodes 240] [--workers 2] [--repeats 3] [--curve 30,60,120] [--plot PNG]
-                                   [--world DIR] [--scratch DIR]
+                                   [--world DIR] [--scratch DIR] [--size 320x240]
 
 Renders the sample world, then builds it (demos, observations, blobs, catalog writes) with ``--workers`` processes
 decoding and encoding frames, and with one; prints each next to the floor of the same work measured in this run:
@@ -19,7 +19,10 @@ per segment, cross view from one camera) lands near that. Rendering 240 episodes
 episodes are rendered). ``--scratch DIR`` puts the builds' catalogs and blob folders on DIR's file system (default:
 the system's temporary folder), to measure the disk a build will write to; the CPU a new file costs there is printed
 next to that of a RAM disk (/dev/shm) and, where one is present, the build is run once more with its catalog and blobs
-on the RAM disk: what the build costs beyond the floor when files are nearly free.
+on the RAM disk: what the build costs beyond the floor when files are nearly free. ``--size`` renders the cameras at
+another frame size (default 320x240, the sample world's): a build's own work per episode (its manifest, records,
+catalog rows, blob files) does not grow with the frames while decoding and encoding them does, so on larger frames,
+like a real robot camera's 640x480, the build comes closer to its floor.
 """
 
 from __future__ import annotations
@@ -46,9 +49,16 @@ from tasks.sources.sample_world import render_missing_episode
 CAMERAS = ("front", "top")
 
 
-def _render(args: tuple[int, str]) -> None:
-    index, folder = args
-    render_missing_episode(Path(folder), index, 0, CAMERAS, (320, 240))
+def _render(args: tuple[int, str, tuple[int, int]]) -> None:
+    index, folder, size = args
+    render_missing_episode(Path(folder), index, 0, CAMERAS, size)
+
+
+def frame_size(text: str) -> tuple[int, int]:
+    width, _, height = text.partition("x")
+    if not (width.isdigit() and height.isdigit() and int(width) >= 64 and int(height) >= 48):
+        raise argparse.ArgumentTypeError(f"{text!r}: give the frame size as WIDTHxHEIGHT, at least 64x48")
+    return int(width), int(height)
 
 
 def sequential_decode(paths: list[Path]) -> int:
@@ -298,6 +308,8 @@ def main() -> None:
                         help="where the curve is drawn")
     parser.add_argument("--world", type=Path, help="keep the rendered sample world here and reuse it (default: a "
                         "temporary folder, rendered each run)")
+    parser.add_argument("--size", type=frame_size, default=(320, 240), help="the cameras' frame size, WIDTHxHEIGHT "
+                        "(default 320x240, the sample world's)")
     parser.add_argument("--scratch", type=Path, help="the folder (and so the file system) the builds write their "
                         "catalogs and blobs to (default: the system's temporary folder)")
     args = parser.parse_args()
@@ -307,10 +319,11 @@ def main() -> None:
         args.scratch.mkdir(parents=True, exist_ok=True)
 
     with tempfile.TemporaryDirectory(dir=args.scratch) as tmp:
-        world = (args.world or Path(tmp)) / f"progress-build-{args.episodes}"
+        sized = "" if args.size == (320, 240) else f"-{args.size[0]}x{args.size[1]}"
+        world = (args.world or Path(tmp)) / f"progress-build-{args.episodes}{sized}"
         start = time.perf_counter()
         with ProcessPoolExecutor(args.workers) as pool:
-            list(pool.map(_render, [(i, str(world)) for i in range(args.episodes)], chunksize=4))
+            list(pool.map(_render, [(i, str(world), args.size) for i in range(args.episodes)], chunksize=4))
         render_s = time.perf_counter() - start
         builds = measure_builds(world, plan, args.workers, [int(x) for x in args.curve.split(",") if x], Path(tmp),
                                 args.repeats)
@@ -318,7 +331,7 @@ def main() -> None:
 
     print(f"episodes (trajectories)         {args.episodes:>10,}")
     print(f"render sample world             {render_s:>10.1f} s  ({args.workers} processes, "
-          f"cameras {', '.join(CAMERAS)})")
+          f"cameras {', '.join(CAMERAS)}, {args.size[0]}x{args.size[1]})")
     report_builds(builds, args.workers, Path(tmp).parent)
     if len(builds["curve"]) > 1:
         plot_curve(builds["curve"], args.workers, args.plot)

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from flows.prefect_database import seed_database
+from flows.warm import prefect_home
 from schemas.config import Settings
 
 F = TypeVar("F", bound=Callable[..., dict[str, Any]])
@@ -29,11 +31,13 @@ QUIET_DEFAULTS = {
 
 
 def prepare_prefect(settings: Settings | None) -> None:
-    """Quiet, offline defaults (the environment still wins) and the Prefect server to use: ``PREFECT_API_URL``,
+    """Quiet, offline defaults (the environment still wins), a new home's database from the template
+    (``flows.prefect_database``), and the Prefect server to use: ``PREFECT_API_URL``,
     else ``[prefect] api_url``, else the one ``benchwright server start`` keeps (when its process still runs);
     with none, each flow starts a temporary server."""
     for name, value in QUIET_DEFAULTS.items():
         os.environ.setdefault(name, value)
+    seed_database(prefect_home())  # before any server starts on a new home: a copy, not Prefect's migrations
     if "PREFECT_API_URL" not in os.environ:
         if settings and settings.prefect.api_url:
             os.environ["PREFECT_API_URL"] = settings.prefect.api_url

@@ -26,6 +26,7 @@ from typing import Annotated, Any
 import typer
 
 from flows import warm
+from flows.prefect_database import SEEDED
 from flows.warm import prefect_home, state_path
 
 HEALTH_TIMEOUT_S = 1.0
@@ -90,7 +91,7 @@ def _start_unlocked(port: int | None, wait_s: float) -> dict[str, Any]:
         return {**found, "started": False}
     from flows.runtime import prepare_prefect
 
-    prepare_prefect(None)  # the quiet, offline defaults, for the server too
+    prepare_prefect(None)  # the quiet, offline defaults, for the server too; a new home's database from the template
     home = prefect_home()
     home.mkdir(parents=True, exist_ok=True)
     port = port or _free_port()
@@ -162,6 +163,8 @@ def start(port: Annotated[int | None, typer.Option(help="Port on 127.0.0.1; defa
         raise typer.Exit(1) from None
     verb = "started" if state["started"] else "already running"
     typer.echo(f"Prefect server {verb}: {state['url']} (pid {state['pid']}, log {state['log']})")
+    if state["started"] and Path(state["home"]) in SEEDED:
+        typer.echo(f"its new PREFECT_HOME's database was copied from {SEEDED[Path(state['home'])]} (no migrations)")
     typer.echo(f"commands with PREFECT_HOME={state['home']} use it; stop it with: benchwright server stop")
 
 

@@ -53,5 +53,8 @@ pip_install -c requirements.lock -e ".[models,dev,vic,web,scale,harness]"
 pip_install -c requirements.lock --no-deps -r scripts/no-deps.txt
 compile_project
 .venv/bin/benchwright --help >/dev/null
+# Prefect's database as its migrations leave it, once per installed Prefect: a new PREFECT_HOME starts from a copy
+# instead of migrating on its server's first start (flows/prefect_database.py)
+.venv/bin/python -m flows.prefect_database
 echo "$want" > "$stamp"
 echo "benchwright is installed in .venv"

@@ -10,6 +10,7 @@ import re
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -39,13 +40,28 @@ def _code_copy(folder: Path) -> Path:
     return folder
 
 
+@pytest.fixture(scope="module")
+def prefect_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The template `make setup` makes (flows.prefect_database), made here by Prefect's own upgrade."""
+    from flows.prefect_database import make_template
+
+    return make_template(tmp_path_factory.mktemp("template") / "prefect.db")
+
+
 @pytest.mark.slow
-def test_a_kept_server_serves_later_commands_and_stops(tmp_path: Path) -> None:
+def test_a_kept_server_serves_later_commands_and_stops(tmp_path: Path, prefect_template: Path) -> None:
     home, code = tmp_path / "prefect-home", _code_copy(tmp_path / "code")
-    cli = functools.partial(_run, code=code)
+    cli = functools.partial(_run, code=code, BENCHWRIGHT_PREFECT_TEMPLATE=str(prefect_template))
     started = cli(["server", "start"], tmp_path, home)
     try:
         assert started.returncode == 0, started.stderr
+        # the new home's database is the template's copy, at the revision Prefect's upgrade left, and the server
+        # and the commands below ran on it
+        assert f"database was copied from {prefect_template} (no migrations)" in started.stdout
+        with sqlite3.connect(prefect_template) as made:
+            revision = made.execute("SELECT version_num FROM alembic_version").fetchall()
+            assert len(revision) == 1 and made.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table' "
+                                                        "AND name = 'flow_run'").fetchone() == (1,)
         state = json.loads((home / "benchwright-server.json").read_text())
         assert state["url"] in started.stdout and state["url"].startswith("http://127.0.0.1:")
         again = cli(["server", "start"], tmp_path, home)
@@ -75,6 +91,9 @@ def test_a_kept_server_serves_later_commands_and_stops(tmp_path: Path) -> None:
     assert not (home / "benchwright-server.json").exists()
     gone = cli(["server", "status"], tmp_path, home)
     assert gone.returncode == 1 and "no Prefect server running" in gone.stdout
+    with sqlite3.connect(home / "prefect.db") as used:
+        assert used.execute("SELECT version_num FROM alembic_version").fetchall() == revision
+        assert used.execute("SELECT count(*) FROM flow_run").fetchone()[0] >= 1  # the build's flow run
 
 
 def test_a_state_file_left_by_a_dead_server_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
