@@ -44,7 +44,8 @@ def template_path() -> Path:
 
 def seed_database(home: Path) -> Path | None:
     """The template copied to ``home``'s database when it has none and Prefect uses the default one; the template
-    copied, or None. The copy appears whole or not at all, and never over a database made meanwhile."""
+    copied, or None. The copy appears whole or not at all, and never over a database made meanwhile; a copy that
+    cannot be made is left to Prefect's migrations, never a reason for a command to fail."""
     if any(os.environ.get(name) for name in _URL_VARIABLES):
         return None
     target = home / DATABASE_FILE
@@ -53,15 +54,16 @@ def seed_database(home: Path) -> Path | None:
     template = template_path()
     if not template.is_file():
         return None
-    home.mkdir(parents=True, exist_ok=True)
     staged = home / f".{DATABASE_FILE}.{os.getpid()}.incoming"
     try:
+        home.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(template, staged)
         os.link(staged, target)  # fails if a server or another command made the database meanwhile
-    except FileExistsError:
+    except OSError:  # that, or a home that cannot be written, or no hard links: Prefect migrates, as without one
         return None
     finally:
-        staged.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            staged.unlink(missing_ok=True)
     SEEDED[home] = template
     return template
 

@@ -73,3 +73,16 @@ def test_the_default_template_is_named_by_the_installed_prefect(monkeypatch: pyt
 
     monkeypatch.delenv(TEMPLATE_VARIABLE, raising=False)
     assert prefect_database.template_path().name == f"prefect-{version('prefect')}.db"
+
+
+def test_a_home_that_cannot_be_written_is_left_to_prefect(template: Path, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_hard_links(source: Path, target: Path) -> None:
+        raise PermissionError(1, "Operation not permitted", str(target))
+
+    monkeypatch.setattr(prefect_database.os, "link", no_hard_links)
+    home = tmp_path / "home"
+    assert seed_database(home) is None
+    assert list(home.iterdir()) == []
+    (tmp_path / "a-file").write_text("not a folder")
+    assert seed_database(tmp_path / "a-file" / "home") is None
