@@ -18,10 +18,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sqlite3
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -71,6 +68,10 @@ def seed_database(home: Path) -> Path | None:
 def make_template(path: Path | None = None) -> Path:
     """Prefect's database as its own upgrade makes it in an empty home (Prefect's settings from the environment
     left out, so it is the default one), written to ``path`` (default ``template_path()``) whole."""
+    import sqlite3
+    import subprocess
+    import tempfile
+
     path = path or template_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     prefect = Path(sys.executable).with_name("prefect")
