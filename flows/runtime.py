@@ -37,11 +37,13 @@ def prepare_prefect(settings: Settings | None) -> None:
     with none, each flow starts a temporary server."""
     for name, value in QUIET_DEFAULTS.items():
         os.environ.setdefault(name, value)
-    seed_database(prefect_home())  # before any server starts on a new home: a copy, not Prefect's migrations
     if "PREFECT_API_URL" not in os.environ:
         if settings and settings.prefect.api_url:
             os.environ["PREFECT_API_URL"] = settings.prefect.api_url
         else:
+            # before a server (kept or temporary) starts on a new home: a copy, not Prefect's migrations (a server
+            # named by the environment or the configuration is elsewhere: nothing is made here for it)
+            seed_database(prefect_home())
             from flows.server import recorded
 
             kept = recorded()

@@ -3,7 +3,9 @@ template and a real server on it: tests/test_server.py)."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
@@ -86,3 +88,22 @@ def test_a_home_that_cannot_be_written_is_left_to_prefect(template: Path, tmp_pa
     assert list(home.iterdir()) == []
     (tmp_path / "a-file").write_text("not a folder")
     assert seed_database(tmp_path / "a-file" / "home") is None
+
+
+def test_a_command_seeds_only_a_home_whose_server_it_may_start(template: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from flows.runtime import prepare_prefect
+    from schemas.config import Settings
+
+    for name in ("PREFECT_API_URL", *[n for n in os.environ if n.startswith("PREFECT_")]):
+        monkeypatch.delenv(name, raising=False)
+    # Prefect's settings in this process stay as they are (prepare_prefect refreshes them when it is imported)
+    monkeypatch.delitem(sys.modules, "prefect.context", raising=False)
+    elsewhere = Settings.model_validate({"prefect": {"api_url": "http://prefect.internal:4200/api"}})
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "configured"))
+    prepare_prefect(elsewhere)
+    assert not (tmp_path / "configured" / DATABASE_FILE).exists()
+    monkeypatch.delenv("PREFECT_API_URL")
+    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "local"))
+    prepare_prefect(None)  # no server named, none kept: a temporary one will start on this home
+    assert (tmp_path / "local" / DATABASE_FILE).read_bytes() == template.read_bytes()
