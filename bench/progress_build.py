@@ -18,8 +18,10 @@ per segment, cross view from one camera) lands near that. Rendering 240 episodes
 ``--world DIR`` keeps the render in DIR and a later run with the same ``--episodes`` reuses it (only missing
 episodes are rendered). ``--scratch DIR`` puts the builds' catalogs and blob folders on DIR's file system (default:
 the system's temporary folder), to measure the disk a build will write to; the CPU a new file costs there is printed
-next to that of a RAM disk (/dev/shm) and, where one is present, the build is run once more with its catalog and blobs
-on the RAM disk: what the build costs beyond the floor when files are nearly free. ``--size`` renders the cameras at
+next to that of a RAM disk (/dev/shm) and, where one is present, the builds wait (up to 90 s) until that cost has
+settled (deleted files make new ones dearer for a minute on some disks, see ``settle_disk``), and the build is
+run once more with its catalog and blobs on the RAM disk: what the build costs beyond the floor when files are nearly
+free. ``--size`` renders the cameras at
 another frame size (default 320x240, the sample world's): a build's own work per episode (its manifest, records,
 catalog rows, blob files) does not grow with the frames while decoding and encoding them does, so on larger frames,
 like a real robot camera's 640x480, the build comes closer to its floor.
@@ -150,15 +152,38 @@ def timed_build(world: Path, plan: SamplingPlan, workers: int, scratch: Path) ->
 
 def file_cost(folder: Path, files: int = 400) -> float:
     """Seconds of CPU this process spends creating one empty file in ``folder``, as a blob store makes each blob's
-    temporary file: on some virtual disks a new inode costs a hundred times a RAM disk's, on every core alike."""
-    names = [os.path.join(folder, f".cost-{os.getpid()}-{i}") for i in range(files)]
+    temporary file: on some virtual disks a new inode costs a hundred times a RAM disk's, on every core alike. The
+    files are left for the run's end (see ``paired_builds``)."""
+    names = [os.path.join(folder, f".cost-{time.monotonic_ns()}-{i}") for i in range(files)]
     start = time.process_time()
     for name in names:
         os.close(os.open(name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-    spent = time.process_time() - start
-    for name in names:
-        os.unlink(name)
-    return spent / files
+    return (time.process_time() - start) / files
+
+
+# A disk is settled when a new file costs at most this many times a RAM disk's. On this project's ext4 disks (online
+# discard) a quiet disk's file cost 2-5x a RAM disk's, one where thousands of files were deleted within the last
+# minute (a test run's, an earlier bench's temporary folders) 30-75x, for about a minute.
+SETTLED_VS_RAM = 10
+SETTLE_WAIT_S = 90.0
+
+
+def settle_disk(folder: Path) -> dict[str, Any]:
+    """Wait, at most SETTLE_WAIT_S, until creating a file in ``folder`` costs at most SETTLED_VS_RAM times a RAM
+    disk's, so the builds pay for their own files, not for files deleted before the run: the seconds waited, each
+    probe's cost per file, whether it settled. No wait without a RAM disk to compare with."""
+    ram = ram_disk()
+    if ram is None or os.stat(ram).st_dev == os.stat(folder).st_dev:
+        return {"waited_s": 0.0, "probes": [], "settled": True}
+    with tempfile.TemporaryDirectory(dir=ram) as on_ram:
+        quiet = SETTLED_VS_RAM * file_cost(Path(on_ram))
+    started = time.monotonic()
+    os.sync()
+    probes = [file_cost(folder)]
+    while probes[-1] > quiet and time.monotonic() - started < SETTLE_WAIT_S:
+        time.sleep(5)
+        probes.append(file_cost(folder))
+    return {"waited_s": time.monotonic() - started, "probes": probes, "settled": probes[-1] <= quiet}
 
 
 def ram_disk() -> Path | None:
@@ -192,13 +217,15 @@ def plot_curve(curve: dict[int, tuple[float, float]], workers: int, path: Path) 
 def paired_builds(world: Path, plan: SamplingPlan, workers: int, tmp: Path, repeats: int) -> dict[str, Any]:
     """``repeats`` builds as `benchwright build` runs them, each followed at once by the floor. This machine's speed
     drifts by up to 2x within a minute (a virtual machine's neighbours: a fixed loop took 1.15-2.41 s, its CPU time
-    alike), so each build is held against the floor measured just after it; medians are printed."""
+    alike), so each build is held against the floor measured just after it; medians are printed. Each build's files
+    stay until the run ends: on this project's ext4 disks (mounted with online discard), deleting a build's 3,500
+    files made creating new ones 7-15x dearer for about a minute (50 -> 300-750 µs of CPU a file), which the next build
+    paid, not the one deleted; a user's build does not follow the deletion of another."""
     runs = []
     for i in range(repeats):
         target = tmp / f"build-{i}"
         seconds, counts, observations = timed_build(world, plan, workers, target)
         blob_files = sum(1 for _ in LocalBlobStore(target / "blobs").iter_addresses())
-        shutil.rmtree(target)  # the next build writes to a folder as empty as this one's
         floor, frames = frame_floor(world, plan, workers)
         runs.append((seconds, floor))
     return {"build_s": statistics.median(b for b, _ in runs), "floor_s": statistics.median(f for _, f in runs),
@@ -210,7 +237,8 @@ def measure_builds(world: Path, plan: SamplingPlan, workers: int, curve_at: list
                    ) -> dict[str, Any]:
     """The builds and their floors, each on ``workers`` processes and on one; the smaller builds of the curve; the
     CPU a new file costs in ``tmp`` and on the RAM disk, and the build once more with its files there."""
-    figures: dict[str, Any] = {"file_cost_s": [file_cost(tmp)]}  # sampled before and after: it drifts here
+    figures: dict[str, Any] = {"settled": settle_disk(tmp)}
+    figures["file_cost_s"] = [file_cost(tmp)]  # sampled before and after: it drifts here
     # a build in a process without a fork server (the Python API's first build): it starts the server itself; then
     # builds as `benchwright build` runs them, the server started as the command began (start_stage_workers)
     figures["cold_build_s"] = timed_build(world, plan, workers, tmp / "build-cold")[0]
@@ -270,6 +298,11 @@ def report_builds(f: dict[str, Any], workers: int, scratch: Path) -> None:
           f"that calls build_folder itself: it starts the server)  -> / floor {f['cold_build_s'] / floor_s:.2f}")
     print(f"  floor + writing its blobs     {f['files_floor_s']:>10.1f} s  (the same, each frame and video also "
           f"written to a blob folder, one sync)  -> build / this {build_s / f['files_floor_s']:.2f}")
+    settle = f["settled"]
+    if settle["probes"]:
+        print(f"  disk settled after            {settle['waited_s']:>10.0f} s  (a new file's CPU, probed every 5 s: "
+              f"{', '.join(f'{p * 1e6:.0f}' for p in settle['probes'])} µs; at most {SETTLED_VS_RAM}x the RAM "
+              f"disk's wanted{'' if settle['settled'] else ': NOT reached, the builds pay for earlier deletions'})")
     before, after = f["file_cost_s"]
     ram_note = f"; on the RAM disk {f['ram_file_cost_s'] * 1e6:.0f} µs" if "ram_file_cost_s" in f else ""
     print(f"  a new file's CPU              {before * 1e6:>10.0f} µs  (in {scratch} before the builds, "
