@@ -95,15 +95,19 @@ def test_a_command_seeds_only_a_home_whose_server_it_may_start(template: Path, t
     from flows.runtime import prepare_prefect
     from schemas.config import Settings
 
-    for name in ("PREFECT_API_URL", *[n for n in os.environ if n.startswith("PREFECT_")]):
-        monkeypatch.delenv(name, raising=False)
-    # Prefect's settings in this process stay as they are (prepare_prefect refreshes them when it is imported)
-    monkeypatch.delitem(sys.modules, "prefect.context", raising=False)
     elsewhere = Settings.model_validate({"prefect": {"api_url": "http://prefect.internal:4200/api"}})
-    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "configured"))
-    prepare_prefect(elsewhere)
-    assert not (tmp_path / "configured" / DATABASE_FILE).exists()
-    monkeypatch.delenv("PREFECT_API_URL")
-    monkeypatch.setenv("PREFECT_HOME", str(tmp_path / "local"))
-    prepare_prefect(None)  # no server named, none kept: a temporary one will start on this home
-    assert (tmp_path / "local" / DATABASE_FILE).read_bytes() == template.read_bytes()
+    with monkeypatch.context() as patched:
+        # prepare_prefect sets variables itself: it gets a copy of the environment, so none reaches the later tests
+        # (their commands would look for the server named here), and Prefect's settings here stay as they are
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("PREFECT_")}
+        patched.setattr(os, "environ", environment)
+        patched.delitem(sys.modules, "prefect.context", raising=False)
+        environment["PREFECT_HOME"] = str(tmp_path / "configured")
+        prepare_prefect(elsewhere)
+        assert environment["PREFECT_API_URL"] == "http://prefect.internal:4200/api"
+        assert not (tmp_path / "configured" / DATABASE_FILE).exists()
+        del environment["PREFECT_API_URL"]
+        environment["PREFECT_HOME"] = str(tmp_path / "local")
+        prepare_prefect(None)  # no server named, none kept: a temporary one will start on this home
+        assert (tmp_path / "local" / DATABASE_FILE).read_bytes() == template.read_bytes()
+    assert os.environ.get("PREFECT_API_URL") != "http://prefect.internal:4200/api"
