@@ -505,11 +505,17 @@ class Catalog:
         """Change the status of stored records and log the change; returns how many records changed."""
         return self.set_statuses([(record_id, status, reason) for record_id in ids], actor=actor)
 
-    def set_statuses(self, changes: Iterable[tuple[str, Status, str | None]], *, actor: str = "system") -> int:
-        """(record id, new status, reason) for each record, logged, in one transaction of three statements
-        whatever their number (a resolved review item and its target: one write, not two); the last change
-        named for an id wins. Returns how many records changed."""
-        wanted = {record_id: (str(status), reason) for record_id, status, reason in changes}
+    def set_statuses(self, changes: Iterable[tuple[str, Status, str | None] | tuple[str, Status, str | None, str]],
+                     *, actor: str = "system") -> int:
+        """(record id, new status, reason[, who changed it]) for each record, logged under ``actor`` unless the
+        change names its own, in one transaction of two statements whatever their number (the review items that
+        several annotators' answers resolved, and their targets: one write); the last change named for an id wins.
+        Returns how many records changed."""
+        wanted: dict[str, tuple[str, str | None]] = {}
+        actors: dict[str, str] = {}
+        for record_id, status, reason, *by in changes:
+            wanted[record_id] = (str(status), reason)
+            actors[record_id] = by[0] if by else actor
         update = _status_update(wanted)
         now = datetime.now(UTC)
 
@@ -517,8 +523,9 @@ class Catalog:
             changed = con.execute(*update).fetchall()
             if changed:
                 con.execute("INSERT INTO status_events SELECT unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), "
-                            "unnest(?::VARCHAR[]), ?, ?",
-                            [*[list(column) for column in zip(*changed, strict=True)], actor, now])
+                            "unnest(?::VARCHAR[]), unnest(?::VARCHAR[]), ?",
+                            [*[list(column) for column in zip(*changed, strict=True)],
+                             [actors[row[0]] for row in changed], now])
             return len(changed)
 
         return self.run(write) if wanted else 0

@@ -75,11 +75,8 @@ def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["
     earlier = sequence if sequence is not None else catalog.query(
         "SELECT count(*) FROM records WHERE kind = 'decision' AND payload->>'item_id' = ? "
         "AND payload->>'annotator' = ?", [item.id, annotator])[0][0]
-    decision = make_record(
-        Decision(item_id=item.id, target_id=item.payload["target_id"], annotator=annotator, verdict=verdict,
-                 note=note, correction=correction or {}, shown=shown or {}, sequence=earlier),
-        benchmark=item.benchmark, producer=Producer(task="review", params={"annotator": annotator}),
-        parents=[item.id], status=Status.ACCEPTED)
+    decision = decision_record(item, annotator=annotator, verdict=verdict, note=note, correction=correction,
+                               shown=shown, sequence=earlier)
     catalog.put_records([decision])
     if not resolve:  # the caller resolves (the annotation app, which knows each queue's overlap and conflict rule)
         return decision
@@ -94,18 +91,37 @@ def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["
     return decision
 
 
-def resolve_item(catalog: Catalog, item: Record, *, accepted: bool, who: list[str], how: str = "human review",
-                 corrected: bool = False) -> str:
-    """Accept or reject the item's target and close the item; the reason names who decided (and says so when the
-    unattended policy did, or when people corrected the target rather than rejected it). Returns the reason."""
+def decision_record(item: Record, *, annotator: str, verdict: str, note: str = "", correction: dict | None = None,
+                    shown: dict | None = None, sequence: int = 0) -> Record:
+    """The record of one annotator's answer to a review item, in force until undone; ``sequence`` counts their
+    earlier decisions on the item, so an answer given again after an undo is a record of its own."""
+    return make_record(
+        Decision(item_id=item.id, target_id=item.payload["target_id"], annotator=annotator, verdict=verdict,
+                 note=note, correction=correction or {}, shown=shown or {}, sequence=sequence),
+        benchmark=item.benchmark, producer=Producer(task="review", params={"annotator": annotator}),
+        parents=[item.id], status=Status.ACCEPTED)
+
+
+def resolution(item: Record, *, accepted: bool, who: list[str], how: str = "human review", corrected: bool = False
+               ) -> list[tuple[str, Status, str, str]]:
+    """The status changes (record id, status, reason, actor) that accept or reject the item's target and close the
+    item; the reason names who decided (and says so when the unattended policy did, or when people corrected the
+    target rather than rejected it)."""
     names = ", ".join(who)
     verdict = "accepted" if accepted else "corrected" if corrected else "rejected"
     reason = UNATTENDED_REASON if UNATTENDED in who else f"{verdict} by {how} ({names})"
     if corrected and not accepted and UNATTENDED not in who:
         reason += "; the corrected version replaces it"
-    catalog.set_statuses([(item.payload["target_id"], Status.ACCEPTED if accepted else Status.REJECTED, reason),
-                          (item.id, Status.ACCEPTED, f"resolved: {reason}")], actor=names)
-    return reason
+    return [(item.payload["target_id"], Status.ACCEPTED if accepted else Status.REJECTED, reason, names),
+            (item.id, Status.ACCEPTED, f"resolved: {reason}", names)]
+
+
+def resolve_item(catalog: Catalog, item: Record, *, accepted: bool, who: list[str], how: str = "human review",
+                 corrected: bool = False) -> str:
+    """Resolve the item (see ``resolution``); returns the reason."""
+    changes = resolution(item, accepted=accepted, who=who, how=how, corrected=corrected)
+    catalog.set_statuses(changes)
+    return changes[0][2]
 
 
 def _corrected(votes: Counter) -> bool:

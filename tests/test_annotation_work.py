@@ -119,3 +119,108 @@ def test_a_restart_loses_no_lease_and_no_answer(catalog):
     with pytest.raises(WorkError, match="already answered"):
         restarted.submit(first.id, "ann1", "accept")  # a resubmission after the restart counts nothing
     assert restarted.progress("ann1")["recheck"] == {"done": 1, "remaining": 1, "mine": 1}
+
+
+def _until(condition, what: str) -> None:
+    import time
+
+    deadline = time.monotonic() + 60
+    while not condition():
+        assert time.monotonic() < deadline, f"still waiting for {what}"
+        time.sleep(0.005)
+
+
+def _waiting_behind_a_turn(work: Work, items: list, calls: list, monkeypatch: pytest.MonkeyPatch
+                           ) -> tuple[list, dict, dict]:
+    """Run ``calls`` (name, function) on threads of their own while a turn (ann0 asking for an item, none of
+    ``items`` wanted) is held up, each queued after the one before; returns the annotators served in each turn and
+    what each call returned or raised."""
+    import threading
+
+    turns: list[list[str]] = []
+    serve_together = work._serve_together
+    monkeypatch.setattr(work, "_serve_together",
+                        lambda batch: (turns.append(sorted(r.annotator for r in batch)), serve_together(batch)))
+    results: dict[str, object] = {}
+    errors: dict[str, Exception] = {}
+
+    def call(name: str, function) -> None:
+        try:
+            results[name] = function()
+        except Exception as error:  # collected and asserted by the caller
+            errors[name] = error
+
+    with work._lock:  # the turn of the first request below waits for it, and the others queue behind that turn
+        leader = threading.Thread(target=call, args=("leader", lambda: work.next_item(
+            "recheck", "ann0", skipped=tuple(item.id for item in items))))
+        leader.start()
+        _until(lambda: work._leading, "the first request's turn")
+        threads = [leader]
+        for number, (name, function) in enumerate(calls, start=1):
+            threads.append(threading.Thread(target=call, args=(name, function)))
+            threads[-1].start()
+            _until(lambda n=number: len(work._waiting) == n, f"request {name} to queue")
+    for thread in threads:
+        thread.join(timeout=120)
+    return turns, results, errors
+
+
+def test_answers_that_wait_together_are_stored_in_one_turn_and_a_refused_one_fails_alone(catalog, monkeypatch):
+    work = Work(catalog, AnnotationSettings(overlap={"recheck": 2}))
+    items = publish(catalog, 4)
+    turns, results, errors = _waiting_behind_a_turn(work, items, [
+        ("ann1", lambda: work.submit_and_next(items[0].id, "ann1", "accept", queue="recheck")),
+        ("ann1 again", lambda: work.submit(items[0].id, "ann1", "accept")),
+        ("ann2", lambda: work.submit_and_next(items[0].id, "ann2", "reject", queue="recheck")),
+        ("ann3", lambda: work.submit_and_next(items[1].id, "ann3", "accept", queue="recheck")),
+    ], monkeypatch)
+    assert turns == [["ann0"], ["ann1", "ann1", "ann2", "ann3"]]  # everyone waiting shared the second turn
+    assert results["leader"] is None  # asked for nothing but skipped items
+    assert list(errors) == ["ann1 again"] and "already answered" in str(errors["ann1 again"])
+    # items[0] got its two answers in the turn and was resolved by them (1 accept of 2 is no majority)
+    target = catalog.get_record(items[0].payload["target_id"])
+    assert target.status == Status.REJECTED and "majority" in target.status_reason
+    assert catalog.get_record(items[1].id).status == Status.CANDIDATE  # one answer of two
+    # each got the oldest item with room for them, counting the others served before them in the turn:
+    # ann1 the second slot of items[1]; items[1] full, so ann2 items[2]; ann3 answered items[1], so items[2]
+    assert [results[name][1].id for name in ("ann1", "ann2", "ann3")] == [items[1].id, items[2].id, items[2].id]
+    leases = catalog.query("SELECT item_id, annotator FROM leases ORDER BY annotator")
+    assert leases == [(items[1].id, "ann1"), (items[2].id, "ann2"), (items[2].id, "ann3")]
+    answers = catalog.query("SELECT item_id, annotator, verdict FROM review_decisions ORDER BY annotator")
+    assert answers == [(items[0].id, "ann1", "accept"), (items[0].id, "ann2", "reject"),
+                       (items[1].id, "ann3", "accept")]
+
+
+def test_a_request_whose_turn_fails_for_another_reason_fails_alone(catalog, monkeypatch):
+    work = Work(catalog, AnnotationSettings())
+    items = publish(catalog, 3)
+    answer = work._answer
+
+    def failing_for_ann2(state, request, changes):
+        if request.annotator == "ann2":
+            raise OSError("disk full")
+        return answer(state, request, changes)
+
+    monkeypatch.setattr(work, "_answer", failing_for_ann2)
+    turns, results, errors = _waiting_behind_a_turn(work, items, [
+        (name, lambda name=name, item=item: work.submit(item.id, name, "accept"))
+        for name, item in zip(("ann1", "ann2", "ann3"), items, strict=True)], monkeypatch)
+    # the shared turn was rolled back, then each request was served on its own
+    assert turns == [["ann0"], ["ann1", "ann2", "ann3"], ["ann1"], ["ann2"], ["ann3"]]
+    assert list(errors) == ["ann2"] and "disk full" in str(errors["ann2"])
+    assert {name: results[name].payload["item_id"] for name in ("ann1", "ann3")} == {
+        "ann1": items[0].id, "ann3": items[2].id}  # their decisions, returned to them
+    assert sorted(catalog.query("SELECT annotator FROM review_decisions")) == [("ann1",), ("ann3",)]
+    assert catalog.get_record(items[1].id).status == Status.CANDIDATE
+
+
+def test_an_annotator_who_answered_every_item_read_first_gets_one_read_after(catalog, monkeypatch):
+    from annotation_ui import leases
+
+    monkeypatch.setattr(leases, "ROWS_PER_ASKER", 1)  # the open items are read three at a time (overlap 2 + 1)
+    work = Work(catalog, AnnotationSettings(overlap={"recheck": 2}))
+    items = publish(catalog, 6)
+    for item in items[:4]:  # open still (one answer of two), but not for ann1
+        work.submit(item.id, "ann1", "accept")
+    assert work.next_item("recheck", "ann1").id == items[4].id
+    assert work.next_item("recheck", "ann2").id == items[0].id

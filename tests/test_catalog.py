@@ -154,7 +154,7 @@ def test_several_statuses_change_in_one_call_and_each_is_logged(catalog, others)
     first, second, same = item_record(0), item_record(1), item_record(2)
     more = [item_record(10 + i) for i in range(others)]
     catalog.put_records([first, second, same, *more])
-    changes = [(first.id, Status.ACCEPTED, "resolved"), (second.id, Status.REJECTED, "wrong"),
+    changes = [(first.id, Status.ACCEPTED, "resolved", "ann2"), (second.id, Status.REJECTED, "wrong"),
                (same.id, Status.CANDIDATE, None), ("no-such-record", Status.ACCEPTED, None),
                *[(record.id, Status.QUARANTINED, f"bad {i}") for i, record in enumerate(more)]]
     # the unchanged and the unknown one are not counted
@@ -164,6 +164,8 @@ def test_several_statuses_change_in_one_call_and_each_is_logged(catalog, others)
     assert [(r.status, r.status_reason) for r in map(catalog.get_record, (first.id, second.id, same.id))] == [
         (Status.ACCEPTED, "resolved"), (Status.REJECTED, "wrong"), (Status.CANDIDATE, None)]
     assert [(s, r, a) for s, r, a, _ in catalog.status_history(second.id)] == [("rejected", "wrong", "ann1")]
+    # a change naming who made it is logged under them, the others under the call's actor
+    assert [(s, r, a) for s, r, a, _ in catalog.status_history(first.id)] == [("accepted", "resolved", "ann2")]
     assert catalog.status_history(same.id) == []
     assert catalog.set_statuses([]) == 0
 
