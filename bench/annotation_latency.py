@@ -8,15 +8,16 @@ recheck items; ``--clients`` annotators, threads of this process, each work the 
 as fast as they can (logged in): take an item, answer it, take the next. Plain HTTP, not gradio_client, whose own
 overhead (~110 ms a call here) would hide the app's. Prints p50/p95/max of answer-to-next-item and the answers per
 second for three paths: the plain route (``POST /api/v1/answer`` with ``next``: the answer and the next item in one
-request and one turn of the app's lock), Gradio's ``answer_next`` (the same work behind Gradio's two-step call: POST
+request and one turn of the app), Gradio's ``answer_next`` (the same work behind Gradio's two-step call: POST
 the call, read its result stream) and Gradio's ``answer`` then ``take``; against the targets (p95 <= 250 ms,
 >= 30 answers/s); checks that every item got exactly ``--overlap`` answers; and draws p50/p95 of the plain route
 against the number of annotators (``--curve``) to ``--plot``.
 
 ``--statements N`` first answers N items in this process (``Work.submit_and_next``, no HTTP, one annotator) and prints
-what each SQL statement of an answer cost, per answer, next to the floor of an empty transaction: the app answers
-one annotator at a time (its lock), so these milliseconds bound the answers per second whatever the number of
-annotators.
+what each SQL statement of an answer cost, per answer, next to the floor of an empty transaction: what a turn of one
+answer costs. The app serves turns one at a time, each for every request waiting when it starts (one transaction,
+about the same statements for eight answers as for one), so with one annotator these milliseconds bound the answers
+per second, and with several a turn serves several answers.
 """
 
 from __future__ import annotations
