@@ -126,6 +126,8 @@ def frame_floor(world: Path, plan: SamplingPlan, workers: int, store: LocalBlobS
 
     jobs = []
     for folder in sorted(world.iterdir()):
+        if not (folder / "episode.json").is_file():
+            continue  # not an episode (a stray folder in a kept --world): the build quarantines it, decoding nothing
         episode = load_sample_episode(folder)
         jobs += [(episode.cameras[camera], frames, store, episode.cameras[camera].archive)
                  for camera, frames in wanted_frames(episode, plan).items()]
