@@ -13,6 +13,7 @@ The SQL runs in DuckDB and PostgreSQL alike.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -39,7 +40,7 @@ class _Open:
     takers: set[str] = field(default_factory=set)
 
 
-def lease_all(con: Any, asks: list[Ask], overlaps: dict[str, int], lease_s: float, *,
+def lease_all(con: Any, asks: list[Ask], overlap_of: Callable[[str], int], lease_s: float, *,
               releasing: list[tuple[str, str]] = ()) -> None:
     """Give each ask its item (``Ask.leased``; None when the queue has nothing for them), leasing the new ones for
     ``lease_s`` seconds; the (annotator, item) leases of ``releasing`` (items just answered) go in the same
@@ -55,20 +56,17 @@ def lease_all(con: Any, asks: list[Ask], overlaps: dict[str, int], lease_s: floa
         else:
             by_queue[ask.queue].append(ask)
     for queue, waiting in by_queue.items():
-        for ask, item in _assign(con, queue, waiting, overlaps[queue], now):
+        for ask, item in _assign(con, queue, waiting, overlap_of(queue), now):
             ask.leased = (item.item_id, item.target_id)
             granted.append((item.item_id, ask.annotator, queue))
-    # a lease of their own on a granted item (expired, else it would be held) is replaced
-    release_pairs(con, [*releasing, *((annotator, item) for item, annotator, _ in granted)])
-    if granted:
-        con.execute(f"INSERT INTO leases VALUES {', '.join(['(?, ?, ?, ?, ?)'] * len(granted))}",
-                    [value for item, annotator, queue in granted
-                     for value in (item, annotator, queue, now, now + timedelta(seconds=lease_s))])
+    lease_to(con, granted, lease_s, releasing=releasing)
 
 
 def _held(con: Any, asks: list[Ask], now: datetime) -> dict[str, list[tuple[str, str]]]:
     """Each asking annotator's live leases, (item, queue), oldest first."""
     who = sorted({ask.annotator for ask in asks})
+    if not who:
+        return {}
     rows = con.execute(f"SELECT annotator, item_id, queue FROM leases WHERE annotator IN ({', '.join('?' * len(who))})"
                        " AND expires_at >= ? ORDER BY leased_at, item_id", [*who, now]).fetchall()
     held: dict[str, list[tuple[str, str]]] = defaultdict(list)
@@ -112,14 +110,18 @@ def _open_items(con: Any, queue: str, overlap: int, limit: int, now: datetime) -
     return [_Open(item, target, set(takers or ())) for item, target, takers in rows]
 
 
-def lease_to(con: Any, item_id: str, annotator: str, queue: str, lease_s: float) -> None:
-    """The item leased to the annotator for ``lease_s`` seconds from now, replacing a lease they had on it (an
-    undo, or one that expired). A delete and an insert, not ``INSERT ... ON CONFLICT DO UPDATE``: in DuckDB the
-    upsert took about 6 ms of an answer's 54 ms of statements, the two statements together about 2."""
+def lease_to(con: Any, grants: list[tuple[str, str, str]], lease_s: float, *,
+             releasing: list[tuple[str, str]] = ()) -> None:
+    """Each (item, annotator, queue) of ``grants`` leased for ``lease_s`` seconds from now, replacing a lease the
+    annotator had on the item (an undo's, or one that expired); the (annotator, item) leases of ``releasing`` let
+    go in the same statement. A delete and an insert, not ``INSERT ... ON CONFLICT DO UPDATE``: in DuckDB the upsert
+    took about 6 ms of an answer's 54 ms of statements, the two statements together about 2."""
     now = datetime.now(UTC)
-    release_pairs(con, [(annotator, item_id)])
-    con.execute("INSERT INTO leases VALUES (?, ?, ?, ?, ?)",
-                [item_id, annotator, queue, now, now + timedelta(seconds=lease_s)])
+    release_pairs(con, [*releasing, *((annotator, item) for item, annotator, _ in grants)])
+    if grants:
+        con.execute(f"INSERT INTO leases VALUES {', '.join(['(?, ?, ?, ?, ?)'] * len(grants))}",
+                    [value for item, annotator, queue in grants
+                     for value in (item, annotator, queue, now, now + timedelta(seconds=lease_s))])
 
 
 def release_pairs(con: Any, pairs: list[tuple[str, str]]) -> None:

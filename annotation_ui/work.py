@@ -172,11 +172,7 @@ class Work:
         answering = [request for request in batch if request.item is not None]
         released = self._answer_all(con, answering) if answering else []
         asks = [request.ask for request in batch if request.ask is not None and request.error is None]
-        if asks:
-            lease_all(con, asks, {ask.queue: self.settings.overlap_of(ask.queue) for ask in asks},
-                      self.settings.lease_s, releasing=released)
-        else:
-            release_pairs(con, released)
+        lease_all(con, asks, self.settings.overlap_of, self.settings.lease_s, releasing=released)
 
     def _sweep(self, con: Any) -> None:
         """Drop expired leases now and then (every query already ignores them): one statement less per lease."""
@@ -241,7 +237,7 @@ class Work:
         return item
 
     def _answer_all(self, con: Any, requests: list[Request]) -> list[tuple[str, str]]:
-        """Every answer the rules allow stored, and the items they complete resolved, in four statements whatever
+        """Every answer the rules allow stored, and the items they complete resolved, in six statements whatever
         their number; a refused one gets its WorkError. Returns the (annotator, item) leases to let go."""
         states = _item_states(con, sorted({request.item.id for request in requests}))
         decisions: list[Record] = []
@@ -331,7 +327,7 @@ class Work:
                                         reason=f"reopened: {annotator} undid an answer", actor=annotator)
                 self.catalog.set_status([item_id], Status.CANDIDATE, reason=f"reopened by {annotator}'s undo",
                                         actor=annotator)
-            self.catalog.run(lambda con: lease_to(con, item_id, annotator, item.payload["queue"],
+            self.catalog.run(lambda con: lease_to(con, [(item_id, annotator, item.payload["queue"])],
                                                   self.settings.lease_s))
         return self.catalog.get_record(decision_id), self.catalog.get_record(item_id)
 

@@ -66,20 +66,18 @@ def open_counts(catalog: Catalog, benchmark: str | None = None) -> dict[str, int
 
 def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["accept", "reject", "correct"],
            note: str = "", correction: dict | None = None, shown: dict | None = None, required_answers: int = 1,
-           agreement: str = "majority", resolve: bool = True, sequence: int | None = None) -> Record:
+           agreement: str = "majority") -> Record:
     """Store one decision; resolve the item when it has enough answers. Returns the decision record. A ``correct``
     verdict carries the annotator's corrected content; it counts against accepting the target as it was, and the
     stage that owns the queue turns the correction into a new record (for scenes: ``apply_scene_corrections``).
-    ``sequence`` (how many decisions this annotator made on the item before, undone ones included) is counted here
-    unless the caller, inside its transaction, already did."""
-    earlier = sequence if sequence is not None else catalog.query(
+    The annotation app stores its answers itself, in turns (``annotation_ui.work``), from the same records
+    (``decision_record``) and resolutions (``resolution``)."""
+    earlier = catalog.query(
         "SELECT count(*) FROM records WHERE kind = 'decision' AND payload->>'item_id' = ? "
         "AND payload->>'annotator' = ?", [item.id, annotator])[0][0]
     decision = decision_record(item, annotator=annotator, verdict=verdict, note=note, correction=correction,
                                shown=shown, sequence=earlier)
     catalog.put_records([decision])
-    if not resolve:  # the caller resolves (the annotation app, which knows each queue's overlap and conflict rule)
-        return decision
     latest = dict(decisions_in_force(catalog, "annotator, verdict", item_id=item.id))  # one vote per annotator
     needed = max(required_answers, item.payload.get("required_answers", 1))
     if len(latest) < needed:
