@@ -215,7 +215,7 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
     # the next one is built; this process builds the first episodes while the workers start
     with (storage.catalog.kept_open(), process_pool(workers, (__name__,), caller_runs_while_starting=True) as pool,
           written_behind(store) as stored):
-        started = ahead(groups_of(episodes, EPISODES_PER_TASK),
+        started = ahead(_tasks(episodes),
                         lambda task: _start(task, producer, plan, storage.blobs, pool),
                         window=-(-(LOOK_AHEAD + 2 * workers) // EPISODES_PER_TASK))
         built = (episode for task in started for episode in task)
@@ -260,6 +260,16 @@ def _sendable(loader: Loader) -> bool:
     except (pickle.PicklingError, TypeError, AttributeError):
         return False
     return True
+
+
+def _tasks(episodes: Iterator[_Episode]) -> Iterator[list[_Episode]]:
+    """The first episode alone, then ``EPISODES_PER_TASK`` to a task. The first task runs in this process while the
+    workers start (``StartingPool``); once they answer (20-50 ms from a running fork server) they wait for this
+    process to hand them the next, so it does no more than one episode then."""
+    first = next(episodes, None)
+    if first is not None:
+        yield [first]
+        yield from groups_of(episodes, EPISODES_PER_TASK)
 
 
 def _start(task: list[_Episode], producer: Producer, plan: SamplingPlan, blobs: BlobStore, pool: Executor
