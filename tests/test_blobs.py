@@ -26,6 +26,20 @@ def test_local_put_get_exists_verify(blob_store: LocalBlobStore, tmp_path):
         blob_store.get("../../etc/passwd")
 
 
+def test_a_write_that_stops_short_is_carried_on_to_the_last_byte(tmp_path, monkeypatch):
+    import os
+
+    from storage import blobs
+
+    real_write = os.write
+    monkeypatch.setattr(blobs.os, "write", lambda fd, data: real_write(fd, bytes(data[:1000])))
+    store = LocalBlobStore(tmp_path / "blobs")
+    data = bytes(range(256)) * 40
+    sha = store.put(data)
+    monkeypatch.undo()
+    assert store.get(sha) == data and store.verify(sha)
+
+
 def test_a_new_store_keeps_blobs_under_s3s_keys_and_says_so(tmp_path):
     store = LocalBlobStore(tmp_path / "blobs")
     sha = store.put(b"a frame")
