@@ -199,9 +199,10 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
     those whose trajectory id or locator is in ``only``, writing records every ``STORE_EVERY`` episodes (sooner when
     they are slow: ``STORE_WITHIN_S``), so an interrupted run keeps what it finished and a rerun adds only the rest.
     ``workers`` processes load episodes, decode and encode their frames, write them to the blob store and make their
-    records, ``LOOK_AHEAD`` episodes ahead; this process writes the catalog. An episode built before with other
-    settings has its earlier records superseded; a second episode with an id already built in this run is
-    quarantined, never built over the first. A folder with nothing to build says so under ``nothing found``.
+    records, ``LOOK_AHEAD`` episodes ahead, ``EPISODES_PER_TASK`` to a task; this process writes the catalog. An
+    episode built before with other settings has its earlier records superseded; a second episode with an id
+    already built in this run is quarantined, never built over the first. A folder with nothing to build says so
+    under ``nothing found``.
     ``share``: of a stage fanned out over task runs, the locators this run builds (the others are not even loaded; a
     repeated id is caught within a share)."""
     counts: dict[str, Any] = {"episodes": 0, "records": 0, "new": 0, "quarantined": 0, "superseded": 0}
@@ -212,7 +213,7 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
         _store_episodes(storage, group, str(folder), producer.task, run_id, counts)
 
     # many small reads and writes per group of episodes: the catalog file opened once; a group is stored while
-    # the next one is built; this process builds the first episodes while the workers start
+    # the next one is built; this process builds the first episode while the workers start
     with (storage.catalog.kept_open(), process_pool(workers, (__name__,), caller_runs_while_starting=True) as pool,
           written_behind(store) as stored):
         started = ahead(_tasks(episodes),
