@@ -90,7 +90,8 @@ def test_records_agree_with_the_world(world, storage):
     assert build_folder(folder, storage, PRODUCER, PLAN)["new"] == 0
 
 
-def test_bad_episodes_are_quarantined_and_the_rest_built(world, tmp_path, storage):
+@pytest.mark.parametrize("workers", [1, 2])  # 2: items after the first go to the workers in tasks, once they answer
+def test_bad_episodes_are_quarantined_and_the_rest_built(world, tmp_path, storage, workers):
     source, episodes = world
     folder = tmp_path / "world"
     shutil.copytree(source, folder)
@@ -103,7 +104,7 @@ def test_bad_episodes_are_quarantined_and_the_rest_built(world, tmp_path, storag
     manifest_path.write_text(json.dumps(manifest))
     (folder / "ep-broken").mkdir()
     (folder / "ep-broken" / "episode.json").write_text("{not json")
-    counts = build_folder(folder, storage, PRODUCER, PLAN)
+    counts = build_folder(folder, storage, PRODUCER, PLAN, workers=workers)
     assert counts["episodes"] == 3 and counts["quarantined"] == 3
     reasons = sorted(r.status_reason for r in storage.catalog.find_records(kind="quarantined_input"))
     assert any(f"{first}/top" in r and "top.mp4: not a readable video" in r for r in reasons)
@@ -114,7 +115,7 @@ def test_bad_episodes_are_quarantined_and_the_rest_built(world, tmp_path, storag
     # the sources are repaired: the next build makes what was missing and the quarantine list empties
     shutil.copy(source / first / "top.mp4", truncated)
     manifest_path.write_text((source / second / "episode.json").read_text())
-    build_folder(folder, storage, PRODUCER, PLAN)
+    build_folder(folder, storage, PRODUCER, PLAN, workers=workers)
     left = storage.catalog.find_records(kind="quarantined_input", status="quarantined")
     assert [q.payload["locator"] for q in left] == ["ep-broken"]  # still broken; the repaired ones are resolved
     assert {o.payload["view"] for o in storage.catalog.find_records(kind="observation")} == {"same", "cross"}
@@ -176,6 +177,30 @@ def test_a_pool_decodes_on_one_thread_and_gets_the_same_pixels(world):
         threads, there = pool.submit(_frames_in_this_process, path, wanted).result()
     assert threads == 1
     assert sorted(there) == wanted and all(np.array_equal(here[i], there[i]) for i in wanted)
+
+
+def test_a_worker_handed_several_episodes_returns_each_its_own_result(world, tmp_path):
+    import functools
+
+    from storage import LocalBlobStore
+    from tasks.parallel import process_pool
+    from tasks.progress.construct import build_several
+    from tasks.sources.episodes import EpisodeError, load_sample_episode
+
+    source, episodes = world
+    good, other = (functools.partial(load_sample_episode, source / name) for name in sorted(episodes))
+    missing = functools.partial(load_sample_episode, tmp_path / "no-such-episode")
+    blobs = LocalBlobStore(tmp_path / "blobs")
+    with process_pool(2) as pool:
+        results = pool.submit(build_several, [good, missing, other], PRODUCER, PLAN, blobs).result()
+    assert [episode.id if episode else None for episode, _, _, _ in results] == [*sorted(episodes)[:1], None,
+                                                                                  *sorted(episodes)[1:]]
+    assert isinstance(results[1][3], EpisodeError) and "no episode.json" in str(results[1][3])
+    for episode, built, written, error in (results[0], results[2]):
+        assert error is None and built.records and not built.quarantined
+        assert {r.payload.get("trajectory_id") for r in built.records if r.kind == "demo"} == {episode.id}
+        assert written.staged  # staged for the catalog's process to publish, not yet in place
+        assert not any(blobs.exists(sha) for sha, _ in written.staged)
 
 
 def test_splits_keep_tasks_apart_and_stay_put():
