@@ -366,7 +366,8 @@ def stats(
     for number, shown in enumerate(numbers.tables(limit)):
         table = Table(title=f"{manifest.tag}: {shown.title}" if number == 0 else shown.title)
         for index, column in enumerate(shown.columns):
-            table.add_column(column, justify="left" if index == 0 else "right")
+            words = index == 0 or not shown.rows or isinstance(shown.rows[0][index], str)
+            table.add_column(column, justify="left" if words else "right")
         for row in shown.rows:
             table.add_row(*(str(cell) for cell in row), style="bold" if row[0] in shown.emphasised else None)
         console.print(table)

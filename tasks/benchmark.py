@@ -266,6 +266,18 @@ class StatsTable:
     rows: list[tuple[Any, ...]]
     emphasised: tuple[str, ...] = ()  # labels of rows shown in bold (totals)
 
+    def markdown(self) -> str:
+        """The table in Markdown under its title, numbers right-aligned, emphasised rows in bold."""
+        def cell(value: Any, bold: bool) -> str:
+            text = str(value).replace("|", "\\|")
+            return f"**{text}**" if bold else text
+
+        lines = [f"**{self.title}**", "", "| " + " | ".join(self.columns) + " |",
+                 "|" + "|".join("---" if i == 0 or not self.rows or isinstance(self.rows[0][i], str) else "---:"
+                                for i in range(len(self.columns))) + "|"]
+        lines += ["| " + " | ".join(cell(v, row[0] in self.emphasised) for v in row) + " |" for row in self.rows]
+        return "\n".join(lines)
+
 
 class ReleaseStats(Protocol):
     """What `benchwright stats` shows of a release of the benchmark (its tables, then a chart)."""

@@ -103,3 +103,43 @@ def test_published_files_are_scored_by_the_official_definitions(settings, tmp_pa
     assert report.macro["nse"] == pytest.approx((13 / 42 + text_nse) / 2)
     assert report.macro["prc"] == pytest.approx((3 / 7 + 0.5) / 2)
     assert result.metrics["PRC"] == pytest.approx(0.45) and result.metrics["PRC macro"] == report.macro["prc"]
+
+
+def test_two_labels_for_one_frame_are_both_kept_and_scored(settings, tmp_path):  # noqa: F811
+    """As lines 26 and 33 of the published same-view file: one frame of one trajectory against one demo, labelled
+    61% and 66%. The official metric.py scores both rows; so do we, and the release's statistics list the pair."""
+    from tasks.progress.published import import_into_catalog
+    from tasks.progress.stats import stats_for_release
+
+    demo = VISUAL_T1
+    rows = [(visual("robot/t1", "camera_top_0010.jpg", 20, 2, demo), "<score>30%</score>"),
+            (visual("robot/t1", "camera_top_0026.jpg", 61, 3, demo), "<score>60%</score>"),
+            (visual("robot/t1", "camera_top_0040.jpg", 90, 4, demo), "<score>70%</score>"),
+            (visual("robot/t1", "camera_top_0026.jpg", 66, 3, demo), "<score>60%</score>")]
+    folder = tmp_path / "progress-bench"
+    folder.mkdir()
+    (folder / "visual_same_view.jsonl").write_text("".join(json.dumps(row) + "\n" for row, _ in rows))
+    storage = open_storage(settings)
+    counts = import_into_catalog(folder, storage, Producer(task="import-progress-published"))
+    assert counts["quarantined"] == 0 and counts["label conflicts"] == 1 and counts["rows"] == 4
+    tag = create_release(storage.catalog, storage.blobs, "published", selection=ReleaseSelection(
+        benchmarks=("progress",), kinds=("demo", "observation"))).tag
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps({"key": f"visual_same_view.jsonl:{line}", "answer": answer}) + "\n"
+                            for line, (_, answer) in enumerate(rows, 1)))
+    _, collected, result = evaluate(settings, release=tag, model="harness", predictions=str(path))
+    assert len(collected.answers) == 4
+    same = result.scoring.tables.groups["same"]
+    # by hand, all four rows: |p - p*| / max(p*, 1 - p*)
+    truth, answered = [0.20, 0.61, 0.90, 0.66], [0.30, 0.60, 0.70, 0.60]
+    assert same.nse == pytest.approx(sum(abs(a - t) / max(t, 1 - t) for a, t in zip(answered, truth, strict=True)) / 4)
+    # Spearman over the four rows, ties averaged: truth ranks 1,2,4,3; answers 1,2.5,4,2.5
+    rank_t, rank_a = [1, 2, 4, 3], [1, 2.5, 4, 2.5]
+    mean = 2.5
+    covariance = sum((x - mean) * (y - mean) for x, y in zip(rank_t, rank_a, strict=True))
+    spread = (sum((x - mean) ** 2 for x in rank_t) * sum((y - mean) ** 2 for y in rank_a)) ** 0.5
+    assert same.prc == pytest.approx(covariance / spread)
+    conflicts = stats_for_release(storage.catalog, tag).conflicts
+    assert [(c.frame, c.rows, c.labels) for c in conflicts] == [
+        ("camera_top_0026.jpg", ("visual_same_view.jsonl:2", "visual_same_view.jsonl:4"),
+         ("61% (step 3, delta +0%)", "66% (step 3, delta +0%)"))]

@@ -169,3 +169,35 @@ def test_a_frame_folder_attaches_frames_and_marks_the_missing_ones(storage, tmp_
 
     after = [o for o in storage.catalog.find_records(kind="observation") if o.id not in {b.id for b in before}]
     assert without_row(after) == without_row(before)
+
+
+def test_every_row_of_the_published_files_comes_back_from_a_release(storage, tmp_path):
+    """The real published PROGRESS-BENCH files (tests/published): all 3,325 rows imported, the 25 frames the files
+    label twice kept as label conflicts, and the export equal to the published files row by row."""
+    import tarfile
+    from pathlib import Path
+
+    from storage.releases import create_release
+    from tasks.progress.published import FILE_KINDS, export_progresslm
+    from tasks.progress.stats import stats_for_release
+
+    with tarfile.open(Path(__file__).parent / "published" / "progress-bench.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    published = tmp_path / "progress-bench"
+    counts = import_into_catalog(published, storage, PRODUCER)
+    assert (counts["rows"], counts["quarantined"], counts["label conflicts"]) == (3325, 0, 25)
+    tag = create_release(storage.catalog, storage.blobs, "published").tag
+    written = export_progresslm(storage.catalog, storage.blobs, tag, tmp_path / "out")
+    assert written == {"text-normal.jsonl": 503, "text-unanswerable.jsonl": 503, "visual_same_view.jsonl": 1413,
+                       "visual_cross_view.jsonl": 546, "visual-unanswerable.jsonl": 360}
+    for name in FILE_KINDS:
+        original = sorted(json.dumps(json.loads(line), sort_keys=True)
+                          for line in (published / name).read_text().splitlines() if line.strip())
+        exported = sorted(json.dumps(json.loads(line), sort_keys=True)
+                          for line in (tmp_path / "out" / name).read_text().splitlines())
+        assert exported == original, name
+    conflicts = stats_for_release(storage.catalog, tag).conflicts
+    files = [c.rows[0].partition(":")[0] for c in conflicts]
+    assert (files.count("visual_same_view.jsonl"), files.count("visual_cross_view.jsonl")) == (20, 5)
+    first = next(c for c in conflicts if c.rows[0] == "visual_same_view.jsonl:26")
+    assert first.rows[1] == "visual_same_view.jsonl:33" and [label[:3] for label in first.labels] == ["61%", "66%"]

@@ -36,18 +36,20 @@ def dataset_card(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path,
              for name, rows in configs.items()]
     if release.skipped:
         body += ["", f"{len(release.skipped)} item(s) are not exported: the source lacked their frames."]
-    body += ["", "## Statistics", "", f"![statistics]({_chart(release, catalog, tag, out_dir)})", ""]
+    body += ["", "## Statistics", "", *_statistics(release, catalog, tag, out_dir), ""]
     body += _built(records, plugin.harness_mapping()) + _reviewed(catalog, records)
     return "\n".join(header + body) + "\n"
 
 
-def _chart(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path) -> str:
-    """The benchmark's own statistics chart where it has one (``benchwright stats``), else rows per configuration."""
+def _statistics(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path) -> list[str]:
+    """The benchmark's own statistics (``benchwright stats``: its chart, then its tables, data-quality ones
+    included) where it has them, else a chart of rows per configuration."""
     path = out_dir / CHART
     title = f"{release.plugin.title} {release.manifest.tag}"
     if release.plugin.stats:
-        load_target(release.plugin.stats)(catalog, tag).chart(path, title)
-        return CHART
+        numbers = load_target(release.plugin.stats)(catalog, tag)
+        numbers.chart(path, title)
+        return [f"![statistics]({CHART})", *(f"\n{table.markdown()}" for table in numbers.tables(15))]
     from tasks.plots import pyplot, save_figure
 
     configs = release.configs()
@@ -58,7 +60,7 @@ def _chart(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path) -> st
     axes.tick_params(axis="x", labelrotation=45)
     figure.tight_layout()
     save_figure(figure, path)
-    return CHART
+    return [f"![statistics]({CHART})"]
 
 
 def _built(records: list[Any], mapping: HarnessMapping) -> list[str]:

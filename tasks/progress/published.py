@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from schemas import BlobRef, Producer, Record, Status, make_record
 from storage import Catalog
 from storage.paths import OutsideRoot, SourceRoot, export_path
+from tasks.progress.conflicts import label_conflicts
 from tasks.progress.payloads import Demo, Observation
 from tasks.quarantine import quarantine
 from tasks.sources import rows
@@ -192,18 +193,14 @@ def _row_records(row: PublishedRow, modality: Literal["visual", "text"], view: s
     return [demo, observation]
 
 
-def _row_key(row: PublishedRow) -> tuple[Any, ...]:
-    """What makes two rows one observation: the same frame of the same trajectory against the same demo."""
-    return (row.id, row.task_goal, tuple(row.text_demo or ()), tuple(row.visual_demo or ()),
-            row.stage_to_estimate[0], row.camera_combination)
-
-
 def parse_published(lines: Iterable[tuple[int, str, str]] | Iterable[str], *, source: str, file_kind: str,
                     producer: Producer, frames: FrameLookup = no_frames) -> ImportResult:
-    """Turn the lines of one published file into records; a bad line is quarantined with its line number, and so
-    is a second row for an observation an earlier line already gave. Each observation records
-    ``<file name>:<line>`` as its ``source_row``. ``lines`` are texts, or (number, text, reason) as
-    ``tasks.sources.rows.lines`` reads a file."""
+    """Turn the lines of one published file into records; a bad line is quarantined with its line number and the
+    rest goes on. Every row the official evaluation can score is kept, also one that places the same frame against
+    the same demo as another row with other labels (the published files hold 25 such pairs; the official
+    ``eval/metric.py`` scores both, so we do too, and ``benchwright stats`` lists them as label conflicts). Each
+    observation records ``<file name>:<line>`` as its ``source_row``. ``lines`` are texts, or (number, text,
+    reason) as ``tasks.sources.rows.lines`` reads a file."""
     try:
         kind = FILE_KINDS[file_kind]
     except KeyError:
@@ -211,17 +208,12 @@ def parse_published(lines: Iterable[tuple[int, str, str]] | Iterable[str], *, so
                          f"expected one of {', '.join(FILE_KINDS)}") from None
     result = ImportResult()
     seen: set[str] = set()
-    first_line: dict[tuple[Any, ...], int] = {}
     for number, line, problem in _numbered(lines):
         result.rows += 1
         try:
             if problem:
                 raise RowError(problem)
             row = PublishedRow.model_validate(loads(line))
-            _checked_steps(row, kind["modality"])
-            if _row_key(row) in first_line:
-                raise ValueError(f"duplicates line {first_line[_row_key(row)]} (the same frame of {row.id} against "
-                                 f"the same demo); the first is kept")
             records = _row_records(row, kind["modality"], kind["view"], kind["negative"], producer, frames,
                                    f"{file_kind}:{number}")
         except (ValidationError, ValueError) as error:  # RowError and OutsideRoot included
@@ -229,7 +221,6 @@ def parse_published(lines: Iterable[tuple[int, str, str]] | Iterable[str], *, so
                                                  locator=f"line {number}", reason=_reason(error), raw=line,
                                                  producer=producer))
             continue
-        first_line[_row_key(row)] = number
         for record in records:
             if record.id not in seen:
                 seen.add(record.id)
@@ -300,15 +291,19 @@ def _media_type(path: Path) -> str:
 def import_into_catalog(folder: Path, storage: Any, producer: Producer, run_id: str | None = None,
                         frames_dir: Path | None = None, *, allow_symlinks_outside: bool = False) -> dict[str, Any]:
     """Parse every published file in ``folder`` and store the result; quarantined lines are stored too. Frames
-    come from ``frames_dir`` when given; the count of records with frames missing is returned, and a folder
-    holding none of the files says so under ``nothing found``."""
+    come from ``frames_dir`` when given; the counts of records with frames missing and of label conflicts (frames
+    labelled more than once, all kept) are returned, and a folder holding none of the files says so under
+    ``nothing found``."""
     frames = FrameFolder(frames_dir, storage, allow_symlinks_outside) if frames_dir else no_frames
     with storage.batched_blob_meta():
         result = import_folder(folder, producer, frames)
     new = storage.catalog.put_records(result.records + result.quarantined, run_id=run_id)
     missing = sum(1 for r in result.records if r.payload.get("frame_missing") or r.payload.get("missing_frames"))
+    demos = {r.id: r for r in result.records if r.kind == "demo"}
+    conflicts = label_conflicts([r for r in result.records if r.kind == "observation"], demos)
     counts: dict[str, Any] = {"rows": result.rows, "records": len(result.records),
-                              "quarantined": len(result.quarantined), "new": new, "frames missing": missing}
+                              "quarantined": len(result.quarantined), "new": new, "frames missing": missing,
+                              "label conflicts": len(conflicts)}
     if not any(published_files(folder)):
         counts["nothing found"] = f"{folder} holds none of the PROGRESS-BENCH files ({', '.join(FILE_KINDS)})"
     return counts
@@ -367,7 +362,7 @@ def export_progresslm(catalog: Catalog, store: Any, tag: str, out_dir: Path) -> 
     observation_ids = [e.id for e in manifest.records if e.kind == "observation"]
     observations = catalog.get_records(observation_ids)
     demos = {r.id: r for r in catalog.get_records(sorted({o.payload["demo_id"] for o in observations}))}
-    rows: dict[str, list[tuple[tuple[str, str], dict[str, Any]]]] = {name: [] for name in FILE_KINDS}
+    rows: dict[str, list[tuple[tuple[str, str, int], dict[str, Any]]]] = {name: [] for name in FILE_KINDS}
     out_dir.mkdir(parents=True, exist_ok=True)
     refused = 0
     for record in observations:
@@ -382,7 +377,7 @@ def export_progresslm(catalog: Catalog, store: Any, tag: str, out_dir: Path) -> 
             refused += 1
             continue
         kind, row = published_row(demo, observation)
-        rows[kind].append(((demo.trajectory_id, observation.frame), row))
+        rows[kind].append(((demo.trajectory_id, observation.frame, _line_of(observation.source_row)), row))
         for sha256, destination in files:
             if not destination.exists():
                 store.get_to_file(sha256, destination)
@@ -396,6 +391,12 @@ def export_progresslm(catalog: Catalog, store: Any, tag: str, out_dir: Path) -> 
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
         written[kind] = len(entries)
     return {**written, **({"refused": refused} if refused else {})}
+
+
+def _line_of(source_row: str | None) -> int:
+    """The line of an imported sample (so two samples of one frame keep their published order); 0 otherwise."""
+    line = (source_row or "").rpartition(":")[2]
+    return int(line) if line.isdigit() else 0
 
 
 def _frame_files(out_dir: Path, record: Record, demo_record: Record, demo: Demo, observation: Observation

@@ -11,6 +11,7 @@ from typing import Any
 
 from schemas import Record
 from tasks.benchmark import StatsTable
+from tasks.progress.conflicts import LabelConflict, label_conflicts
 
 SETTINGS = ("visual same-view", "visual cross-view", "text", "visual unanswerable", "text unanswerable")
 
@@ -43,6 +44,7 @@ class ProgressStats:
     trajectories: dict[str, set[str]] = field(default_factory=dict)  # per setting
     platforms: Counter[str] = field(default_factory=Counter)  # samples per platform
     tasks: Counter[str] = field(default_factory=Counter)  # samples per task
+    conflicts: list[LabelConflict] = field(default_factory=list)  # one frame, one demo, other labels
 
     @property
     def total_samples(self) -> int:
@@ -58,22 +60,25 @@ class ProgressStats:
         return [*table, ("all", self.total_trajectories, self.total_samples)]
 
     def tables(self, limit: int | None) -> list[StatsTable]:
-        """Samples per setting (with the total), per platform and per task (the ``limit`` largest)."""
-        return [StatsTable("samples per setting", ("setting", "trajectories", "samples"), self.rows(), ("all",)),
-                StatsTable("samples per platform", ("platform", "samples"), self.platforms.most_common()),
-                StatsTable("samples per task", ("task", "samples"), self.tasks.most_common(limit))]
+        """Samples per setting (with the total), per platform and per task (the ``limit`` largest), then the label
+        conflicts, every one of them, when there are any."""
+        tables = [StatsTable("samples per setting", ("setting", "trajectories", "samples"), self.rows(), ("all",)),
+                  StatsTable("samples per platform", ("platform", "samples"), self.platforms.most_common()),
+                  StatsTable("samples per task", ("task", "samples"), self.tasks.most_common(limit))]
+        if self.conflicts:
+            tables.append(self.conflict_table())
+        return tables
+
+    def conflict_table(self) -> StatsTable:
+        return StatsTable(f"label conflicts: {len(self.conflicts)} frames labelled more than once (every sample "
+                          f"kept and scored)", ("trajectory and frame", "rows", "labels"),
+                          [c.as_row() for c in self.conflicts])
 
     def chart(self, path: Path, title: str) -> Path:
         return plot(self, path, title)
 
     def markdown(self) -> str:
-        lines = ["| setting | trajectories | samples |", "|---|---:|---:|"]
-        lines += [f"| {s} | {t} | {n} |" for s, t, n in self.rows()]
-        lines += ["", "| platform | samples |", "|---|---:|"]
-        lines += [f"| {p} | {n} |" for p, n in self.platforms.most_common()]
-        lines += ["", "| task | samples |", "|---|---:|"]
-        lines += [f"| {t} | {n} |" for t, n in self.tasks.most_common(20)]
-        return "\n".join(lines)
+        return "\n\n".join(table.markdown() for table in self.tables(20))
 
 
 def progress_stats(observations: list[Record], demos: dict[str, Record]) -> ProgressStats:
@@ -85,6 +90,7 @@ def progress_stats(observations: list[Record], demos: dict[str, Record]) -> Prog
         stats.trajectories.setdefault(setting, set()).add(demo["trajectory_id"])
         stats.platforms[platform_of(demo["data_source"])] += 1
         stats.tasks[task_of(demo["trajectory_id"])] += 1
+    stats.conflicts = label_conflicts(observations, demos)
     return stats
 
 
