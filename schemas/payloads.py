@@ -84,6 +84,7 @@ class Prediction(Payload):
 
     release: str
     item_id: str
+    official_key: str | None = None  # the identifier the benchmark's own files give the item (start_frame...)
     model: str
     prompt_variant: str = "default"  # the strategy and its options, e.g. "two-stage", "multi-turn:window=10"
     raw_output: str

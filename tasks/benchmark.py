@@ -88,6 +88,12 @@ class Evaluation(Protocol):
         """Every key an answer file may use for the item, its record id first."""
         ...
 
+    def official_key(self, item: Any) -> str | None:
+        """The identifier the benchmark's own files give the item (an imported row's official key, the id our
+        export writes for a generated one), shown beside every prediction and in every report; None when it has
+        none."""
+        ...
+
     def rounds(self, item: Any, settings: EvalSettings) -> int:
         """Requests the item takes under the strategy at most (one per turn)."""
         ...

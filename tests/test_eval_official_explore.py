@@ -34,7 +34,7 @@ DESK = [obj("laptop", "grey laptop", ["laptop on desk"]), obj("desk", "white des
 
 def official_folder(root: Path) -> Path:
     """Three short instances (u3's image is not in the folder), one medium; the full file repeats them all, once
-    with different actions, and holds two bad rows."""
+    with different actions (a label conflict: both rows are kept), and holds two bad rows."""
     folder = root / "EXPLORE-Dataset"
     for index, uid in enumerate(("u1", "u2", "u4")):
         write_jpeg(folder / "images" / f"{uid}-start.jpg", 40 * index + 10)
@@ -67,18 +67,23 @@ def test_official_annotations_import_and_the_official_predictions_score_every_it
     storage = open_storage(settings)
     counts = import_official_into_catalog(folder, storage, Producer(task="import-explore-official"), SubsetBounds(),
                                           release="explore-official")
-    assert counts["instances"] == 4 and counts["repeated in the full file"] == 4
-    assert counts["quarantined"] == 3 and counts["images missing"] == 1
+    # the full file's u1 says other actions than the short file's: both rows are official, both kept
+    assert counts["instances"] == 5 and counts["repeated in the full file"] == 4
+    assert counts["label conflicts"] == 1
+    assert counts["quarantined"] == 2 and counts["images missing"] == 1
     quarantined = {q.payload["locator"]: q.payload for q in
                    storage.catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED)}
-    assert set(quarantined) == {"item 4", "item 5", "item 6"}
+    assert set(quarantined) == {"item 5", "item 6"}
     assert all(q["source"].endswith("exp_anno.json") for q in quarantined.values())
-    assert "differs from the first (exp_anno_short.json:0)" in quarantined["item 4"]["reason"]
     assert "outside the source root" in quarantined["item 5"]["reason"]
     assert "no end_frame_info" in quarantined["item 6"]["reason"]
-    instances = {r.payload["clip_id"]: r for r in storage.catalog.find_records(kind="explore_instance")}
-    assert {c: r.payload["subset"] for c, r in instances.items()} == {"u1": "Short", "u2": "Short", "u3": "Short",
-                                                                      "u4": "Medium"}
+    rows = {r.payload["source_row"]: r for r in storage.catalog.find_records(kind="explore_instance")}
+    assert {w: (r.payload["clip_id"], r.payload["subset"]) for w, r in rows.items()} == {
+        "exp_anno_short.json:0": ("u1", "Short"), "exp_anno_short.json:1": ("u2", "Short"),
+        "exp_anno_short.json:2": ("u3", "Short"), "exp_anno_med.json:0": ("u4", "Medium"),
+        "exp_anno.json:4": ("u1", "Short")}  # its subset is the subset file's that lists its start_frame
+    assert rows["exp_anno.json:4"].payload["atomic_actions"] == ["C does something else"]
+    instances = {r.payload["clip_id"]: r for w, r in rows.items() if w != "exp_anno.json:4"}
     assert instances["u3"].payload["missing_images"] == ["u3-start.jpg"] and not instances["u3"].blobs
     u1 = instances["u1"].payload
     assert u1["official"]["middle_frame_1_info"] == KITCHEN[:1] and u1["source_row"] == "exp_anno_short.json:0"
@@ -91,19 +96,24 @@ def test_official_annotations_import_and_the_official_predictions_score_every_it
     path.write_text(json.dumps(answers))
     _plan, collected, result = evaluate(settings, release=counts["release"], model="official-harness",
                                         predictions=str(path))
-    assert len(collected.answers) == 4 and not collected.skipped and not result.problems
-    assert result.counts["scored"] == 4 and result.counts["unparsed"] == 0
-    scores = {instances[c].id: c for c in instances}
+    # the answer for u1-start.jpg scores both u1 rows, as the official evaluation of each file would
+    assert len(collected.answers) == 5 and not collected.skipped and not result.problems
+    assert result.counts["scored"] == 5 and result.counts["unparsed"] == 0
+    where = {r.id: w for w, r in rows.items()}
     stored = storage.catalog.find_records(kind="prediction", payload_equals={"run": result.key})
-    s_obj = {scores[p.payload["item_id"]]: p.payload["scores"]["S_obj"] for p in stored}
+    assert {where[p.payload["item_id"]]: p.payload["official_key"] for p in stored} == {
+        w: r.payload["image_name"] for w, r in rows.items()}
+    by_row = {where[p.payload["item_id"]]: p.payload["scores"]["S_obj"] for p in stored}
+    assert by_row["exp_anno.json:4"] == by_row["exp_anno_short.json:0"]  # the same final scene, the same answer
+    s_obj = {rows[w].payload["clip_id"]: value for w, value in by_row.items() if w != "exp_anno.json:4"}
     # u1: nouns cup (from "cups"), table, plate; categories cup, table, bowl: cup and table match themselves
     # (cosine 1), bowl's best candidate is taken by its own category, so bowl is unmatched: (1 + 1 + 0) / 3
     assert s_obj["u1"] == pytest.approx(100 * 2 / 3, abs=1e-3)
     assert s_obj["u2"] == pytest.approx(100.0, abs=1e-3)  # laptop and desk both named
     assert s_obj["u4"] == pytest.approx(100 / 2, abs=1e-3)  # cup of cup and table
     full = result.scoring.tables
-    assert full["Short"].instances == 3 and full["Medium"].instances == 1
-    assert result.metrics["S_obj"] == pytest.approx(sum(s_obj.values()) / 4, abs=1e-6)
+    assert full["Short"].instances == 4 and full["Medium"].instances == 1
+    assert result.metrics["S_obj"] == pytest.approx(sum(by_row.values()) / 5, abs=1e-6)
 
     # its raw results.json (a list of start_frame/response) reads the same, cleaned as the harness cleans it
     raw = [{"start_frame": k, "response": (["<think>hm</think>" + x for x in v] if isinstance(v, list) else
@@ -124,5 +134,32 @@ def test_a_missing_initial_image_is_never_sent_to_a_model(settings, tmp_path):  
     storage = open_storage(settings)
     counts = import_official_into_catalog(folder, storage, Producer(task="t"), SubsetBounds(), release="official")
     _, collected, result = evaluate(settings, release=counts["release"], model="baseline:oracle?drop=0")
-    assert result.counts["frames missing"] == 1 and result.counts["scored"] == 3
+    assert result.counts["frames missing"] == 1 and result.counts["scored"] == 4
     assert any("the initial image u3-start.jpg was not provided" in why for why in collected.unshowable.values())
+
+
+def test_answers_name_their_real_lines_and_answers_to_other_subsets_are_listed(settings, tmp_path):  # noqa: F811
+    """A pretty-printed official <model>.json answers every subset; scored against the Short release only, the
+    Medium answer is listed once as not in the release (no quarantine record), and a problem names the line the
+    entry is written on."""
+    folder = official_folder(tmp_path)
+    (folder / "exp_anno.json").unlink()
+    (folder / "exp_anno_med.json").write_text("[]")
+    storage = open_storage(settings)
+    counts = import_official_into_catalog(folder, storage, Producer(task="t"), SubsetBounds(), release="short")
+    answers = {"u1-start.jpg": "A cup on a table.", "u2-start.jpg": 7, "u3-start.jpg": "A desk.",
+               "u4-start.jpg": "A pot on the stove."}
+    path = tmp_path / "Qwen3-VL-2B-Instruct.json"
+    path.write_text(json.dumps(answers, indent=4))  # "{" on line 1, the entries on lines 2-5
+    result = evaluate(settings, release=counts["release"], model="m", predictions=str(path))[2]
+    assert result.counts["scored"] == 2 and result.counts["not in this release"] == 1
+    assert f"{path}:3: needs a \"key\" and an \"answer\" string" in "\n".join(result.problems)
+    assert any("1 answer(s) to items not in short@" in p and "u4-start.jpg (line 5)" in p for p in result.problems)
+    quarantined = storage.catalog.find_records(kind="quarantined_input", payload_equals={"source": str(path)})
+    assert [q.payload["locator"] for q in quarantined] == ["line 3"]
+    # a results.json list, one element over several lines: each named by the line it starts on
+    raw = [{"start_frame": "u1-start.jpg", "response": "A cup.", "success": True},
+           {"start_frame": "u2-start.jpg", "success": True}]
+    (tmp_path / "results.json").write_text(json.dumps(raw, indent=2))
+    result = evaluate(settings, release=counts["release"], model="m2", predictions=str(tmp_path / "results.json"))[2]
+    assert any(p.startswith(f"{tmp_path / 'results.json'}:7: needs") for p in result.problems)

@@ -223,12 +223,17 @@ def test_answers_from_a_file_are_keyed_by_the_published_row(settings, tmp_path):
     assert result.counts["scored"] == len(observations) and result.counts["unparsed"] == 1
     assert result.metrics["NSE"] == pytest.approx(0.0, abs=1e-9) and result.metrics["PRC"] == pytest.approx(1.0)
     assert result.metrics["UDA"] == 1.0 and result.metrics["AFRR"] == 0.0
-    assert any("text-normal.jsonl:999" in p for p in result.problems)
+    # the answer to a row this release does not hold is listed once, with its line, and is not an error
+    assert f"text-normal.jsonl:999 (line {len(lines)})" in " ".join(result.problems)
+    assert result.counts["not in this release"] == 1 and result.counts["lines quarantined"] == 1
     assert any("not JSON" in p for p in result.problems)
     quarantined = storage.catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED)
-    assert {q.payload["locator"] for q in quarantined} == {f"line {len(lines)}", f"line {len(lines) + 1}"}
+    assert {q.payload["locator"] for q in quarantined} == {f"line {len(lines) + 1}"}
     stored = storage.catalog.find_records(kind="prediction", payload_equals={"run": result.key})
     assert {p.payload["origin"] for p in stored} == {"file"} and len(stored) == len(observations)
+    # every prediction names the published row it answers
+    rows = {r.id: r.payload["source_row"] for r in observations}
+    assert all(p.payload["official_key"] == rows[p.payload["item_id"]] for p in stored)
 
 
 def test_the_judge_reads_what_the_rules_cannot(settings):

@@ -404,10 +404,11 @@ def test_a_harness_row_with_an_unknown_index_or_no_prediction_is_reported_and_th
     result = evaluate(settings, release=tag, model="vlm", strategy="instruct",
                       predictions=str(tmp_path / "pred.tsv"))[2]
     assert result.counts["scored"] == len(frame) - 2
-    assert any("pred.tsv:2:" in p and "'not-an-item'" in p for p in result.problems)
+    # an index of no item is listed with its row as not in this release; the empty cell is quarantined
+    assert any("pred.tsv: 1 answer(s) to items not in" in p and "not-an-item (line 2)" in p for p in result.problems)
     assert any(p.endswith("pred.tsv:3: empty prediction") for p in result.problems)
-    # both lines are stored as quarantined inputs and counted so; the items they would answer are skipped
-    assert result.counts["lines quarantined"] == 2 and result.counts["quarantined"] == 0
+    assert result.counts["lines quarantined"] == 1 and result.counts["not in this release"] == 1
+    assert result.counts["quarantined"] == 0
     assert result.counts["skipped"] == len(items) - result.counts["scored"]
     stored = open_storage(settings).catalog.find_records(kind="quarantined_input")
     assert sorted(r.payload["reason"] for r in stored if r.payload["source"].endswith("pred.tsv"))[0] == \

@@ -27,6 +27,11 @@ def item_name(item: Any, benchmark_name: str) -> str:
     return benchmark.get(benchmark_name).evaluation.item_name(item)
 
 
+def official_key(item: Any, benchmark_name: str) -> str | None:
+    """The identifier the benchmark's own files give the item (``start_frame``, ``<file>:<line>``), if any."""
+    return benchmark.get(benchmark_name).evaluation.official_key(item)
+
+
 def item_aliases(item: Any, benchmark_name: str) -> list[str]:
     """Every key an answer file may use for this item, its record id first, each once."""
     return list(dict.fromkeys(benchmark.get(benchmark_name).evaluation.aliases(item)))

@@ -14,13 +14,12 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from pathlib import Path
 from typing import Any
 
 from schemas import Producer, canonical_json
 from tasks import benchmark as benchmarks
 from tasks.evaluate.answerers import Answerer, Request
-from tasks.evaluate.items import item_aliases, item_name
+from tasks.evaluate.items import item_name
 from tasks.models.base import ChatBackend, Generation, Message
 
 GENERATION_FIELDS = frozenset(f.name for f in fields(Generation))
@@ -103,6 +102,7 @@ class Collected:
     unshowable: dict[str, str] = field(default_factory=dict)  # item key -> the frames it lacks; never asked
     skipped: dict[str, str] = field(default_factory=dict)  # item key -> why the answers file has no answer
     problems: list[str] = field(default_factory=list)  # lines of an answers file that could not be used
+    elsewhere: list[tuple[int, str]] = field(default_factory=list)  # (line, key) of answers to no item released
     from_cache: int = 0
     asked: int = 0
 
@@ -167,117 +167,6 @@ def _chunk_images(image: Callable[[str], bytes]) -> Callable[[str], bytes]:
         return images[sha]
 
     return fetch
-
-
-# What the official EXPLORE-Bench harness strips from a raw response before scoring (infer_utils.remove_tags),
-# every closing brace included, as it does.
-_OFFICIAL_TAGS = ("<|begin_of_box|>", "<|end_of_box|>", "<answer>", "</answer>", "\\boxed{", "}")
-
-
-def official_clean(response: Any) -> Any:
-    """A raw response of the official harness as its convert_list_to_dict leaves it: the text after the first
-    ``</think>``, the tags above removed; a list of responses (stepwise strategies) element by element."""
-    if isinstance(response, list):
-        return [official_clean(r) for r in response]
-    if not isinstance(response, str):
-        return response
-    _, found, after = response.partition("</think>")
-    text = after.lstrip() if found else response
-    for tag in _OFFICIAL_TAGS:
-        text = text.replace(tag, "")
-    return text
-
-
-def _last(answer: Any) -> Any:
-    """The final scene: the last description of a list (single- or multi-turn), else the answer itself."""
-    return answer[-1] if isinstance(answer, list) and answer else answer
-
-
-def _answer_rows(path: Path) -> list[tuple[int, str, Any]]:
-    """(line number, line, parsed row or None) of a JSONL file. The official EXPLORE-Bench harness's files are read
-    as they are: its scored file, one JSON object ``{start_frame: description or [descriptions]}``, gives one row
-    per entry; its ``results.json``, a JSON list of ``{start_frame, response, success}``, one row per element (the
-    response cleaned as the harness cleans it); both numbered from 1, the last description of a list being the
-    answer. Its per-chunk ``results_<k>.json`` are JSONL with the same keys. A VLMEvalKit prediction file (.xlsx,
-    .tsv) gives a row per spreadsheet row (tasks/exporting/predictions.py)."""
-    from tasks.exporting.predictions import TABLE_SUFFIXES, table_rows
-
-    if path.suffix in TABLE_SUFFIXES:
-        return table_rows(path)
-    text = path.read_text(encoding="utf-8")
-    try:
-        whole = json.loads(text)
-    except json.JSONDecodeError:
-        whole = None
-    if isinstance(whole, dict) and not {"key", "id"} & whole.keys():
-        return [(n, json.dumps({k: v}), {"key": k, "answer": _last(v)}) for n, (k, v) in enumerate(whole.items(), 1)]
-    if isinstance(whole, list):
-        return [(n, json.dumps(row, ensure_ascii=False), row) for n, row in enumerate(whole, 1)]
-    rows: list[tuple[int, str, Any]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rows.append((number, line, json.loads(line)))
-        except json.JSONDecodeError:
-            rows.append((number, line, None))
-    return rows
-
-
-def _key_and_answer(row: dict[str, Any]) -> tuple[str | None, Any]:
-    from tasks.exporting.predictions import harness_key_and_answer
-
-    harness = harness_key_and_answer(row)
-    if harness is not None:
-        return harness
-    if "start_frame" in row and "response" in row and not {"key", "id"} & row.keys():
-        return str(row["start_frame"]), _last(official_clean(row["response"]))
-    key = next((str(row[k]) for k in ("key", "id") if k in row), None)
-    return key, next((row[k] for k in ("answer", "prediction", "response") if k in row), None)
-
-
-def read_predictions(path: Path, items: list[Any], settings: EvalSettings
-                     ) -> tuple[Collected, list[tuple[int, str, str]]]:
-    """Answers from a JSONL file of ``{"key": ..., "answer": ...}`` (``id``/``prediction``/``response`` also
-    read), from the official EXPLORE-Bench harness's JSON, or from what VLMEvalKit and lmms-eval write of a harness
-    export (keyed by its ``index``, the record id). A key is an item's record id, its published
-    ``<file>:<line>``, an EXPLORE clip id or its exported initial image. Returns the answers and the lines that
-    could not be used: (line number, the line, why)."""
-    from tasks.exporting.predictions import empty_prediction
-
-    by_alias = {alias: item for item in items for alias in item_aliases(item, settings.benchmark)}
-    collected = Collected()
-    problems: list[tuple[int, str, str]] = []
-    for number, line, row in _answer_rows(path):
-        if row is None:
-            problems.append((number, line, "not JSON"))
-            continue
-        if not isinstance(row, dict):
-            problems.append((number, line, "not a JSON object"))
-            continue
-        key, answer = _key_and_answer(row)
-        if key is None or not isinstance(answer, str):
-            problems.append((number, line, "needs a \"key\" and an \"answer\" string (or the official "
-                                           "\"start_frame\" and \"response\", VLMEvalKit's \"index\" and "
-                                           "\"prediction\", lmms-eval's \"doc\".\"index\" and "
-                                           "\"filtered_resps\")"))
-            continue
-        if empty_prediction(path, answer):
-            problems.append((number, line, "empty prediction"))
-            continue
-        item = by_alias.get(key)
-        if item is None:
-            problems.append((number, line, f"no item of this release has the key {key!r}"))
-            continue
-        if item.key in collected.answers:
-            problems.append((number, line, f"a second answer for {key!r}; the first is kept"))
-            continue
-        collected.answers[item.key] = answer
-        collected.turns[item.key] = [answer]
-    for item in items:
-        if item.key not in collected.answers:
-            collected.skipped[item.key] = "no answer in the predictions file"
-    return collected, problems
 
 
 @dataclass

@@ -19,8 +19,9 @@ from schemas.releases import ReleaseManifest
 from storage import open_storage
 from storage.releases import load_release
 from tasks import benchmark as benchmarks
+from tasks.evaluate.answer_files import read_predictions
 from tasks.evaluate.answerers import Answerer, build_answerer, parse_model_spec
-from tasks.evaluate.items import load_items
+from tasks.evaluate.items import item_name, load_items, official_key
 from tasks.evaluate.run import (
     GENERATION_FIELDS,
     Collected,
@@ -29,7 +30,6 @@ from tasks.evaluate.run import (
     eval_producer,
     eval_settings,
     parse_answers,
-    read_predictions,
     requests_for,
     run_key,
 )
@@ -87,7 +87,7 @@ def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool
     """The model's answers (cached ones first; fresh ones cached as they arrive), or the file's."""
     storage = open_storage(settings)
     if plan.predictions:
-        collected, problems = read_predictions(Path(plan.predictions), plan.items, plan.settings)
+        collected, problems = read_predictions(Path(plan.predictions), plan.items, plan.benchmark)
         collected.problems = [f"{plan.predictions}:{n}: {why}" for n, _, why in problems]
         producer = eval_producer("evaluate-read-predictions", None, plan.label, plan.settings, plan.key)
         storage.catalog.put_records([
@@ -146,7 +146,8 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     tag = plan.manifest.tag
     origin = "file" if plan.predictions else "model"
     predictions = [
-        make_record(Prediction(release=tag, item_id=item.key, model=plan.label, prompt_variant=plan.settings.variant,
+        make_record(Prediction(release=tag, item_id=item.key, official_key=official_key(item, benchmark),
+                               model=plan.label, prompt_variant=plan.settings.variant,
                                raw_output=collected.answers[item.key], parsed=parsed[item.key].value,
                                parse_method=parsed[item.key].method, run=plan.key, origin=origin,
                                turns=collected.turns.get(item.key, []) if len(collected.turns.get(item.key, [])) > 1
@@ -159,9 +160,11 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     failures = quarantined_items(collected, benchmark, f"evaluate {plan.label}", producer)
     counts = {"items": len(plan.items), "scored": len(parsed), "asked": collected.asked,
               "from cache": collected.from_cache, "quarantined": len(failures),
-              # lines of a predictions file that answer no item (unknown key, empty prediction...): each is stored
-              # as a quarantined input; the items they would have answered count as skipped
+              # lines of a predictions file that cannot be read (no key, not JSON, empty, a second answer): each
+              # is stored as a quarantined input; the items they would have answered count as skipped
               "lines quarantined": len(collected.problems),
+              # answers to items of another release (Medium answers against a Short release): listed, not errors
+              "not in this release": len(collected.elsewhere),
               "failed requests": len(collected.failed), "frames missing": len(collected.unshowable),
               "skipped": len(collected.skipped), "unparsed": sum(p.method == "failed" for p in parsed.values()),
               "judged": sum(p.method == "judge" for p in parsed.values())}
@@ -176,10 +179,13 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
         benchmark=benchmark, producer=producer, parents=[], status=Status.ACCEPTED,
         status_reason="evaluation finished" + (f" with {len(failures)} item(s) quarantined" if failures else ""))
     store_run(catalog, plan, [*predictions, *metric_rows, evaluation], failures, set(parsed), run_id)
-    problems = [*collected.problems,
-                *[f"{key[:12]}: request failed: {why}" for key, why in collected.failed.items()],
+    names = {item.key: item_name(item, benchmark) for item in plan.items}
+    elsewhere = [f"{plan.predictions}: {len(collected.elsewhere)} answer(s) to items not in {tag}, not scored: "
+                 + ", ".join(f"{key} (line {n})" for n, key in collected.elsewhere)] if collected.elsewhere else []
+    problems = [*collected.problems, *elsewhere,
+                *[f"{names[key]}: request failed: {why}" for key, why in collected.failed.items()],
                 *[f"quarantined {why}" for why in collected.unshowable.values()],
-                *[f"{key[:12]}: not answered: {why}" for key, why in list(collected.skipped.items())[:20]]]
+                *[f"{names[key]}: not answered: {why}" for key, why in list(collected.skipped.items())[:20]]]
     return EvaluationResult(plan.key, evaluation.id, scoring.headline, counts, scoring, problems,
                             [p.payload for p in predictions])
 
@@ -243,9 +249,9 @@ def report_evaluation(settings: Settings, plan: EvaluationPlan, result: Evaluati
     answers = folder / "predictions.jsonl"  # one line per item, for any tool that reads JSONL
     with open(answers, "w", encoding="utf-8") as handle:
         for payload in result.predictions:
-            handle.write(json.dumps({k: payload[k] for k in ("item_id", "raw_output", "turns", "parsed",
-                                                              "parse_method", "scores")}, ensure_ascii=False)
-                         + "\n")
+            handle.write(json.dumps({k: payload.get(k) for k in ("item_id", "official_key", "raw_output", "turns",
+                                                                  "parsed", "parse_method", "scores")},
+                                    ensure_ascii=False) + "\n")
     md, html_path, markdown = report.write_report(folder, title=f"{plan.label} on {plan.manifest.tag}",
                                                   summary=summary, tables=tables, plots=plots,
                                                   problems=result.problems)

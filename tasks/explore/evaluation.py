@@ -188,7 +188,8 @@ class ExploreEvaluation:
         return settings.strategy
 
     def item_name(self, item: ExploreItem) -> str:
-        return f"instance {item.key[:12]} (clip {item.clip_id})"
+        where = f"start_frame {item.image_name}" if item.image_name else f"clip {item.clip_id}"
+        return f"instance {item.key[:12]} ({where})"
 
     def aliases(self, item: ExploreItem) -> list[str]:
         """The record id, the clip id, its exported id and the exported initial image (the official harness keys
@@ -199,6 +200,10 @@ class ExploreEvaluation:
         if item.image_name:
             names += [item.image_name, f"images/{item.image_name}"]
         return names
+
+    def official_key(self, item: ExploreItem) -> str | None:
+        """The official ``start_frame`` of an imported row (the official answer files' key), else the clip."""
+        return item.image_name or item.clip_id
 
     def rounds(self, item: ExploreItem, settings: EvalSettings) -> int:
         return len(_segments(item, settings)) if settings.strategy == "multi-turn" else 1

@@ -11,9 +11,12 @@ is lost, and the row's place (``<file>:<index>``) is its ``source_row``.
 Files: the subset files ``exp_anno_short.json``, ``exp_anno_med.json`` (or ``_medium``), ``exp_anno_long.json``, and
 the full ``exp_anno.json``; the older names ``anno_{short,medium,long}_seq.json`` and ``anno.json``; and our own
 export ``explore_bench.json``. Subset files are read first; the full file lists the same instances again, so a row
-whose ``start_frame`` was already read is the same instance (not stored twice) when it says the same, and is
-quarantined when it says something else (the first kept). An instance's subset is the row's ``subset`` field (our
-export), else its subset file's, else its action count by the ``[explore]`` bounds.
+of another file whose ``start_frame`` was already read, saying the same, is the same instance (not stored twice).
+Every other row is kept, as the official evaluation scores every row of the file it is given: two rows of one file
+with one ``start_frame``, or a full-file row that says something else than its subset file's, are two instances,
+each scored against the answer for that ``start_frame``, and are counted as label conflicts. An instance's subset is
+the row's ``subset`` field (our export), else its subset file's (for a full-file row, that of the subset file that
+lists its ``start_frame``), else its action count by the ``[explore]`` bounds.
 
 Images come from ``<folder>/images/<start_frame>`` (the official layout) or ``<folder>/<start_frame>`` (our export
 writes ``images/...`` into the field), only inside the folder (``SourceRoot``) and only complete images; an image the
@@ -114,7 +117,8 @@ class OfficialImport:
     records: list[Record] = field(default_factory=list)
     quarantined: list[Record] = field(default_factory=list)
     rows: int = 0
-    repeated: int = 0  # rows of the full file that repeat a subset file's instance
+    repeated: int = 0  # rows of another file (the full one) that repeat an instance already read as it is
+    conflicts: list[tuple[str, str, str]] = field(default_factory=list)  # (start_frame, first row, later row)
     missing_images: int = 0
     files: list[str] = field(default_factory=list)
 
@@ -215,7 +219,7 @@ def import_official(folder: Path, storage: Any, producer: Producer, bounds: Subs
     bounds = bounds or SubsetBounds()
     images = ImageFolder(folder, storage, allow_symlinks_outside)
     result = OfficialImport()
-    seen: dict[str, tuple[str, str]] = {}  # start_frame -> (where, canonical row)
+    seen: dict[str, list[tuple[str, str, str | None]]] = {}  # start_frame -> (where, canonical row, subset)
 
     def refuse(source: str, locator: str, reason: str, raw: Any) -> None:
         text = raw if isinstance(raw, str) else json.dumps(raw, ensure_ascii=False, default=repr)
@@ -235,20 +239,18 @@ def import_official(folder: Path, storage: Any, producer: Producer, bounds: Subs
             frame = row.get("start_frame") if isinstance(row, dict) else None
             canonical = json.dumps({k: v for k, v in row.items() if k != "subset"}, sort_keys=True,
                                    default=repr) if isinstance(row, dict) else ""
-            if isinstance(frame, str) and frame in seen:
-                first, earlier = seen[frame]
-                if earlier == canonical:
-                    result.repeated += 1
-                else:
-                    refuse(str(path), f"item {index}", f"a second row for start_frame {frame!r} that differs from "
-                                                        f"the first ({first}); the first is kept", row)
+            earlier = seen.get(frame, []) if isinstance(frame, str) else []
+            if any(text == canonical and not place.startswith(f"{path.name}:") for place, text, _ in earlier):
+                result.repeated += 1
                 continue
+            subset = SUBSET_FILES.get(path.name) or next((s for _, _, s in earlier if s), None)
             try:
-                instance, scene = row_records(row, where, SUBSET_FILES.get(path.name), images, producer, bounds)
+                instance, scene = row_records(row, where, subset, images, producer, bounds)
             except (RowError, OutsideRoot, FrameError, ValueError) as error:
                 refuse(str(path), f"item {index}", str(error), row)
                 continue
-            seen[frame] = (where, canonical)  # type: ignore[index]
+            result.conflicts += [(frame, place, where) for place, text, _ in earlier[:1] if text != canonical]
+            seen.setdefault(frame, []).append((where, canonical, subset))  # type: ignore[arg-type]
             result.records += [instance, scene]
             result.missing_images += bool(instance.payload["missing_images"])
     return result
@@ -264,6 +266,7 @@ def import_official_into_catalog(folder: Path, storage: Any, producer: Producer,
     new = storage.catalog.put_records(result.records + result.quarantined, run_id=run_id)
     counts: dict[str, Any] = {"rows": result.rows, "instances": len(result.records) // 2,
                               "repeated in the full file": result.repeated, "quarantined": len(result.quarantined),
+                              "label conflicts": len(result.conflicts),
                               "images missing": result.missing_images, "new": new}
     if not result.files:
         counts["nothing found"] = (f"{folder} holds none of the official annotation files "

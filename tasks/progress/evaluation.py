@@ -186,6 +186,10 @@ class ProgressEvaluation:
         """The record id and the published row (``<file>:<line>``)."""
         return [item.key, item.source_row] if item.source_row else [item.key]
 
+    def official_key(self, item: ProgressItem) -> str | None:
+        """The published row, ``<file>:<line>`` (the files have no row id; a trajectory and frame may repeat)."""
+        return item.source_row
+
     def rounds(self, item: ProgressItem, settings: EvalSettings) -> int:
         return 1
 

@@ -135,6 +135,10 @@ class VicEvaluation:
     def aliases(self, item: VicItem) -> list[str]:
         return [item.key, item.instance_key, f"{item.task}/{item.instance_key}"]
 
+    def official_key(self, item: VicItem) -> str | None:
+        """The id the ``vic`` export gives the instance in its task's files."""
+        return f"{item.task}/{item.instance_key}"
+
     def instance(self, item: VicItem, image: Callable[[str], bytes] | None = None) -> VicInstance:
         """The released instance, rebuilt once from its record and images."""
         from tasks.vic.records import instance_of

@@ -89,6 +89,10 @@ class WebplanEvaluation:
     def aliases(self, item: WebplanItem) -> list[str]:
         return [item.key, item.instance_key]
 
+    def official_key(self, item: WebplanItem) -> str | None:
+        """The id the ``webplan`` export gives the instance in its test's file."""
+        return item.instance_key
+
     def rounds(self, item: WebplanItem, settings: Any) -> int:
         return 1
 

@@ -53,6 +53,9 @@ class DotsEvaluation:
     def aliases(self, item: DotsItem) -> list[str]:
         return [item.key]
 
+    def official_key(self, item: DotsItem) -> str | None:
+        return None
+
     def rounds(self, item: DotsItem, settings: Any) -> int:
         return 1
 
