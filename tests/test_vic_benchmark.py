@@ -111,6 +111,14 @@ def test_the_vic_export_reads_back_into_the_same_verified_instances(settings, tm
         assert back.stage_one.image == instance.stage_one.image and back.open_form.image == instance.open_form.image
         assert back.stage_one.option_images == instance.stage_one.option_images
         assert task(back.task).verify(back) == [] or back.task == "jigsaw"  # jigsaw keeps its source as an extra
+    # an id written twice, with other answers: both entries are instances, each with its own Stage-2 entry
+    for stage in (1, 2):
+        path = tmp_path / "export" / f"maze_stage{stage}.json"
+        entries = json.loads(path.read_text())
+        path.write_text(json.dumps([*entries, {**entries[0], "answer": f"other {stage}"}]))
+    twice = [i for i in import_vic(tmp_path / "export") if i.task == "maze" and i.key == maze["id"]]
+    assert [(i.stage_one.answer == "other 1", i.open_form.answer == "other 2") for i in twice] == [
+        (False, False), (True, True)]
     (tmp_path / "export" / "maze_stage1.json").write_text(json.dumps([{**maze, "images": ["../../outside.png"]}]))
     with pytest.raises(Exception, match="outside"):
         import_vic(tmp_path / "export")

@@ -194,6 +194,9 @@ def test_the_webplan_export_reads_back_into_the_same_instances(settings: Setting
         assert again.meta == instance.meta
     lines = (tmp_path / "out" / "edge.jsonl").read_text().splitlines()
     entry = json.loads(lines[0])
+    # an id written twice, with another answer: both lines are instances
+    (tmp_path / "out" / "edge.jsonl").write_text("\n".join([*lines, json.dumps({**entry, "answer": "Z"})]) + "\n")
+    assert [i.answer == "Z" for i in import_webplan(tmp_path / "out") if i.key == entry["id"]] == [False, True]
     entry["images"]["start"] = "../../secret.png"
     (tmp_path / "out" / "edge.jsonl").write_text(json.dumps(entry) + "\n")
     with pytest.raises(ValueError, match="outside the source root"):

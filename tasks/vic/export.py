@@ -47,15 +47,18 @@ def export_vic(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, i
 
 
 def import_vic(folder: Path) -> list[VicInstance]:
-    """The instances of a ``vic`` export (its Stage-1 and Stage-2 files), images read from inside ``folder``."""
+    """The instances of a ``vic`` export (its Stage-1 and Stage-2 files), images read from inside ``folder``. Every
+    entry is read: an id written twice in a file is two instances, the n-th Stage-1 entry of an id paired with the
+    n-th Stage-2 entry of that id."""
     root = SourceRoot(folder)
-    stage_two = {}
+    stage_two: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for path in sorted(root.path.glob("*_stage2.json")):
-        stage_two.update({(e["task"], e["id"]): e for e in json.loads(path.read_text())})
+        for entry in json.loads(path.read_text()):
+            stage_two.setdefault((entry["task"], entry["id"]), []).append(entry)
     instances = []
     for path in sorted(root.path.glob("*_stage1.json")):
         for entry in json.loads(path.read_text()):
-            opened = stage_two[(entry["task"], entry["id"])]
+            opened = stage_two[(entry["task"], entry["id"])].pop(0)
             images = [root.inside(Path(name)).read_bytes() for name in entry["images"]]
             letters = sorted(entry["options"])
             option_images = dict(zip(letters, images[1:1 + len(letters)], strict=False)) \
