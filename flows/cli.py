@@ -868,8 +868,9 @@ def evaluate(
         "(<date_id>_samples_<task>.jsonl)."),
         exists=True, dir_okay=False)] = None,
     scoring: Annotated[str | None, typer.Option(help=(
-        "EXPLORE relation scoring: correct (the default: every relation phrase against its own sentences) or "
-        "official (the official code's misaligned pairing, to reproduce published numbers)."))] = None,
+        "EXPLORE: correct (the default: each relation phrase judged on its own sentences, each sentence once) or "
+        "official (as the official code: its shifted relation pairing, repeated sentences in S_att, S_rel and "
+        "S_key, S_rel 0 without relations; S_obj unchanged), to reproduce published numbers."))] = None,
     judge_fallback: Annotated[bool, typer.Option(help=(
         "Answers the rules cannot read go to an LLM judge (--judge, default the \\[models.chat] role).")
     )] = False,

@@ -267,11 +267,12 @@ class ExploreEvaluation:
 
         pipeline = eval_settings.option("s_obj_pipeline")
         scoring = eval_settings.option("scoring", "correct")
-        pairing = ("the official code's relation pairing, to reproduce its numbers)"
-                   if scoring == "official" else "each relation phrase with its own sentences)")
+        pairing = ("as the official code: its relation pairing, repeated sentences in S_att/S_rel/S_key, S_rel 0 "
+                   "without relations)" if scoring == "official" else
+                   "each relation phrase judged on its own sentences, each sentence once)")
         source = ("the official one)" if pipeline == OFFICIAL_S_OBJ_PIPELINE else
                   f"the official code uses {OFFICIAL_S_OBJ_PIPELINE}; see docs/fidelity.md)")
-        return [("relation scoring", f"{scoring} (" + pairing),
+        return [("scoring", f"{scoring} (" + pairing),
                 ("S_obj spaCy pipeline", f"{pipeline} (" + source)]
 
     def baseline_answer(self, baseline: str, options: dict[str, Any], request: Request, rng: random.Random,
