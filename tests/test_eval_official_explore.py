@@ -77,6 +77,11 @@ def test_official_annotations_import_and_the_official_predictions_score_every_it
     assert all(q["source"].endswith("exp_anno.json") for q in quarantined.values())
     assert "outside the source root" in quarantined["item 5"]["reason"]
     assert "no end_frame_info" in quarantined["item 6"]["reason"]
+    from tasks.explore.stats import stats_for_release
+
+    stats = stats_for_release(storage.catalog, counts["release"])
+    assert stats.conflicts == [("u1-start.jpg", "exp_anno.json:4, exp_anno_short.json:0", "atomic_actions")]
+    assert stats.tables()[0].rows[-1][:2] == ("all", 5)
     rows = {r.payload["source_row"]: r for r in storage.catalog.find_records(kind="explore_instance")}
     assert {w: (r.payload["clip_id"], r.payload["subset"]) for w, r in rows.items()} == {
         "exp_anno_short.json:0": ("u1", "Short"), "exp_anno_short.json:1": ("u2", "Short"),

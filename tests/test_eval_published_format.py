@@ -140,6 +140,7 @@ def test_two_labels_for_one_frame_are_both_kept_and_scored(settings, tmp_path): 
     spread = (sum((x - mean) ** 2 for x in rank_t) * sum((y - mean) ** 2 for y in rank_a)) ** 0.5
     assert same.prc == pytest.approx(covariance / spread)
     conflicts = stats_for_release(storage.catalog, tag).conflicts
-    assert [(c.frame, c.rows, c.labels) for c in conflicts] == [
+    assert [(c.frame, c.rows, c.labels, c.differing) for c in conflicts] == [
         ("camera_top_0026.jpg", ("visual_same_view.jsonl:2", "visual_same_view.jsonl:4"),
-         ("61% (step 3, delta +0%)", "66% (step 3, delta +0%)"))]
+         ("61%, step 3, delta +0%", "66%, step 3, delta +0%"), ("61%", "66%"))]
+    assert conflicts[0].as_row() == ("visual_same_view.jsonl:2, 4", "camera_top_0026.jpg", "61% / 66%")

@@ -59,4 +59,5 @@ PLUGIN = BenchmarkPlugin(
     cli="tasks.explore.cli:build_command",
     freeze=f"{_STAGES}:freeze_releases",
     publish=f"{_STAGES}:publish_release",
+    stats="tasks.explore.stats:stats_for_release",
 )

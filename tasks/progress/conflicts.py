@@ -9,6 +9,7 @@ The published PROGRESS-BENCH files hold 25 such pairs (20 in ``visual_same_view.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,22 +19,34 @@ class LabelConflict:
     trajectory: str
     frame: str
     rows: tuple[str, ...]  # where each sample comes from: its published ``<file>:<line>``, else its record id
-    labels: tuple[str, ...]  # each sample's label, in the order of ``rows``
+    labels: tuple[str, ...]  # each sample's label in full, in the order of ``rows``
+    differing: tuple[str, ...]  # each sample's label in the fields that differ only
 
     def as_row(self) -> tuple[str, str, str]:
-        return f"{self.trajectory} {self.frame}", ", ".join(self.rows), " / ".join(self.labels)
+        """(rows, frame, labels) short enough for an 80-column table: the file named once, then its lines."""
+        files: dict[str, list[str]] = {}
+        for where in self.rows:
+            name, _, line = where.rpartition(":")
+            files.setdefault(name if line.isdigit() else where, []).append(line if line.isdigit() else "")
+        rows = "; ".join(f"{name}:{', '.join(lines)}" if any(lines) else name for name, lines in files.items())
+        return rows, self.frame, " / ".join(self.differing)
 
 
-def _label(observation: dict[str, Any]) -> str:
-    if observation.get("progress_score") is None:
+_SHOWN: dict[str, Callable[[Any], str]] = {
+    "progress_score": lambda v: f"{round(100 * v)}%", "closest_idx": lambda v: f"step {v}",
+    "delta": lambda v: f"delta {v:+g}%", "answerable": lambda v: "answerable" if v else "unanswerable"}
+_LABEL = ("progress_score", "closest_idx", "delta")
+
+
+def _label(observation: dict[str, Any], names: tuple[str, ...] = _LABEL) -> str:
+    """The sample's label in the fields named (a field it lacks shows as n/a); an unanswerable one is "n/a"."""
+    if not observation.get("answerable", True) and "answerable" not in names:
         return "n/a"
-    delta = observation.get("delta")
-    shown = f"{round(100 * observation['progress_score'])}% (step {observation.get('closest_idx')}"
-    return shown + (f", delta {delta:+g}%)" if delta is not None else ")")
+    return ", ".join(_SHOWN[n](observation[n]) if observation.get(n) is not None else "n/a" for n in names)
 
 
 def _labels(observation: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(observation.get(name) for name in ("answerable", "closest_idx", "delta", "progress_score"))
+    return tuple(observation.get(name) for name in _SHOWN)
 
 
 def _line_order(where: str) -> tuple[str, int, str]:
@@ -44,7 +57,7 @@ def _line_order(where: str) -> tuple[str, int, str]:
 
 def label_conflicts(observations: list[Any], demos: dict[str, Any]) -> list[LabelConflict]:
     """Groups of two or more observations (records) of one frame against one demo from one view and camera pair
-    whose labels (answerability, closest step, delta, progress) are not all equal, in trajectory and frame order.
+    whose labels (answerability, closest step, delta, progress) are not all equal, in the order of their rows.
     Samples that repeat each other exactly are not conflicts."""
     groups: dict[tuple[Any, ...], list[Any]] = defaultdict(list)
     for record in observations:
@@ -57,7 +70,9 @@ def label_conflicts(observations: list[Any], demos: dict[str, Any]) -> list[Labe
             continue
         members.sort(key=lambda m: _line_order(m.payload.get("source_row") or m.id))
         demo = demos[demo_id].payload
+        differ = tuple(name for name in _SHOWN if len({m.payload.get(name) for m in members}) > 1)
         conflicts.append(LabelConflict(demo["trajectory_id"], frame,
                                        tuple(m.payload.get("source_row") or m.id[:12] for m in members),
-                                       tuple(_label(m.payload) for m in members)))
-    return sorted(conflicts, key=lambda c: (c.trajectory, c.frame))
+                                       tuple(_label(m.payload) for m in members),
+                                       tuple(_label(m.payload, differ) for m in members)))
+    return sorted(conflicts, key=lambda c: _line_order(c.rows[0]))  # in the order of the files

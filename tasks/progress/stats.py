@@ -71,7 +71,7 @@ class ProgressStats:
 
     def conflict_table(self) -> StatsTable:
         return StatsTable(f"label conflicts: {len(self.conflicts)} frames labelled more than once (every sample "
-                          f"kept and scored)", ("trajectory and frame", "rows", "labels"),
+                          f"kept and scored)", ("rows", "frame", "labels that differ"),
                           [c.as_row() for c in self.conflicts])
 
     def chart(self, path: Path, title: str) -> Path:
