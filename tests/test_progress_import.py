@@ -201,3 +201,31 @@ def test_every_row_of_the_published_files_comes_back_from_a_release(storage, tmp
     assert (files.count("visual_same_view.jsonl"), files.count("visual_cross_view.jsonl")) == (20, 5)
     first = next(c for c in conflicts if c.rows[0] == "visual_same_view.jsonl:26")
     assert first.rows[1] == "visual_same_view.jsonl:33" and [label[:3] for label in first.labels] == ["61%", "66%"]
+
+
+def test_a_harness_export_card_lists_the_label_conflicts(storage, tmp_path):
+    """Two published rows label one frame 61% and 66%: the hf export holds both samples, and its dataset card's
+    statistics name the two rows and the labels that differ."""
+    import datasets
+
+    from storage.releases import create_release
+    from tasks.exporting.hf import export_hf
+
+    demo = ["camera_top_0000.jpg", "camera_top_0040.jpg", "camera_top_0080.jpg"]
+    rows = [_line(visual_demo=demo, stage_to_estimate=["camera_top_0020.jpg"], closest_idx="1", delta="+0%",
+                  progress_score=f"{score}%") for score in (61, 66)]
+    (tmp_path / "pub").mkdir()
+    (tmp_path / "pub" / "visual_same_view.jsonl").write_text("\n".join(rows) + "\n")
+    frames = tmp_path / "frames" / json.loads(rows[0])["id"]
+    frames.mkdir(parents=True)
+    for number, name in enumerate([*demo, "camera_top_0020.jpg"]):
+        (frames / name).write_bytes(jpeg(number))
+    counts = import_into_catalog(tmp_path / "pub", storage, PRODUCER, frames_dir=tmp_path / "frames")
+    assert (counts["rows"], counts["quarantined"], counts["label conflicts"]) == (2, 0, 1)
+    create_release(storage.catalog, storage.blobs, "pub")
+    written = export_hf(storage.catalog, storage.blobs, "pub", tmp_path / "hf")
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert "**label conflicts: 1 frame labelled more than once (every sample kept and scored)**" in card
+    assert "| visual_same_view.jsonl:1, 2 | camera_top_0020.jpg | 61% / 66% |" in card
+    loaded = [datasets.load_dataset(str(tmp_path / "hf"), config, split="test") for config in written]
+    assert sum(len(rows) for rows in loaded) == 2

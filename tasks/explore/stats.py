@@ -33,9 +33,10 @@ class ExploreStats:
         tables = [StatsTable("instances per subset", ("subset", "instances", "mean actions", "mean objects"), rows,
                              ("all",))]
         if self.conflicts:
-            tables.append(StatsTable(f"label conflicts: {len(self.conflicts)} start frames annotated more than once "
-                                     f"(every instance kept and scored)", ("start frame", "rows", "differs in"),
-                                     list(self.conflicts)))
+            count = len(self.conflicts)
+            tables.append(StatsTable(f"label conflicts: {count} start frame{'s' if count != 1 else ''} annotated "
+                                     f"more than once (every instance kept and scored)",
+                                     ("start frame", "rows", "differs in"), list(self.conflicts)))
         return tables
 
     def chart(self, path: Path, title: str) -> Path:
@@ -51,8 +52,11 @@ class ExploreStats:
         right.set_xlabel("atomic actions")
         right.set_ylabel("instances")
         right.set_title("atomic actions per instance", fontsize=9)
+        from matplotlib.ticker import MaxNLocator
+
         for axis in (left, right):
             axis.spines[["top", "right"]].set_visible(False)
+            axis.yaxis.set_major_locator(MaxNLocator(integer=True))  # instances are counted
         figure.suptitle(title, fontsize=10)
         figure.tight_layout()
         return save_figure(figure, path)

@@ -70,8 +70,9 @@ class ProgressStats:
         return tables
 
     def conflict_table(self) -> StatsTable:
-        return StatsTable(f"label conflicts: {len(self.conflicts)} frames labelled more than once (every sample "
-                          f"kept and scored)", ("rows", "frame", "labels that differ"),
+        count = len(self.conflicts)
+        return StatsTable(f"label conflicts: {count} frame{'s' if count != 1 else ''} labelled more than once "
+                          f"(every sample kept and scored)", ("rows", "frame", "labels that differ"),
                           [c.as_row() for c in self.conflicts])
 
     def chart(self, path: Path, title: str) -> Path:
