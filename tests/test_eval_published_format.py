@@ -144,3 +144,73 @@ def test_two_labels_for_one_frame_are_both_kept_and_scored(settings, tmp_path): 
         ("camera_top_0026.jpg", ("visual_same_view.jsonl:2", "visual_same_view.jsonl:4"),
          ("61%, step 3, delta +0%", "66%, step 3, delta +0%"), ("61%", "66%"))]
     assert conflicts[0].as_row() == ("visual_same_view.jsonl:2, 4", "camera_top_0026.jpg", "61% / 66%")
+
+
+def _official_nse_and_prc(rows: list[tuple[str, float | None, float | None]]) -> tuple[float, float]:
+    """ProgressLM's eval/metric.py (calculate_nse_errors, calculate_prc) written again from its text, over one
+    result file: (trajectory id, truth, prediction or None for n/a) per row."""
+    from collections import defaultdict
+
+    import numpy as np
+    from scipy.stats import spearmanr
+
+    errors = [abs(truth - pred) / max(truth, 1 - truth) for _, truth, pred in rows
+              if truth is not None and pred is not None]
+    trajectories: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for trajectory, truth, pred in rows:
+        if truth is not None and pred is not None:
+            trajectories[trajectory].append((truth, pred))
+    rhos = []
+    for samples in trajectories.values():
+        truths, preds = [t for t, _ in samples], [p for _, p in samples]
+        if len(samples) <= 1 or len(set(preds)) == 1 or len(set(truths)) == 1:
+            continue
+        rho = spearmanr(truths, preds)[0]
+        if not np.isnan(rho):
+            rhos.append(rho)
+    return float(np.mean(errors)), float(np.mean(rhos))
+
+
+def test_the_published_files_score_as_the_official_metric_code(settings, tmp_path):  # noqa: F811
+    """All 3,325 published rows (tests/published), answered by a seeded noisy oracle that sometimes abstains: NSE
+    and PRC of each file equal an independent implementation of the official eval/metric.py over every row (the 25
+    frames labelled twice included), and AFRR and UDA equal a count by hand."""
+    import random
+    import tarfile
+
+    from tasks.progress.published import FILE_KINDS, import_into_catalog
+
+    with tarfile.open(Path(__file__).parent / "published" / "progress-bench.tar.gz") as archive:
+        archive.extractall(tmp_path, filter="data")
+    storage = open_storage(settings)
+    import_into_catalog(tmp_path / "progress-bench", storage, Producer(task="import-progress-published"))
+    tag = create_release(storage.catalog, storage.blobs, "published", selection=ReleaseSelection(
+        benchmarks=("progress",), kinds=("demo", "observation"))).tag
+    rng = random.Random(0)
+    answers, official = [], {}
+    for name in FILE_KINDS:
+        official[name] = []
+        lines = (tmp_path / "progress-bench" / name).read_text().splitlines()
+        for line, row in enumerate((json.loads(text) for text in lines), 1):
+            truth = None if row["progress_score"] == "n/a" else float(row["progress_score"].rstrip("%")) / 100
+            pred = None
+            if rng.random() >= (0.5 if truth is None else 0.05):
+                centre = truth if truth is not None else rng.random()
+                pred = float(f"{100 * min(1.0, max(0.0, rng.gauss(centre, 0.1))):.4f}") / 100
+            shown = "n/a" if pred is None else f"{100 * pred:.4f}%"
+            answers.append({"key": f"{name}:{line}", "answer": f"<score>{shown}</score>"})
+            official[name].append((row["id"], truth, pred))
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(a) + "\n" for a in answers))
+    _, collected, result = evaluate(settings, release=tag, model="noisy", predictions=str(path))
+    assert len(collected.answers) == 3325 and result.counts["unparsed"] == 0
+    groups = result.scoring.tables.groups
+    for group, name in (("same", "visual_same_view.jsonl"), ("cross", "visual_cross_view.jsonl"),
+                        ("text", "text-normal.jsonl")):
+        nse, prc = _official_nse_and_prc(official[name])
+        assert groups[group].nse == pytest.approx(nse, abs=1e-12) and groups[group].prc == pytest.approx(prc, abs=1e-12)
+        rows = official[name]
+        assert groups[group].afrr == pytest.approx(sum(p is None for _, _, p in rows) / len(rows))
+    for group, name in (("same", "visual-unanswerable.jsonl"), ("text", "text-unanswerable.jsonl")):
+        rows = official[name]
+        assert groups[group].uda == pytest.approx(sum(p is None for _, _, p in rows) / len(rows))
