@@ -849,9 +849,11 @@ def evaluate(
         "baseline:oracle?noise=0.1 (the truth plus noise). With --predictions: the name to file the answers "
         "under."))] = None,
     strategy: Annotated[str | None, typer.Option(help=(
-        "How the benchmark asks; default: its paper's. PROGRESS-BENCH: direct (default) or two-stage (<ref_think>, "
-        "<ref>, <score_think>, <score>). EXPLORE-Bench: final-scene (default), single-turn or multi-turn (with "
-        "--segment-num or --window-size)."))] = None,
+        "How the benchmark asks; default: its paper's. PROGRESS-BENCH: direct (default; the official NoThink) or "
+        "two-stage (Think: <ref_think>, <ref>, <score_think>, <score>). EXPLORE-Bench: final-scene (default; the "
+        "official single-step), single-turn (multi-step, single-rollout) or multi-turn (multi-step, "
+        "multi-rollout), with --segment-num or --window-size. ViC-Bench: stage1, stage2, stage3 (default). Web "
+        "planning: instruct (default) or cot. docs/fidelity.md maps every official name."))] = None,
     option: Annotated[list[str] | None, typer.Option(help=(
         "KEY=VALUE: an evaluation option of the release's benchmark (repeatable); an unknown key is an error that "
         "lists the benchmark's options. The three below are shorthands."))] = None,
