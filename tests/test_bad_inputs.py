@@ -345,8 +345,6 @@ CASES: list[tuple[str, str, Callable[[Path, Path], None], str, str]] = [
      "line 4", "NaN is not a finite number"),
     ("published-total-steps-10e30", "published", _pub_line(lambda src, secret: _row(src, total_steps=10**30)),
      "line 4", "total_steps"),
-    ("published-duplicate-row", "published", _pub_line(lambda src, secret: _row(src, progress_score="99%")),
-     "line 4", "duplicates line 1"),
     ("published-malformed", "published", _pub_line(lambda src, secret: "{broken"), "line 4", "not valid JSON"),
     ("ego4d-missing-time", "ego4d", _narration(timestamp_sec=None), "uid-bad", "timestamp_sec must be a number"),
     ("ego4d-bad-time", "ego4d", _narration(timestamp_sec="soon"), "uid-bad", "timestamp_sec must be a number"),
