@@ -21,7 +21,6 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import gradio as gr  # this module is the UI: the CLI imports it only for `benchwright annotate`
@@ -200,10 +199,10 @@ class App:
 
     def export(self, request: Any) -> str:
         self.admin(request)
-        folder = Path(tempfile.mkdtemp(prefix="benchwright-decisions-"))
-        path = folder / "decisions.jsonl"
-        path.write_text(self.work.export_decisions())
-        return str(path)
+        from storage.output import OutputFolder
+
+        folder = OutputFolder(tempfile.mkdtemp(prefix="benchwright-decisions-"))
+        return str(folder.save_text(self.work.export_decisions(), "decisions.jsonl"))
 
     def admin_report_api(self, request: gr.Request) -> dict[str, Any]:
         return self.admin_report(request)

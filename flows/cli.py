@@ -979,8 +979,9 @@ def leaderboard(
             plot_leaderboard(chosen, out / f"leaderboard-{name}.png")
             registry.get(name).evaluation.leaderboard_plots(chosen, catalog, out)
     if out:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "leaderboard.md").write_text("# Leaderboard\n\n" + "\n\n".join(sections) + "\n")
+        from storage.output import OutputFolder
+
+        OutputFolder(out).save_text("# Leaderboard\n\n" + "\n\n".join(sections) + "\n", "leaderboard.md")
         _print_path("written to", out)
 
 if __name__ == "__main__":

@@ -118,12 +118,6 @@ class BlobStore(ABC):
     def delete(self, sha256: str) -> None:
         """Remove one blob; only the garbage collector calls this, for blobs no record references."""
 
-    def get_to_file(self, sha256: str, dest: str | os.PathLike[str]) -> Path:
-        dest = Path(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(self.get(sha256))
-        return dest
-
     @contextmanager
     def batch(self, *, publish: bool = True) -> Iterator[list[tuple[str, str]]]:
         """Blobs put inside the block may be made durable together at its end (see ``LocalBlobStore.batch``);
@@ -329,15 +323,6 @@ class LocalBlobStore(BlobStore):
             return self._readable(sha256).read_bytes()
         except FileNotFoundError:
             raise BlobNotFoundError(sha256, self.uri) from None
-
-    def get_to_file(self, sha256: str, dest: str | os.PathLike[str]) -> Path:
-        source = self._readable(sha256)
-        if not source.exists():
-            raise BlobNotFoundError(sha256, self.uri)
-        dest = Path(dest)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(source, dest)
-        return dest
 
     def exists(self, sha256: str) -> bool:
         return self._readable(sha256).is_file()

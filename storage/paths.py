@@ -25,7 +25,8 @@ class OutsideRoot(ValueError):
     """A path from input data that leads out of its declared root; the message names the path and the root."""
 
 
-def _under(path: str, root: str) -> bool:
+def under(path: str, root: str) -> bool:
+    """``path`` is ``root`` or lies below it (both normalised, absolute)."""
     return path == root or path.startswith(root if root.endswith(os.sep) else root + os.sep)
 
 
@@ -53,11 +54,11 @@ class SourceRoot:
         the caller opens exactly what was checked (``link/..`` is not re-interpreted by the operating system)."""
         root = str(self.path)
         lexical = os.path.normpath(os.path.join(root, candidate))  # an absolute candidate stays itself
-        if not (_under(lexical, root) or _under(lexical, self._real)):
+        if not (under(lexical, root) or under(lexical, self._real)):
             raise OutsideRoot(f"{candidate}: outside the source root {self.path}; refused")
         if not self.allow_symlinks_outside:
             real = os.path.realpath(lexical)
-            if not _under(real, self._real):
+            if not under(real, self._real):
                 raise OutsideRoot(f"{candidate}: a symlink leading outside the source root {self.path} (to {real}); "
                                   f"refused (allow it with [sources] allow_symlinks_outside)")
         return Path(lexical)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import mimetypes
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -22,7 +21,7 @@ from schemas.records import Record, Status, canonical_json, code_version, record
 from schemas.releases import BlobInfo, ReleaseEntry, ReleaseManifest, ReleaseSelection, content_sha256
 from storage.blobs import BlobNotFoundError, BlobStore, sha256_bytes
 from storage.catalog import Catalog
-from storage.paths import export_path
+from storage.output import OutputFolder
 
 Progress = Callable[[int], None] | None
 
@@ -233,22 +232,21 @@ def diff_releases(catalog: Catalog, old_tag: str, new_tag: str) -> ReleaseDiff:
     return ReleaseDiff(old=old.tag, new=new.tag, added=added, removed=removed, changed=changed)
 
 
-def export_release(catalog: Catalog, store: BlobStore, tag: str, out_dir: str | Path, *,
+def export_release(catalog: Catalog, store: BlobStore, tag: str, out_dir: str | Path | OutputFolder, *,
                    on_progress: Progress = None) -> Path:
-    """Write ``records.jsonl``, ``records.parquet``, ``manifest.json`` and ``blobs/<sha256><ext>`` files.
+    """Write ``records.jsonl``, ``records.parquet``, ``manifest.json`` and ``blobs/<sha256><ext>`` files into
+    ``<out_dir>/<name>-v<version>``, through the output door (nothing outside it, no symlink followed).
 
     Each exported record carries its status as frozen in the release and, under ``files``, the relative paths of
     its blobs, so tools that know nothing of benchwright can load it with pandas, datasets or DuckDB.
     """
-    import duckdb
     import pyarrow as pa
 
     manifest = load_release(catalog, tag)
-    target = export_path(Path(out_dir), f"{manifest.name}-v{manifest.version}")
-    (target / "blobs").mkdir(parents=True, exist_ok=True)
+    target = OutputFolder.of(out_dir).sub(f"{manifest.name}-v{manifest.version}")
     file_names = {sha: f"blobs/{sha}{file_extension(info.media_type)}" for sha, info in manifest.blobs.items()}
     for sha, name in file_names.items():
-        export_blob(store, sha, target, name)  # a manifest edited to name "../x" writes nothing outside
+        target.copy_blob(store, sha, name)  # a manifest edited to name "../x" writes nothing outside
         if on_progress:
             on_progress(1)
     frozen_status = {e.id: e.status for e in manifest.records}
@@ -266,30 +264,23 @@ def export_release(catalog: Catalog, store: BlobStore, tag: str, out_dir: str | 
         if on_progress:
             on_progress(len(chunk))
     rows.sort(key=lambda row: row["id"])
-    with open(target / "records.jsonl", "wb") as handle:
+    with target.open("records.jsonl", binary=True) as handle:
         for row in rows:  # the JSON columns are already serialised: embed them as they are
             handle.write(orjson.dumps({**row, **{k: orjson.Fragment(row[k]) for k in ("payload", "blobs", "producer")}})
                          + b"\n")
-    table = pa.Table.from_pylist(rows, schema=pa.schema([
+    target.save_parquet(pa.Table.from_pylist(rows, schema=pa.schema([
         ("id", pa.string()), ("kind", pa.string()), ("benchmark", pa.string()), ("status", pa.string()),
         ("payload", pa.string()), ("blobs", pa.string()), ("files", pa.list_(pa.string())),
-        ("parents", pa.list_(pa.string())), ("producer", pa.string()), ("created_at", pa.string())]))
-    con = duckdb.connect()
-    con.register("export_rows", table)
-    con.execute(f"COPY export_rows TO '{target / 'records.parquet'}' (FORMAT parquet)")
-    con.close()
-    (target / "manifest.json").write_text(json.dumps(manifest.model_dump(mode="json"), indent=1))
-    return target
+        ("parents", pa.list_(pa.string())), ("producer", pa.string()), ("created_at", pa.string())])),
+        "records.parquet")
+    target.save_text(json.dumps(manifest.model_dump(mode="json"), indent=1), "manifest.json")
+    return target.root
 
 
-def export_blob(store: BlobStore, sha256: str, out_dir: Path, *parts: str) -> str:
-    """Write one blob to ``out_dir/parts`` (once: an existing file is kept), never outside ``out_dir``; its path
-    relative to ``out_dir``, with forward slashes."""
-    destination = export_path(out_dir, *parts)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    if not destination.exists():
-        store.get_to_file(sha256, destination)
-    return destination.relative_to(Path(os.path.abspath(out_dir))).as_posix()
+def export_blob(store: BlobStore, sha256: str, out: Path | OutputFolder, *parts: str) -> str:
+    """Write one blob to ``out/parts`` (once: an existing file is kept), never outside ``out`` nor through a
+    symlink; its path relative to ``out``, with forward slashes."""
+    return OutputFolder.of(out).copy_blob(store, sha256, *parts)
 
 
 def _chunks(items: list[str], size: int) -> Iterable[list[str]]:

@@ -16,8 +16,13 @@ def pyplot() -> Any:
 
 
 def save_figure(figure: Any, path: Path, dpi: int = 100) -> Path:
-    """Write the figure as a PNG (making its folder) and free it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=dpi)
-    pyplot().close(figure)
+    """Write the figure as a PNG through the output door (its folder made where missing; the file never written
+    through a symlink) and free it."""
+    from storage.output import OutputFolder
+
+    try:
+        with OutputFolder(path.parent).open(path.name, binary=True) as handle:
+            figure.savefig(handle, format="png", dpi=dpi)
+    finally:
+        pyplot().close(figure)
     return path

@@ -108,7 +108,7 @@ def test_progresslm_export_refuses_a_frame_name_leading_out(storage, tmp_path):
     from schemas import BlobRef, Status, make_record
     from storage.releases import create_release
     from tasks.progress.payloads import Demo, Observation
-    from tasks.progress.published import export_progresslm
+    from tasks.progress.published_export import export_progresslm
 
     blob = storage.put_blob(b"leaked", role="observation", media_type="image/jpeg")
     demo = make_record(Demo(trajectory_id="t/1", modality="visual", task_goal="g", steps=["a.jpg"], total_steps=1,

@@ -115,7 +115,8 @@ def test_crash_mid_import_then_rerun_resumes_without_duplicates(tmp_path, monkey
 
 def test_published_files_round_trip_through_a_release(storage, tmp_path):
     from storage.releases import create_release
-    from tasks.progress.published import FILE_KINDS, export_progresslm
+    from tasks.progress.published import FILE_KINDS
+    from tasks.progress.published_export import export_progresslm
 
     import_into_catalog(SAMPLE_DIR, storage, PRODUCER)
     create_release(storage.catalog, storage.blobs, "published")
@@ -131,7 +132,7 @@ def test_published_files_round_trip_through_a_release(storage, tmp_path):
 
 def test_a_frame_folder_attaches_frames_and_marks_the_missing_ones(storage, tmp_path):
     from storage.releases import create_release
-    from tasks.progress.published import export_progresslm
+    from tasks.progress.published_export import export_progresslm
 
     rows = [json.loads(line) for line in (SAMPLE_DIR / "visual_same_view.jsonl").read_text().splitlines()]
     rows = [*rows[:3], *[r for r in rows if r["id"] != rows[0]["id"]][:3]]  # two of them from other demos
@@ -178,7 +179,8 @@ def test_every_row_of_the_published_files_comes_back_from_a_release(storage, tmp
     from pathlib import Path
 
     from storage.releases import create_release
-    from tasks.progress.published import FILE_KINDS, export_progresslm
+    from tasks.progress.published import FILE_KINDS
+    from tasks.progress.published_export import export_progresslm
     from tasks.progress.stats import stats_for_release
 
     with tarfile.open(Path(__file__).parent / "published" / "progress-bench.tar.gz") as archive:

@@ -30,8 +30,11 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 def write_report(folder: Path, *, title: str, summary: list[tuple[str, str]], tables: str, plots: list[Path],
                  problems: list[str]) -> tuple[Path, Path, str]:
-    """``report.md`` and ``report.html`` (plots inlined) in ``folder``; returns both paths and the Markdown."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """``report.md`` and ``report.html`` (plots inlined) in ``folder``, through the output door; returns both paths
+    and the Markdown."""
+    from storage.output import OutputFolder
+
+    out = OutputFolder(folder)
     lines = [f"# {title}", "", markdown_table(["", ""], [[k, v] for k, v in summary]), "", tables, ""]
     lines += [f"![{p.stem}]({p.name})" for p in plots]
     if problems:
@@ -39,10 +42,8 @@ def write_report(folder: Path, *, title: str, summary: list[tuple[str, str]], ta
         if len(problems) > 50:
             lines.append(f"- ... and {len(problems) - 50} more (see the quarantined records)")
     markdown = "\n".join(lines) + "\n"
-    md_path = folder / "report.md"
-    md_path.write_text(markdown, encoding="utf-8")
-    html_path = folder / "report.html"
-    html_path.write_text(markdown_to_html(markdown, title, folder), encoding="utf-8")
+    md_path = out.save_text(markdown, "report.md")
+    html_path = out.save_text(markdown_to_html(markdown, title, folder), "report.html")
     return md_path, html_path, markdown
 
 

@@ -17,6 +17,7 @@ from schemas import EvaluationRun, MetricRow, Prediction, Status, make_record
 from schemas.config import Settings
 from schemas.releases import ReleaseManifest
 from storage import open_storage
+from storage.output import OutputFolder
 from storage.releases import load_release
 from tasks import benchmark as benchmarks
 from tasks.evaluate.answer_files import read_predictions
@@ -245,9 +246,9 @@ def report_evaluation(settings: Settings, plan: EvaluationPlan, result: Evaluati
                ("generation", ", ".join(f"{k}={v}" for k, v in plan.settings.generation.as_dict().items())),
                ("run key", plan.key), *[(k, str(v)) for k, v in result.counts.items()]]
     summary += evaluation.report_summary(plan.settings)
-    folder.mkdir(parents=True, exist_ok=True)
-    answers = folder / "predictions.jsonl"  # one line per item, for any tool that reads JSONL
-    with open(answers, "w", encoding="utf-8") as handle:
+    out = OutputFolder(folder)
+    answers = out.path("predictions.jsonl")  # one line per item, for any tool that reads JSONL
+    with out.open("predictions.jsonl") as handle:
         for payload in result.predictions:
             handle.write(json.dumps({k: payload.get(k) for k in ("item_id", "official_key", "raw_output", "turns",
                                                                   "parsed", "parse_method", "scores")},

@@ -10,25 +10,23 @@ final-scene image), ``subset`` (Short / Medium / Long), and ``middle_frames`` wh
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from storage.paths import export_path
+from storage.output import OutputFolder
 from storage.releases import load_release
 from tasks.explore.integrate import export_entry
 
 
-def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
+def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path | OutputFolder) -> dict[str, int]:
     from tasks.explore.payloads import SceneObject
 
     manifest = load_release(catalog, tag)
     ids = {e.id: e.kind for e in manifest.records}
     records = {r.id: r for r in catalog.get_records(sorted(ids))}
     scenes = {r.payload["instance_id"]: r for r in records.values() if r.kind == "scene"}
-    out_dir = Path(os.path.abspath(out_dir))  # export_path answers absolute paths; names are written relative
-    images = out_dir / "images"
-    images.mkdir(parents=True, exist_ok=True)
+    out = OutputFolder.of(out_dir)
+    out.folder("images")
     entries = []
     for record in sorted((r for r in records.values() if r.kind == "explore_instance"),
                          key=lambda r: r.payload["clip_id"]):
@@ -39,10 +37,8 @@ def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
         paths = {}
         for blob in record.blobs:
             if blob.role in ("initial", "final"):
-                path = export_path(images, f"{name}_{'start' if blob.role == 'initial' else 'end'}.jpg")
-                if not path.exists():
-                    store.get_to_file(blob.sha256, path)
-                paths[blob.role] = str(path.relative_to(out_dir))
+                paths[blob.role] = out.copy_blob(store, blob.sha256, "images",
+                                                 f"{name}_{'start' if blob.role == 'initial' else 'end'}.jpg")
         entry: dict[str, Any] = {
             "id": name, "start_frame": paths.get("initial"),
             "atomic_actions": "|".join(record.payload["atomic_actions"]),
@@ -53,12 +49,9 @@ def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
         if middle:
             entry["middle_frames"] = []
             for blob in middle:
-                path = export_path(images, f"{name}_{blob.role}.jpg")
-                if not path.exists():
-                    store.get_to_file(blob.sha256, path)
-                entry["middle_frames"].append(str(path.relative_to(out_dir)))
+                entry["middle_frames"].append(out.copy_blob(store, blob.sha256, "images", f"{name}_{blob.role}.jpg"))
         entries.append(entry)
-    (out_dir / "explore_bench.json").write_text(json.dumps(entries, indent=1, ensure_ascii=False))
+    out.save_text(json.dumps(entries, indent=1, ensure_ascii=False), "explore_bench.json")
     subsets: dict[str, int] = {}
     for entry in entries:
         subsets[entry["subset"]] = subsets.get(entry["subset"], 0) + 1
@@ -67,6 +60,6 @@ def export_explore(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[st
 
 def export_name(name: str) -> str:
     """The id and file stem an instance gets in the official export: no separators, and never ``.``/``..``, so
-    it names a file inside images/ (``export_path`` checks that again where it is written)."""
+    it names a file inside images/ (the output door checks that again where it is written)."""
     safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
     return safe if safe.strip(".") else safe.replace(".", "_")

@@ -6,10 +6,10 @@ demo policy accepted, which is no review."""
 from __future__ import annotations
 
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 from schemas import Status
+from storage.output import OutputFolder
 from tasks.benchmark import HarnessMapping, load_target
 from tasks.exporting.rows import HarnessRelease
 from tasks.review import UNATTENDED, UNATTENDED_REASON
@@ -17,7 +17,7 @@ from tasks.review import UNATTENDED, UNATTENDED_REASON
 CHART = "statistics.png"
 
 
-def dataset_card(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path, files: dict[str, str],
+def dataset_card(release: HarnessRelease, catalog: Any, tag: str, out: OutputFolder, files: dict[str, str],
                  split: str = "test") -> str:
     manifest, plugin = release.manifest, release.plugin
     records = catalog.get_records([e.id for e in manifest.records])
@@ -36,15 +36,15 @@ def dataset_card(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path,
              for name, rows in configs.items()]
     if release.skipped:
         body += ["", f"{len(release.skipped)} item(s) are not exported: the source lacked their frames."]
-    body += ["", "## Statistics", "", *_statistics(release, catalog, tag, out_dir), ""]
+    body += ["", "## Statistics", "", *_statistics(release, catalog, tag, out), ""]
     body += _built(records, plugin.harness_mapping()) + _reviewed(catalog, records)
     return "\n".join(header + body) + "\n"
 
 
-def _statistics(release: HarnessRelease, catalog: Any, tag: str, out_dir: Path) -> list[str]:
+def _statistics(release: HarnessRelease, catalog: Any, tag: str, out: OutputFolder) -> list[str]:
     """The benchmark's own statistics (``benchwright stats``: its chart, then its tables, data-quality ones
     included) where it has them, else a chart of rows per configuration."""
-    path = out_dir / CHART
+    path = out.path(CHART)
     title = f"{release.plugin.title} {release.manifest.tag}"
     if release.plugin.stats:
         numbers = load_target(release.plugin.stats)(catalog, tag)

@@ -12,11 +12,10 @@ multiple choice, and the benchmark's own columns.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from storage.paths import export_path
+from storage.output import OutputFolder
 from tasks.exporting.card import dataset_card
 from tasks.exporting.rows import HarnessRelease, HarnessRow, harness_release, image_suffix
 
@@ -27,22 +26,20 @@ _DTYPES = {"string": "string", "large_string": "string", "int64": "int64", "doub
            "null": "null"}
 
 
-def export_hf(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
+def export_hf(catalog: Any, store: Any, tag: str, out_dir: Path | OutputFolder) -> dict[str, int]:
     release = harness_release(catalog, store, tag, "hf")
-    out_dir = Path(os.path.abspath(out_dir))
-    counts = write_parquet_configs(release, out_dir, "{config}/" + SPLIT + ".parquet")
-    card = dataset_card(release, catalog, tag, out_dir, {name: f"{name}/{SPLIT}.parquet" for name in counts})
-    export_path(out_dir, "README.md").write_text(card, encoding="utf-8")
+    out = OutputFolder.of(out_dir)
+    counts = write_parquet_configs(release, out, "{config}/" + SPLIT + ".parquet")
+    card = dataset_card(release, catalog, tag, out, {name: f"{name}/{SPLIT}.parquet" for name in counts})
+    out.save_text(card, "README.md")
     return counts
 
 
-def write_parquet_configs(release: HarnessRelease, out_dir: Path, pattern: str) -> dict[str, int]:
+def write_parquet_configs(release: HarnessRelease, out: OutputFolder, pattern: str) -> dict[str, int]:
     """One Parquet file per configuration at ``pattern`` (``{config}`` replaced), rows per configuration."""
     counts = {}
     for config, rows in release.configs().items():
-        path = export_path(out_dir, *pattern.format(config=config).split("/"))
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_parquet(rows, path)
+        out.save_parquet(parquet_table(rows), *pattern.format(config=config).split("/"))
         counts[config] = len(rows)
     return counts
 
@@ -63,9 +60,9 @@ def table_columns(rows: list[HarnessRow]) -> dict[str, list[Any]]:
     return columns
 
 
-def write_parquet(rows: list[HarnessRow], path: Path) -> None:
+def parquet_table(rows: list[HarnessRow]) -> Any:
+    """The rows as a pyarrow table with the ``huggingface`` metadata ``datasets`` writes (its Features)."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     image = pa.struct([("bytes", pa.binary()), ("path", pa.string())])
     arrays = {name: pa.array(values) for name, values in table_columns(rows).items()}
@@ -74,7 +71,7 @@ def write_parquet(rows: list[HarnessRow], path: Path) -> None:
     table = pa.table(arrays)
     features = {name: _feature(name, table.schema.field(name).type) for name in table.column_names}
     metadata = {b"huggingface": json.dumps({"info": {"features": features}}).encode()}
-    pq.write_table(table.replace_schema_metadata(metadata), path)
+    return table.replace_schema_metadata(metadata)
 
 
 def _feature(name: str, arrow_type: Any) -> dict[str, Any]:

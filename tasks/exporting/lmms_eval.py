@@ -22,11 +22,10 @@ them all, and ``utils.py`` with the hooks the YAMLs call (``!function utils.…`
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
-from storage.paths import export_path
+from storage.output import OutputFolder
 from tasks import benchmark
 from tasks.benchmark import ANSWERED
 from tasks.exporting.hf import SPLIT, write_parquet_configs
@@ -81,26 +80,25 @@ def mean_scored(values):
 '''
 
 
-def export_lmms_eval(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
+def export_lmms_eval(catalog: Any, store: Any, tag: str, out_dir: Path | OutputFolder) -> dict[str, int]:
     release = harness_release(catalog, store, tag, "lmms-eval")
-    out_dir = Path(os.path.abspath(out_dir))
-    counts = write_parquet_configs(release, out_dir, "data/{config}/" + SPLIT + ".parquet")
+    out = OutputFolder.of(out_dir)
+    counts = write_parquet_configs(release, out, "data/{config}/" + SPLIT + ".parquet")
     plugin, prefix = release.plugin, task_prefix(release.manifest.name)
     mapping = plugin.harness_mapping()
     tasks = []
     for config, rows in release.configs().items():
         task = f"{prefix}_{config}"
-        data = export_path(out_dir, "data", config, f"{SPLIT}.parquet")
+        data = out.path("data", config, f"{SPLIT}.parquet")
         metrics = tuple(dict.fromkeys(m for s in sorted({r.strategy for r in rows}) for m in mapping.metrics_of(s)))
-        export_path(out_dir, f"{task}.yaml").write_text(
-            task_yaml(task, str(data), metrics, plugin.evaluation.generation, mapping.lower_is_better),
-            encoding="utf-8")
+        out.save_text(task_yaml(task, str(data), metrics, plugin.evaluation.generation, mapping.lower_is_better),
+                       f"{task}.yaml")
         tasks.append(task)
     group = "\n".join([f"group: {prefix}", "task:", *(f"  - {task}" for task in tasks)]) + "\n"
-    export_path(out_dir, f"{prefix}.yaml").write_text(group, encoding="utf-8")
+    out.save_text(group, f"{prefix}.yaml")
     root = str(Path(__file__).resolve().parents[2])
-    export_path(out_dir, "utils.py").write_text(
-        _UTILS.format(tag=release.manifest.tag, title=plugin.title, root=root, name=plugin.name), encoding="utf-8")
+    out.save_text(_UTILS.format(tag=release.manifest.tag, title=plugin.title, root=root, name=plugin.name),
+                   "utils.py")
     return counts
 
 

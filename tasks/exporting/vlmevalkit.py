@@ -13,28 +13,27 @@ run ``python run.py --data bw_<release>_<config> --model ...``; its ``<model>_bw
 from __future__ import annotations
 
 import base64
-import os
 from pathlib import Path
 from typing import Any
 
-from storage.paths import export_path
+from storage.output import OutputFolder
 from tasks.exporting.hf import table_columns
 from tasks.exporting.rows import HarnessRow, harness_release, image_suffix, task_prefix
 
 
-def export_vlmevalkit(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
+def export_vlmevalkit(catalog: Any, store: Any, tag: str, out_dir: Path | OutputFolder) -> dict[str, int]:
     import pandas as pd
 
     release = harness_release(catalog, store, tag, "vlmevalkit")
-    out_dir = Path(os.path.abspath(out_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out = OutputFolder.of(out_dir)
     counts, prefix = {}, task_prefix(release.manifest.name)
     for config, rows in release.configs().items():
         frame = pd.DataFrame(table_columns(rows))
         frame.insert(1, "image", [_image_cell(row) for row in rows])
         if any(len(row.images) > 1 for row in rows):
             frame.insert(2, "image_path", [_image_paths(row) for row in rows])
-        frame.to_csv(export_path(out_dir, f"{prefix}_{config}.tsv"), sep="\t", index=False)
+        with out.open(f"{prefix}_{config}.tsv") as handle:
+            frame.to_csv(handle, sep="\t", index=False)
         counts[config] = len(rows)
     return counts
 

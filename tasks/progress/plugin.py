@@ -43,7 +43,7 @@ PLUGIN = BenchmarkPlugin(
                      view="tasks.progress.review_view:VIEW"),),
     exports=(ExportFormat("progresslm", "the five PROGRESS-BENCH .jsonl files plus frames/<id>/<frame>, as "
                                         "ProgressLM publishes them",
-                          "tasks.progress.published:export_progresslm"),),
+                          "tasks.progress.published_export:export_progresslm"),),
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
     harness="tasks.progress.harness:HARNESS",
     stages=STAGES,

@@ -516,13 +516,16 @@ def _draw_gripper(arm: str, position: list[float], closed: bool, polygon: Any) -
 
 def write_episode(episode: Episode, folder: Path, *, cameras: tuple[str, ...] = FIXED_CAMERAS,
                   size: tuple[int, int] = (320, 240)) -> Path:
-    """``<folder>/<episode id>/episode.json`` plus one ``<camera>.mp4`` per camera; returns the episode folder."""
+    """``<folder>/<episode id>/episode.json`` plus one ``<camera>.mp4`` per camera, through the output door;
+    returns the episode folder."""
     import cv2
 
-    target = folder / episode.id
-    target.mkdir(parents=True, exist_ok=True)
+    from storage.output import OutputFolder
+
+    out = OutputFolder(folder).sub(episode.id)
+    target = out.root
     for camera in cameras:
-        path = target / f"{camera}.mp4"
+        path = out.path(f"{camera}.mp4")  # OpenCV opens by name: the door checked that name is no link
         writer = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), episode.fps, size)
         if not writer.isOpened():
             raise RuntimeError(f"OpenCV cannot write {path}")
@@ -530,7 +533,7 @@ def write_episode(episode: Episode, folder: Path, *, cameras: tuple[str, ...] = 
             writer.write(cv2.cvtColor(render(episode, frame, camera, size), cv2.COLOR_RGB2BGR))
         writer.release()
     manifest = episode.to_json() | {"cameras": {c: f"{c}.mp4" for c in cameras}, "size": list(size)}
-    (target / "episode.json").write_text(json.dumps(manifest))
+    out.save_text(json.dumps(manifest), "episode.json")
     return target
 
 

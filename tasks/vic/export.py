@@ -12,23 +12,23 @@ answer; Stage 3 is asked as an agent loop.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from storage.output import OutputFolder
 from storage.paths import SourceRoot, file_stem
-from storage.releases import export_blob, load_release
+from storage.releases import load_release
 from tasks.vic.task import OpenForm, StageOne, VicInstance
 
 
-def export_vic(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
+def export_vic(catalog: Any, store: Any, tag: str, out_dir: Path | OutputFolder) -> dict[str, int]:
     manifest = load_release(catalog, tag)
     records = catalog.get_records(sorted(e.id for e in manifest.records if e.kind == "vic_instance"))
-    out_dir = Path(os.path.abspath(out_dir))
+    out = OutputFolder.of(out_dir)
     files: dict[str, list[dict[str, Any]]] = {}
     for record in sorted(records, key=lambda r: (r.payload["task"], r.payload["key"])):
         payload, stem = record.payload, f"{record.payload['task']}_{file_stem(record.payload['key'])}"
-        names = {blob.role: export_blob(store, blob.sha256, out_dir, "images", f"{stem}_{blob.role}.png")
+        names = {blob.role: out.copy_blob(store, blob.sha256, "images", f"{stem}_{blob.role}.png")
                  for blob in record.blobs}
         options = [names[r] for r in sorted(names) if r.startswith("option_")]
         extra = [names[r] for r in sorted(names) if r not in ("stage1", "open") and not r.startswith("option_")]
@@ -42,7 +42,7 @@ def export_vic(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, i
                 {**common, "stage": stage, "images": [names["open"], *extra], "question": payload["open_question"],
                  "answer": payload["open_answer"]})
     for name, entries in files.items():
-        (out_dir / name).write_text(json.dumps(entries, indent=1, ensure_ascii=False))
+        out.save_text(json.dumps(entries, indent=1, ensure_ascii=False), name)
     return {name.removesuffix(".json"): len(entries) for name, entries in sorted(files.items())}
 
 

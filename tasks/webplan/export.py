@@ -11,32 +11,31 @@ the order and form, the horizon and family, the distractor rules, and how the in
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
+from storage.output import OutputFolder
 from storage.paths import SourceRoot, file_stem
-from storage.releases import export_blob, file_extension, load_release
+from storage.releases import file_extension, load_release
 from tasks.webplan.instance import TESTS, WebplanInstance
 
 
-def export_webplan(catalog: Any, store: Any, tag: str, out_dir: Path) -> dict[str, int]:
+def export_webplan(catalog: Any, store: Any, tag: str, out_dir: Path | OutputFolder) -> dict[str, int]:
     manifest = load_release(catalog, tag)
     records = catalog.get_records(sorted(e.id for e in manifest.records if e.kind == "webplan_instance"))
-    out_dir = Path(os.path.abspath(out_dir))
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out = OutputFolder.of(out_dir)
     lines: dict[str, list[str]] = {}
     for record in sorted(records, key=lambda r: (r.payload["test"], r.payload["key"])):
         payload = record.payload
-        names = {blob.role: export_blob(store, blob.sha256, out_dir, "images", f"{file_stem(payload['key'])}_"
-                                        f"{file_stem(blob.role)}{file_extension(blob.media_type)}")
+        names = {blob.role: out.copy_blob(store, blob.sha256, "images", f"{file_stem(payload['key'])}_"
+                                          f"{file_stem(blob.role)}{file_extension(blob.media_type)}")
                  for blob in record.blobs}
         entry = {"id": payload["key"], "test": payload["test"], "task": payload["task"], "images": names,
                  "options": payload.get("options", {}), "answer": payload["answer"],
                  "meta": {**payload.get("meta", {}), "verified_by": payload.get("verified_by", "")}}
         lines.setdefault(payload["test"], []).append(json.dumps(entry, ensure_ascii=False, sort_keys=True))
     for test, entries in lines.items():
-        (out_dir / f"{test}.jsonl").write_text("\n".join(entries) + "\n")
+        out.save_text("\n".join(entries) + "\n", f"{test}.jsonl")
     return {test: len(entries) for test, entries in sorted(lines.items())}
 
 
