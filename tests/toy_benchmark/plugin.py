@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tasks.benchmark import BenchmarkPlugin, BuildStage, ReviewCheck
+from tasks.benchmark import BenchmarkPlugin, BuildStage, ExportFormat, ReviewCheck
 from tests.toy_benchmark.stages import QUEUE, ToyOptions
 
 PLUGIN = BenchmarkPlugin(
@@ -16,4 +16,5 @@ PLUGIN = BenchmarkPlugin(
                        writes=("dots_image", "review_item"), summary_key="images"),),
     build_options=ToyOptions,
     freeze="tests.toy_benchmark.stages:freeze",
+    exports=(ExportFormat("dots", "dots.jsonl plus images/", "tests.toy_benchmark.export:export_dots"),),
 )
