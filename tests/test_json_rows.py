@@ -40,15 +40,22 @@ def test_a_key_repeated_anywhere_is_refused(text: str) -> None:
         loads(text)
 
 
-def test_integers_beyond_64_bits_stay_whole_numbers() -> None:
-    data = loads('{"n": 123456789012345678901234567890, "m": [-98765432109876543210]}')
-    assert data == {"n": 123456789012345678901234567890, "m": [-98765432109876543210]}
-    assert isinstance(data["n"], int)
+def test_whole_numbers_keep_64_bits_and_beyond_are_refused() -> None:
+    data = loads('{"n": 9223372036854775807, "m": [-9223372036854775808]}')  # 19 digits: the careful parser
+    assert data == {"n": 2**63 - 1, "m": [-(2**63)]} and isinstance(data["n"], int)
+    with pytest.raises(RowError, match=r"123456789012345678901234567890 \(beyond 64 bits\) is not a finite number"):
+        loads('{"n": 123456789012345678901234567890}')
+    with pytest.raises(RowError, match="1e400 is not a finite number"):
+        loads('{"x": [1e400]}')
+    keyed = loads('{"ep1": {"n": 1e999}, "ep2": {"n": 1}}', keyed=True)
+    assert "1e999" in problems_of(keyed)["ep1"] and keyed["ep2"] == {"n": 1}
 
 
 def test_deep_nesting_and_escapes_read_as_python_reads_them() -> None:
     deep = "[" * 300 + "1" + "]" * 300
     assert loads(deep) == json.loads(deep)
+    with pytest.raises(RowError, match="nested too deep"):
+        loads("[" * 100_000 + "]" * 100_000)
     escaped = '{"s": "\\u00e9\\/\\n\\t", "t": "\\ud83d\\ude00"}'
     assert loads(escaped) == {"s": "é/\n\t", "t": "\U0001f600"}
 

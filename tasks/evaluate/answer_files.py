@@ -9,18 +9,18 @@ line of the file it starts on, so a problem names the line a person opens the fi
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from tasks.evaluate.items import item_aliases
 from tasks.evaluate.run import Collected
+from tasks.sources import rows
+from tasks.sources.door import SourceFolder, entries_of
+from tasks.sources.rows import RowError
 
 # What the official EXPLORE-Bench harness strips from a raw response before scoring (infer_utils.remove_tags),
 # every closing brace included, as it does.
 _OFFICIAL_TAGS = ("<|begin_of_box|>", "<|end_of_box|>", "<answer>", "</answer>", "\\boxed{", "}")
-_SPACE = re.compile(r"[ \t\n\r]*")
 
 
 def official_clean(response: Any) -> Any:
@@ -42,61 +42,51 @@ def _last(answer: Any) -> Any:
     return answer[-1] if isinstance(answer, list) and answer else answer
 
 
-def _whole(text: str) -> Any:
-    """The file as one JSON value, or None when it is not one (JSONL, or nesting too deep to read)."""
-    try:
-        return json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-
-
-def json_entries(text: str) -> Iterator[tuple[int, str | None, Any]]:
-    """(line the entry starts on, its key or None in a list, its value) for every entry of the JSON object or list
-    that ``text`` holds, a key written twice included (a dict would keep only the last). ``text`` must be valid
-    JSON (``_whole`` read it)."""
-    decoder = json.JSONDecoder()
-    index = _SPACE.match(text).end()  # type: ignore[union-attr]
-    closing = "}" if text[index] == "{" else "]"
-    index, line, counted = index + 1, 1, 0
-    while True:
-        index = _SPACE.match(text, index).end()  # type: ignore[union-attr]
-        if text[index] == ",":
-            index = _SPACE.match(text, index + 1).end()  # type: ignore[union-attr]
-        if text[index] == closing:
-            return
-        line, counted = line + text.count("\n", counted, index), index
-        key = None
-        if closing == "}":
-            key, index = decoder.raw_decode(text, index)
-            index = _SPACE.match(text, index).end() + 1  # type: ignore[union-attr]  # past the colon
-            index = _SPACE.match(text, index).end()  # type: ignore[union-attr]
-        value, index = decoder.raw_decode(text, index)
-        yield line, key, value
-
-
-def answer_rows(path: Path) -> list[tuple[int, str, Any]]:
-    """(line, the entry as text, parsed row or None) of an answers file. The official EXPLORE-Bench harness's files
-    are read as they are: its scored file, one JSON object ``{start_frame: description or [descriptions]}``, gives
-    one row per entry; its ``results.json``, a JSON list of ``{start_frame, response, success}``, one row per
-    element (the response cleaned as the harness cleans it); the last description of a list is the answer. Its
-    per-chunk ``results_<k>.json`` are JSONL with the same keys. A VLMEvalKit prediction file (.xlsx, .tsv) gives
-    a row per spreadsheet row (tasks/exporting/predictions.py)."""
+def answer_rows(door: SourceFolder, name: str) -> list[tuple[int, str, Any]]:
+    """(line, the entry as text, parsed row or None) of an answers file, read through the source door. The official
+    EXPLORE-Bench harness's files are read as they are: its scored file, one JSON object ``{start_frame:
+    description or [descriptions]}``, gives one row per entry; its ``results.json``, a JSON list of
+    ``{start_frame, response, success}``, one row per element (the response cleaned as the harness cleans it); the
+    last description of a list is the answer. Its per-chunk ``results_<k>.json`` are JSONL with the same keys. A
+    VLMEvalKit prediction file (.xlsx, .tsv) gives a row per spreadsheet row. An entry or line that cannot be read
+    (not UTF-8, NaN, a repeated key, nested too deep) is a row of its own with None."""
     from tasks.exporting.predictions import TABLE_SUFFIXES, table_rows
 
-    if path.suffix in TABLE_SUFFIXES:
-        return table_rows(path)
-    text = path.read_text(encoding="utf-8")
-    whole = _whole(text)
-    if isinstance(whole, dict) and not {"key", "id"} & whole.keys():
-        return [(line, json.dumps({key: value}, ensure_ascii=False), {"key": key, "answer": _last(value)})
-                for line, key, value in json_entries(text)]
-    if isinstance(whole, list):
-        return [(line, json.dumps(row, ensure_ascii=False), row) for line, _, row in json_entries(text)]
-    rows: list[tuple[int, str, Any]] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.strip():
-            rows.append((number, line, _whole(line)))
-    return rows
+    if Path(name).suffix in TABLE_SUFFIXES:
+        return table_rows(door.read_table(name))
+    text = door.read_bytes(name).decode("utf-8", "surrogateescape")
+    if _one_document(text):
+        keyed = text.lstrip().startswith("{")
+        return [(line, _shown(key, value), ({"key": key, "answer": _last(value)} if keyed else value)
+                 if not why else None) for _, line, key, value, why in entries_of(text, str(door.path(name)))]
+    return [(number, line, _row(line, why)) for number, line, why in door.lines(name)]
+
+
+def _one_document(text: str) -> bool:
+    """A whole JSON list, or a JSON object that is not one answer (JSONL's lines are each an answer)."""
+    start = text.lstrip()[:1]
+    if start == "[":
+        return True
+    if start != "{":
+        return False
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(whole, dict) and not {"key", "id"} & whole.keys()
+
+
+def _shown(key: str | None, value: Any) -> str:
+    return json.dumps({key: value} if key is not None else value, ensure_ascii=False, default=repr)
+
+
+def _row(line: str, why: str) -> Any:
+    if why:
+        return None
+    try:
+        return rows.loads(line)
+    except RowError:
+        return None
 
 
 def key_and_answer(row: dict[str, Any]) -> tuple[str | None, Any]:
@@ -127,14 +117,18 @@ def read_predictions(path: Path, items: list[Any], benchmark: str) -> tuple[Coll
             by_alias.setdefault(alias, []).append(item)
     collected = Collected()
     problems: list[tuple[int, str, str]] = []
-    for number, line, row in answer_rows(path):
-        why, key, answer = _unusable(path, row)
+    door, name = SourceFolder.of_file(path)
+    for number, line, row in answer_rows(door, name):
+        why, key, answer = _unusable(row)
         if why:
             problems.append((number, line, why))
             continue
         named = by_alias.get(key, [])  # type: ignore[arg-type]
         if not named:
             collected.elsewhere.append((number, key))  # type: ignore[arg-type]
+            continue
+        if not answer.strip():  # no prediction (VLMEvalKit's empty cell, an empty string): the item is unanswered
+            collected.empty.append((number, key))  # type: ignore[arg-type]
             continue
         if any(item.key in collected.answers for item in named):
             problems.append((number, line, f"a second answer for {key!r}; the first is kept"))
@@ -148,10 +142,8 @@ def read_predictions(path: Path, items: list[Any], benchmark: str) -> tuple[Coll
     return collected, problems
 
 
-def _unusable(path: Path, row: Any) -> tuple[str, str | None, Any]:
+def _unusable(row: Any) -> tuple[str, str | None, Any]:
     """Why a row answers nothing ("" when it does), its key and its answer."""
-    from tasks.exporting.predictions import empty_prediction
-
     if row is None:
         return "not JSON", None, None
     if not isinstance(row, dict):
@@ -159,6 +151,4 @@ def _unusable(path: Path, row: Any) -> tuple[str, str | None, Any]:
     key, answer = key_and_answer(row)
     if key is None or not isinstance(answer, str):
         return _NEEDS, None, None
-    if empty_prediction(path, answer):
-        return "empty prediction", None, None
     return "", key, answer

@@ -103,6 +103,7 @@ class Collected:
     skipped: dict[str, str] = field(default_factory=dict)  # item key -> why the answers file has no answer
     problems: list[str] = field(default_factory=list)  # lines of an answers file that could not be used
     elsewhere: list[tuple[int, str]] = field(default_factory=list)  # (line, key) of answers to no item released
+    empty: list[tuple[int, str]] = field(default_factory=list)  # (line, key) of empty answers: items unanswered
     from_cache: int = 0
     asked: int = 0
 

@@ -35,6 +35,7 @@ from tasks.evaluate.run import (
     run_key,
 )
 from tasks.quarantine import quarantine
+from tasks.sources.door import SourceFolder
 
 
 @dataclass
@@ -69,7 +70,8 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
     chosen = eval_settings(benchmark, strategy, options=evaluation.options(settings, {**named, **(options or {})}),
                            judge_fallback=judge_fallback, **decoding)
     if predictions:
-        digest = hashlib.sha256(Path(predictions).read_bytes()).hexdigest()
+        door, name = SourceFolder.of_file(predictions)
+        digest = hashlib.sha256(door.read_bytes(name)).hexdigest()
         label = model or f"file:{Path(predictions).stem}"
         key = run_key(manifest.tag, manifest.sha256(), f"file:{label}", chosen, digest)
         return EvaluationPlan(manifest, benchmark, items, None, label, chosen, key, predictions)
@@ -166,6 +168,7 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
               "lines quarantined": len(collected.problems),
               # answers to items of another release (Medium answers against a Short release): listed, not errors
               "not in this release": len(collected.elsewhere),
+              "empty answers": len(collected.empty),  # their items count as not answered (skipped)
               "failed requests": len(collected.failed), "frames missing": len(collected.unshowable),
               "skipped": len(collected.skipped), "unparsed": sum(p.method == "failed" for p in parsed.values()),
               "judged": sum(p.method == "judge" for p in parsed.values())}
@@ -183,6 +186,8 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     names = {item.key: item_name(item, benchmark) for item in plan.items}
     elsewhere = [f"{plan.predictions}: {len(collected.elsewhere)} answer(s) to items not in {tag}, not scored: "
                  + ", ".join(f"{key} (line {n})" for n, key in collected.elsewhere)] if collected.elsewhere else []
+    elsewhere += [f"{plan.predictions}: {len(collected.empty)} empty answer(s), their items not answered: "
+                  + ", ".join(f"{key} (line {n})" for n, key in collected.empty)] if collected.empty else []
     problems = [*collected.problems, *elsewhere,
                 *[f"{names[key]}: request failed: {why}" for key, why in collected.failed.items()],
                 *[f"quarantined {why}" for why in collected.unshowable.values()],

@@ -9,22 +9,14 @@ id, see rows.py):
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 TABLE_SUFFIXES = (".xlsx", ".tsv")
 
 
-def table_rows(path: Path) -> list[tuple[int, str, Any]]:
-    """(row number, the row as text, the row as a dict or None) of a VLMEvalKit prediction file."""
-    import pandas as pd
-
-    # every cell as written: pandas' default NA reading would turn answers such as "n/a" (a benchmark's
-    # can't-tell), "None", "NA" or "null" into NaN, and "50" or "1e3" into numbers
-    if path.suffix == ".xlsx":
-        frame = pd.read_excel(path, dtype=str, keep_default_na=False, na_filter=False)  # openpyxl: ``harness``
-    else:
-        frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+def table_rows(frame: Any) -> list[tuple[int, str, Any]]:
+    """(row number, the row as text, the row as a dict or None) of a VLMEvalKit prediction table (read through the
+    source door, every cell as written)."""
     shown = [c for c in ("index", "prediction") if c in frame.columns]
     rows = []
     for number, record in enumerate(frame.to_dict(orient="records"), 2):
@@ -34,11 +26,6 @@ def table_rows(path: Path) -> list[tuple[int, str, Any]]:
             continue
         rows.append((number, text, {"index": record["index"], "prediction": record["prediction"]}))
     return rows
-
-
-def empty_prediction(path: Path, answer: str) -> bool:
-    """An empty cell of a prediction table: no prediction (VLMEvalKit leaves the cell empty), not an answer."""
-    return path.suffix in TABLE_SUFFIXES and not answer.strip()
 
 
 def harness_key_and_answer(row: dict[str, Any]) -> tuple[str | None, Any] | None:

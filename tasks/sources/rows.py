@@ -34,7 +34,9 @@ class Problem:
 
 
 class NotFinite:
-    """Where the JSON said NaN, Infinity or -Infinity: kept as a marker that no number check accepts."""
+    """Where the JSON said NaN, Infinity or -Infinity, a number beyond a double (``1e400``, which Python's parser
+    reads as infinity) or a whole number beyond 64 bits (which no catalog column holds): kept as a marker that no
+    number check accepts."""
 
     def __init__(self, name: str) -> None:
         self.name = name
@@ -65,6 +67,7 @@ def problems_of(data: Any) -> dict[str, str]:
 # 19 digits or more (a fraction's digits follow a point), which orjson may read as a float.
 _DIGITS = bytes(0x30 if 0x30 <= byte <= 0x39 else byte if byte == 0x2E else 0x20 for byte in range(256))
 _LONG_NUMBER = b" " + b"0" * 19
+_INT64 = (-(2**63), 2**63 - 1)  # the whole numbers a catalog column (BIGINT) holds
 
 
 def _checked_quickly(text: str) -> Any:
@@ -103,6 +106,14 @@ def loads(text: str, *, keyed: bool = False) -> Any:
         constants.append(NotFinite(name))
         return constants[-1]
 
+    def decimal(text: str) -> float | NotFinite:
+        number = float(text)
+        return number if math.isfinite(number) else constant(text)
+
+    def integer(text: str) -> int | NotFinite:
+        number = int(text)
+        return number if _INT64[0] <= number <= _INT64[1] else constant(f"{text} (beyond 64 bits)")
+
     def collect(pairs: list[tuple[str, Any]]) -> JsonObject:
         result = JsonObject(pairs)  # built in C; keys are almost never repeated, so check the count first
         if len(result) == len(pairs):
@@ -119,7 +130,10 @@ def loads(text: str, *, keyed: bool = False) -> Any:
         return result
 
     try:
-        data = json.loads(text, parse_constant=constant, object_pairs_hook=collect)
+        data = json.loads(text, parse_constant=constant, parse_float=decimal, parse_int=integer,
+                          object_pairs_hook=collect)
+    except RecursionError:
+        raise RowError("not valid JSON (nested too deep to read)") from None
     except json.JSONDecodeError as error:
         # a row of a JSONL file is one line: its file line is already in the locator, the column is what helps
         where = f"column {error.colno}" if "\n" not in text.strip() else f"line {error.lineno} column {error.colno}"
@@ -132,9 +146,11 @@ def loads(text: str, *, keyed: bool = False) -> Any:
         for key, value in data.items() if constants else ():
             found = _not_finite_in(value)
             if found and key not in data.problems:
-                data.problems[key] = f"{key!r} holds {found}, not a finite number (NaN and infinities are refused)"
+                data.problems[key] = f"{key!r} holds {found}, not a finite number (NaN, infinities, numbers " \
+                                     f"beyond a double and whole numbers beyond 64 bits are refused)"
     elif constants and (found := _not_finite_in(data)) is not None:
-        raise RowError(f"{found} is not a finite number (NaN and infinities are refused)")
+        raise RowError(f"{found} is not a finite number (NaN, infinities, numbers beyond a double and whole "
+                       f"numbers beyond 64 bits are refused)")
     return data
 
 

@@ -1,0 +1,266 @@
+"""The one door in: every file an importer or an answer reader takes from a user's folder is opened here.
+
+A ``SourceFolder`` is the folder the user named (``--official DIR``, ``--images DIR``, the folder of a
+``--predictions`` file...). Every path is checked to lie inside it with symlinks resolved (``SourceRoot``: a link
+out is refused unless ``[sources] allow_symlinks_outside`` says the source is laid out with links), and every read
+has its limit: bytes per file, pixels per image (a decompression bomb is refused before it is decoded), nesting
+depth and number range per JSON document (``tasks.sources.rows.loads``: NaN, infinities, ``1e400``, whole numbers
+beyond 64 bits and repeated keys refused). Images are decoded to the last byte. Text is UTF-8, judged per line where
+a file is read line by line, and per entry where a JSON list is read entry by entry, so one bad line or entry is
+refused alone (the caller quarantines it with the file and the line or index) and the rest goes on. Every refusal
+is a ``RowError`` (or ``OutsideRoot``, also a ValueError) whose message names the file.
+
+``tests/test_source_door.py`` keeps the readers behind it: a guard fails on a raw read (``open``, ``read_text``,
+``Image.open`` on a path, ``pd.read_*``, ``json.load``...) in the importers, and the attack cases run against them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from storage.paths import OutsideRoot, SourceRoot
+from tasks.sources import rows
+from tasks.sources.rows import RowError
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+
+
+@dataclass(frozen=True)
+class Limits:
+    file_bytes: int = 8 * 1024**3  # a video or an archive, opened by name by its decoder
+    document_bytes: int = 1024**3  # a JSON, text or table file read whole
+    image_pixels: int = 120_000_000  # PIL's own bomb limit is 179 MP; no benchmark image comes near this
+
+
+class SourceFolder:
+    """A user's folder that an importer reads below, and only below."""
+
+    def __init__(self, root: str | Path, *, allow_symlinks_outside: bool = False, limits: Limits = Limits()) -> None:
+        self.root = SourceRoot(Path(root), allow_symlinks_outside)
+        self.limits = limits
+
+    @classmethod
+    def of_file(cls, path: str | Path, *, allow_symlinks_outside: bool = False) -> tuple[SourceFolder, str]:
+        """A door on the folder of one named file (``--predictions FILE``), and the file's name in it."""
+        given = Path(path)
+        return cls(given.parent, allow_symlinks_outside=allow_symlinks_outside), given.name
+
+    @property
+    def folder(self) -> Path:
+        return self.root.path
+
+    def path(self, *parts: str | Path) -> Path:
+        """``parts`` below the root, or OutsideRoot."""
+        return self.root.inside(Path(*parts))
+
+    def exists(self, *parts: str | Path) -> bool:
+        try:
+            return self.path(*parts).is_file()
+        except OutsideRoot:
+            return False
+
+    def entries(self, *parts: str | Path) -> list[tuple[Path, str | None]]:
+        """The entries of a folder below the root, in name order, each with None or why it is refused (a link
+        leading out)."""
+        folder = self.path(*parts) if parts else self.folder
+        return list(self.root.entries(folder))
+
+    def files(self, *parts: str | Path, suffixes: tuple[str, ...] = ()) -> list[tuple[Path, str | None]]:
+        """The files of a folder (with the given suffixes, any case), as ``entries``."""
+        return [(path, why) for path, why in self.entries(*parts)
+                if (why is not None or path.is_file()) and (not suffixes or path.suffix.lower() in suffixes)]
+
+    def by_name(self, *parts: str | Path) -> Path:
+        """A file that a decoder opens by its name (OpenCV, PyAV, h5py): inside the root, and within the size
+        limit."""
+        path = self.path(*parts)
+        self._check_size(path, self.limits.file_bytes)
+        return path
+
+    def read_bytes(self, *parts: str | Path, limit: int | None = None) -> bytes:
+        path = self.path(*parts)
+        self._check_size(path, limit or self.limits.document_bytes)
+        try:
+            return path.read_bytes()
+        except OSError as error:
+            raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
+
+    def read_text(self, *parts: str | Path) -> str:
+        data = self.read_bytes(*parts)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise RowError(f"{self.path(*parts)}: not UTF-8 text (byte {error.start}: {error.reason})") from None
+
+    def read_json(self, *parts: str | Path, keyed: bool = False) -> Any:
+        """A whole JSON document (``rows.loads``' checks); RowError naming the file."""
+        path = self.path(*parts)
+        try:
+            return rows.loads(self.read_text(*parts), keyed=keyed)
+        except RowError as error:
+            message = str(error)
+            raise RowError(message if message.startswith(str(path)) else f"{path}: {message}") from None
+
+    def lines(self, *parts: str | Path) -> Iterator[tuple[int, str, str]]:
+        """(line, text, reason) per non-blank line, as ``rows.lines``: a line that is not UTF-8 is refused alone."""
+        path = self.path(*parts)
+        self._check_size(path, self.limits.document_bytes)
+        return rows.lines(path)
+
+    def csv_rows(self, *parts: str | Path, required: tuple[str, ...]
+                 ) -> Iterator[tuple[int, dict[str, str] | None, str, str]]:
+        path = self.path(*parts)
+        self._check_size(path, self.limits.document_bytes)
+        return rows.csv_rows(path, required)
+
+    def json_entries(self, *parts: str | Path) -> Iterator[tuple[int, int, str | None, Any, str]]:
+        """(index, line, key or None, value or None, reason) per entry of a JSON list or object, each entry parsed
+        and checked alone: an entry that is not UTF-8, holds NaN or a repeated key, or nests too deep is refused
+        with its reason and the others are read. Entries after one whose end cannot be found (broken JSON) are
+        refused together with that reason. RowError when the file is no JSON list or object at all."""
+        text = self.read_bytes(*parts).decode("utf-8", "surrogateescape")
+        yield from entries_of(text, str(self.path(*parts)))
+
+    def read_image(self, *parts: str | Path) -> tuple[bytes, Any]:
+        """An image's bytes and its pixels (RGB array), decoded to the last byte; RowError when it is not a
+        complete image or has more pixels than the limit (checked before decoding)."""
+        data = self.read_bytes(*parts)
+        return data, decode_checked(data, str(self.path(*parts)), self.limits.image_pixels)
+
+    def read_table(self, *parts: str | Path) -> Any:
+        """A table file (``.xlsx``, ``.tsv``, ``.csv``, ``.parquet``) as a pandas DataFrame of strings (Parquet:
+        its own types); RowError naming the file when it cannot be read as one."""
+        path = self.path(*parts)
+        data = self.read_bytes(*parts)
+        return read_table_bytes(data, path.suffix.lower(), str(path))
+
+    def _check_size(self, path: Path, limit: int) -> None:
+        try:
+            size = path.stat().st_size
+        except OSError as error:
+            raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
+        if size > limit:
+            raise RowError(f"{path}: {size:,} bytes, more than the {limit:,} this reader takes")
+
+
+def decode_checked(data: bytes, what: str, max_pixels: int = Limits.image_pixels) -> Any:
+    """Encoded image bytes decoded to the last byte as an RGB array; RowError naming ``what`` when they are not a
+    complete image or hold more than ``max_pixels`` (read from the header, before any pixel is decoded)."""
+    import io
+
+    import numpy as np
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with Image.open(io.BytesIO(data)) as image:
+            width, height = image.size
+            if width * height > max_pixels:
+                raise RowError(f"{what}: {width} x {height} pixels, more than the {max_pixels:,} an image may have")
+            image.load()
+            return np.asarray(image.convert("RGB"))
+    except (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError) as error:
+        if isinstance(error, RowError):
+            raise
+        raise RowError(f"{what}: not a complete image ({error})") from None
+
+
+def read_table_bytes(data: bytes, suffix: str, what: str) -> Any:
+    import io
+
+    import pandas as pd
+
+    try:
+        if suffix == ".parquet":
+            return pd.read_parquet(io.BytesIO(data))
+        if suffix == ".xlsx":
+            # every cell as written: pandas' NA reading would turn "n/a", "None", "NA" into NaN, "50" into a number
+            return pd.read_excel(io.BytesIO(data), dtype=str, keep_default_na=False, na_filter=False)
+        separator = "\t" if suffix == ".tsv" else ","
+        return pd.read_csv(io.BytesIO(data), sep=separator, dtype=str, keep_default_na=False, encoding="utf-8")
+    except Exception as error:  # pandas, pyarrow and openpyxl each raise their own kinds
+        reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise RowError(f"{what}: not a readable {suffix.lstrip('.') or 'table'} file ({reason})") from None
+
+
+def entries_of(text: str, what: str) -> Iterator[tuple[int, int, str | None, Any, str]]:
+    """The entries of the JSON list or object in ``text`` (``SourceFolder.json_entries``); bytes that were not
+    UTF-8 come as surrogate escapes and refuse their entry."""
+    decoder = json.JSONDecoder()
+    index = _SPACE.match(text).end()  # type: ignore[union-attr]
+    if index >= len(text) or text[index] not in "[{":
+        raise RowError(f"{what}: expected a JSON list or object")
+    closing = "]" if text[index] == "[" else "}"
+    index, number, line, counted = index + 1, 0, 1, 0
+    while True:
+        index = _SPACE.match(text, index).end()  # type: ignore[union-attr]
+        if number and text.startswith(",", index):
+            index = _SPACE.match(text, index + 1).end()  # type: ignore[union-attr]
+        if index >= len(text) or text[index] == closing:
+            return
+        line, counted = line + text.count("\n", counted, index), index
+        try:
+            key, start = _entry_key(decoder, text, index, closing)
+            index = _value_end(decoder, text, start)
+        except ValueError as error:
+            yield number, line, None, None, f"not valid JSON ({error}); this entry and any after it cannot be read"
+            return
+        if index < 0:  # nested deeper than a parser reads: skipped by its brackets, refused alone
+            index = -index
+            yield number, line, key, None, "nested too deep to read"
+            number += 1
+            continue
+        yield (number, line, key, *_checked_entry(text[start:index] if key is None or _utf8(key) else "\udcff"))
+        number += 1
+
+
+def _entry_key(decoder: json.JSONDecoder, text: str, index: int, closing: str) -> tuple[str | None, int]:
+    if closing == "]":
+        return None, index
+    key, index = decoder.raw_decode(text, index)
+    index = _SPACE.match(text, index).end()  # type: ignore[union-attr]
+    if not isinstance(key, str) or not text.startswith(":", index):
+        raise ValueError("expected a key and a colon")
+    return key, _SPACE.match(text, index + 1).end()  # type: ignore[union-attr]
+
+
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _value_end(decoder: json.JSONDecoder, text: str, start: int) -> int:
+    """Where the JSON value at ``start`` ends; minus that when it nests too deep for the parser (its end found by
+    matching brackets outside strings). ValueError when it is not JSON."""
+    try:
+        return decoder.raw_decode(text, start)[1]
+    except RecursionError:
+        depth = 0
+        for match in _STRING_OR_BRACKET.finditer(text, start):
+            token = match.group()
+            if token[0] == '"':
+                continue
+            depth += 1 if token in "[{" else -1
+            if depth == 0:
+                return -match.end()
+        raise ValueError("a bracket is never closed") from None
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _checked_entry(raw: str) -> tuple[Any, str]:
+    """(value, "") or (None, why): an entry's value parsed again with every check of ``rows.loads``."""
+    if not _utf8(raw):
+        return None, "not UTF-8 text"
+    try:
+        return rows.loads(raw), ""
+    except RowError as error:
+        return None, str(error)
