@@ -16,6 +16,7 @@ still import, can be scored from answers made elsewhere, and are known not to be
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -25,12 +26,10 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from schemas import BlobRef, Producer, Record, Status, make_record
-from storage.paths import SourceRoot
 from tasks.progress.conflicts import label_conflicts
 from tasks.progress.payloads import Demo, Observation
 from tasks.quarantine import quarantine
-from tasks.sources import rows
-from tasks.sources.frames import decode_image
+from tasks.sources.door import SourceFolder
 from tasks.sources.rows import MAX_COUNT, RowError, finite, loads
 
 _log = logging.getLogger(__name__)
@@ -240,46 +239,57 @@ def _reason(error: Exception) -> str:
     return str(error)
 
 
-def published_files(folder: Path) -> Iterator[Path]:
-    """The published files present in ``folder``, in a fixed order."""
+def published_files(door: SourceFolder) -> Iterator[str]:
+    """The published files present in the source, in a fixed order (a link leading out counts as present: it is
+    refused, and said so, when read)."""
     for name in FILE_KINDS:
-        path = folder / name
-        if path.is_file():
-            yield path
+        if door.exists(name) or os.path.islink(door.folder / name):
+            yield name
 
 
-def import_folder(folder: Path, producer: Producer, frames: FrameLookup = no_frames) -> ImportResult:
-    """Every published file in ``folder``, line by line; none there is an empty result, not an error."""
+def import_folder(folder: Path, producer: Producer, frames: FrameLookup = no_frames, *,
+                  allow_symlinks_outside: bool = False) -> ImportResult:
+    """Every published file in ``folder``, line by line, read through the source door; none there is an empty
+    result, not an error; a file that cannot be read at all (a link leading out, too large) is quarantined and
+    the other files go on."""
+    door = SourceFolder(folder, allow_symlinks_outside=allow_symlinks_outside)
     result = ImportResult()
-    for path in published_files(folder):
-        result.extend(parse_published(rows.lines(path), source=str(path), file_kind=path.name, producer=producer,
-                                      frames=frames))
+    for name in published_files(door):
+        source = str(door.folder / name)
+        try:
+            lines = list(door.lines(name))
+        except ValueError as error:  # RowError, OutsideRoot
+            result.quarantined.append(quarantine(benchmark="progress", source=source, locator="file",
+                                                 reason=str(error), raw="", producer=producer))
+            continue
+        result.extend(parse_published(lines, source=source, file_kind=name, producer=producer, frames=frames))
     return result
 
 
 class FrameFolder(FrameLookup):
-    """Frames from ``<frames_dir>/<id>/<name>`` or ``<frames_dir>/<name>``, only inside ``frames_dir`` and only
-    complete images; each file stored once."""
+    """Frames from ``<frames_dir>/<id>/<name>`` or ``<frames_dir>/<name>``, read through the source door: only
+    inside ``frames_dir``, only complete images within the pixel limit; each file stored once."""
 
     def __init__(self, frames_dir: Path, storage: Any, allow_symlinks_outside: bool = False) -> None:
-        self.root = SourceRoot(frames_dir, allow_symlinks_outside)
+        self.door = SourceFolder(frames_dir, allow_symlinks_outside=allow_symlinks_outside)
         self.storage = storage
         self.stored: dict[Path, str] = {}
 
-    def locate(self, trajectory_id: str, frame: str) -> Path | None:
+    def locate(self, trajectory_id: str, frame: str) -> tuple[Path, bytes | None] | None:
         for candidate in (Path(trajectory_id) / frame, Path(frame)):
-            path = self.root.inside(candidate)
+            path = self.door.path(candidate)
             if path.is_file():
-                if path not in self.stored:
-                    decode_image(path.read_bytes(), f"frame {frame} ({path})")
-                return path
+                if path in self.stored:
+                    return path, None
+                data, _ = self.door.read_image(candidate)
+                return path, data
         return None
 
-    def store(self, found: Path, role: str) -> BlobRef:
-        if found not in self.stored:
-            self.stored[found] = self.storage.put_blob(found.read_bytes(), role=role,
-                                                       media_type=_media_type(found)).sha256
-        return BlobRef(sha256=self.stored[found], role=role, media_type=_media_type(found))
+    def store(self, found: tuple[Path, bytes | None], role: str) -> BlobRef:
+        path, data = found
+        if path not in self.stored:
+            self.stored[path] = self.storage.put_blob(data or b"", role=role, media_type=_media_type(path)).sha256
+        return BlobRef(sha256=self.stored[path], role=role, media_type=_media_type(path))
 
 
 def _media_type(path: Path) -> str:
@@ -294,7 +304,7 @@ def import_into_catalog(folder: Path, storage: Any, producer: Producer, run_id: 
     ``nothing found``."""
     frames = FrameFolder(frames_dir, storage, allow_symlinks_outside) if frames_dir else no_frames
     with storage.batched_blob_meta():
-        result = import_folder(folder, producer, frames)
+        result = import_folder(folder, producer, frames, allow_symlinks_outside=allow_symlinks_outside)
     new = storage.catalog.put_records(result.records + result.quarantined, run_id=run_id)
     missing = sum(1 for r in result.records if r.payload.get("frame_missing") or r.payload.get("missing_frames"))
     demos = {r.id: r for r in result.records if r.kind == "demo"}
@@ -302,6 +312,6 @@ def import_into_catalog(folder: Path, storage: Any, producer: Producer, run_id: 
     counts: dict[str, Any] = {"rows": result.rows, "records": len(result.records),
                               "quarantined": len(result.quarantined), "new": new, "frames missing": missing,
                               "label conflicts": len(conflicts)}
-    if not any(published_files(folder)):
+    if not any(published_files(SourceFolder(folder, allow_symlinks_outside=allow_symlinks_outside))):
         counts["nothing found"] = f"{folder} holds none of the PROGRESS-BENCH files ({', '.join(FILE_KINDS)})"
     return counts
