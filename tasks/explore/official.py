@@ -19,27 +19,27 @@ the row's ``subset`` field (our export), else its subset file's (for a full-file
 lists its ``start_frame``), else its action count by the ``[explore]`` bounds.
 
 Images come from ``<folder>/images/<start_frame>`` (the official layout) or ``<folder>/<start_frame>`` (our export
-writes ``images/...`` into the field), only inside the folder (``SourceRoot``) and only complete images; an image the
-folder lacks is listed on the record (``missing_images``) and the row still imports (it can be scored from answers
-made elsewhere, and is never sent to a model). A row that is malformed, names a path leading out of the folder or an
-image that does not decode is quarantined with its file, index and reason; the rest goes on.
+writes ``images/...`` into the field), read through the source door: only inside the folder and only complete
+images within the pixel limit; an image the folder lacks is listed on the record (``missing_images``) and the row
+still imports (it can be scored from answers made elsewhere, and is never sent to a model). Each entry of a file is
+read alone, so an entry that is malformed, not UTF-8, holds NaN or a repeated key, names a path leading out of the
+folder or an image that does not decode is quarantined with its file, index and reason, and the rest goes on; a
+file that cannot be read at all (a link leading out) is quarantined and the other files go on.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from schemas import BlobRef, Producer, Record, Status, make_record
-from storage.paths import OutsideRoot, SourceRoot
 from tasks.explore.instances import SubsetBounds
 from tasks.explore.payloads import ExploreInstance, SceneAnnotation, SceneObject
 from tasks.quarantine import quarantine
-from tasks.sources.frames import FrameError, decode_image
-from tasks.sources.rows import RowError, load_json, text_field
+from tasks.sources.door import SourceFolder
+from tasks.sources.rows import RowError, text_field
 
 SOURCE = "explore-bench-official"
 PRODUCER_TASK = "import-explore-official"
@@ -53,8 +53,9 @@ SUBSETS = ("Short", "Medium", "Long")
 _RAW_LIMIT = 4000
 
 
-def annotation_files(folder: Path) -> list[Path]:
-    return [folder / name for name in (*SUBSET_FILES, *FULL_FILES) if (folder / name).is_file()]
+def annotation_files(door: SourceFolder) -> list[str]:
+    """The annotation files present, in reading order (a link leading out counts: it is refused when read)."""
+    return [name for name in (*SUBSET_FILES, *FULL_FILES) if door.exists(name) or (door.folder / name).is_symlink()]
 
 
 def clip_id_of(start_frame: str) -> str:
@@ -124,29 +125,29 @@ class OfficialImport:
 
 
 class ImageFolder:
-    """Images named by the rows, looked up inside the annotation folder and stored once each."""
+    """Images named by the rows, read through the source door of the annotation folder and stored once each."""
 
-    def __init__(self, folder: Path, storage: Any, allow_symlinks_outside: bool = False) -> None:
-        self.root = SourceRoot(folder, allow_symlinks_outside)
+    def __init__(self, door: SourceFolder, storage: Any) -> None:
+        self.door = door
         self.storage = storage
         self.stored: dict[Path, BlobRef] = {}
 
-    def find(self, name: str) -> Path | None:
-        """The image file, None when the folder lacks it; OutsideRoot or FrameError for a refused one."""
+    def find(self, name: str) -> tuple[Path, bytes | None] | None:
+        """The image file and its bytes (None when stored already), None when the folder lacks it; OutsideRoot or
+        RowError for a refused one (a link out, not a complete image, too many pixels)."""
         for candidate in (Path("images") / name, Path(name)):
-            path = self.root.inside(candidate)
+            path = self.door.path(candidate)
             if path.is_file():
-                if path not in self.stored:
-                    decode_image(path.read_bytes(), f"image {name} ({path})")
-                return path
+                return path, None if path in self.stored else self.door.read_image(candidate)[0]
         return None
 
-    def store(self, path: Path, role: str) -> BlobRef:
+    def store(self, found: tuple[Path, bytes | None], role: str) -> BlobRef:
+        path, data = found
         if path not in self.stored:
             media = {".png": "image/png", ".webp": "image/webp"}.get(path.suffix.lower(), "image/jpeg")
-            self.stored[path] = self.storage.put_blob(path.read_bytes(), role=role, media_type=media)
-        found = self.stored[path]
-        return BlobRef(sha256=found.sha256, role=role, media_type=found.media_type)
+            self.stored[path] = self.storage.put_blob(data or b"", role=role, media_type=media)
+        known = self.stored[path]
+        return BlobRef(sha256=known.sha256, role=role, media_type=known.media_type)
 
 
 def _image_names(row: dict[str, Any]) -> list[tuple[str, str]]:
@@ -207,17 +208,19 @@ def row_records(row: Any, where: str, file_subset: str | None, images: ImageFold
     return instance, scene
 
 
-def _rows(path: Path) -> Iterator[tuple[int, Any]]:
-    data = load_json(path)
-    if not isinstance(data, list):
-        raise RowError(f"{path}: expected a JSON list of instances, got {type(data).__name__}")
-    yield from enumerate(data)
+def _rows(door: SourceFolder, name: str) -> list[tuple[int, Any, str]]:
+    """(index, row or None, why) per entry of an annotation file, each entry read and checked alone; RowError when
+    the file cannot be read at all."""
+    if not door.read_bytes(name).lstrip().startswith(b"["):
+        raise RowError(f"{door.folder / name}: expected a JSON list of instances")
+    return [(index, value, why) for index, _, _, value, why in door.json_entries(name)]
 
 
 def import_official(folder: Path, storage: Any, producer: Producer, bounds: SubsetBounds | None = None, *,
                     allow_symlinks_outside: bool = False) -> OfficialImport:
     bounds = bounds or SubsetBounds()
-    images = ImageFolder(folder, storage, allow_symlinks_outside)
+    door = SourceFolder(folder, allow_symlinks_outside=allow_symlinks_outside)
+    images = ImageFolder(door, storage)
     result = OfficialImport()
     seen: dict[str, list[tuple[str, str, str | None]]] = {}  # start_frame -> (where, canonical row, subset)
 
@@ -226,15 +229,19 @@ def import_official(folder: Path, storage: Any, producer: Producer, bounds: Subs
         result.quarantined.append(quarantine(benchmark="explore", source=source, locator=locator,
                                              reason=reason, raw=text[:_RAW_LIMIT], producer=producer))
 
-    for path in annotation_files(folder):
-        result.files.append(path.name)
+    for name in annotation_files(door):
+        path = door.folder / name
+        result.files.append(name)
         try:
-            rows = list(_rows(path))
-        except RowError as error:
+            rows = _rows(door, name)
+        except ValueError as error:  # RowError, OutsideRoot
             refuse(str(path), "file", str(error), "")
             continue
-        for index, row in rows:
+        for index, row, why in rows:
             result.rows += 1
+            if why:
+                refuse(str(path), f"item {index}", why, "")
+                continue
             where = f"{path.name}:{index}"
             frame = row.get("start_frame") if isinstance(row, dict) else None
             canonical = json.dumps({k: v for k, v in row.items() if k != "subset"}, sort_keys=True,
@@ -246,7 +253,7 @@ def import_official(folder: Path, storage: Any, producer: Producer, bounds: Subs
             subset = SUBSET_FILES.get(path.name) or next((s for _, _, s in earlier if s), None)
             try:
                 instance, scene = row_records(row, where, subset, images, producer, bounds)
-            except (RowError, OutsideRoot, FrameError, ValueError) as error:
+            except ValueError as error:  # RowError, OutsideRoot
                 refuse(str(path), f"item {index}", str(error), row)
                 continue
             result.conflicts += [(frame, place, where) for place, text, _ in earlier[:1] if text != canonical]
