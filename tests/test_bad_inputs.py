@@ -283,7 +283,7 @@ CASES: list[tuple[str, str, Callable[[Path, Path], None], str, str]] = [
     ("fps-zero", "sample", _manifest(lambda m: m.update(fps=0)), "sample-pick_place", "fps must be above 0"),
     ("frame-nan", "sample", _raw_manifest(b'{"id": "x", "n_frames": 9, "key_steps": [{"frame": NaN, "text": "a"}],'
                                           b' "cameras": {}, "goal": "g"}'), "episode.json", "NaN is not a finite"),
-    ("frames-10e30", "sample", _manifest(lambda m: m.update(n_frames=10**30)), "episode.json", "1000000000000000000000000000000 (beyond 64 bits)"),
+    ("frames-10e30", "sample", _manifest(lambda m: m.update(n_frames=10**30)), "episode.json", "(beyond 64 bits)"),
     ("camera-dotdot", "sample", lambda src, secret: _edit_json(_second(src) / "episode.json", lambda m: m[
         "cameras"].update(front=os.path.relpath(secret / "outside.mp4", _second(src)))),
      "outside.mp4", "outside the source root"),

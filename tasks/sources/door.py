@@ -17,6 +17,7 @@ is a ``RowError`` (or ``OutsideRoot``, also a ValueError) whose message names th
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -74,6 +75,22 @@ class SourceFolder:
         """The files of a folder (with the given suffixes, any case), as ``entries``."""
         return [(path, why) for path, why in self.entries(*parts)
                 if (why is not None or path.is_file()) and (not suffixes or path.suffix.lower() in suffixes)]
+
+    def walk(self) -> Iterator[tuple[str, str | None]]:
+        """Every file below the root (relative path with ``/``, sorted), each with None or why it is refused (a
+        link leading out); linked folders are not descended into (their files, if inside, are reached directly)."""
+        found: list[tuple[str, str | None]] = []
+        for folder, folders, names in os.walk(self.folder, followlinks=False):
+            folders.sort()
+            for name in names:
+                path = Path(folder) / name
+                relative = path.relative_to(self.folder).as_posix()
+                try:
+                    self.path(relative)
+                    found.append((relative, None))
+                except OutsideRoot as refusal:
+                    found.append((relative, str(refusal)))
+        return iter(sorted(found))
 
     def by_name(self, *parts: str | Path) -> Path:
         """A file that a decoder opens by its name (OpenCV, PyAV, h5py): inside the root, and within the size

@@ -60,6 +60,7 @@ DEFAULTS: dict[str, Any] = {
     "tolerance": TOLERANCE,  # paper: a region's count is right within +-1; Stage-1 distractors miss by more
     "crowd": None,  # a folder in the JHU-CROWD++ layout to import real photos from instead (see crowd.py)
     "regions": None,  # that folder's region file (default <crowd>/regions.json)
+    "allow_symlinks_outside": False,  # [sources] allow_symlinks_outside: links in the crowd folder may lead out
     "max_side": 1024,  # [design] imported photos are scaled down to this longest side
 }
 TEXTURES = ("grass", "gravel", "brick", "noise")
@@ -481,7 +482,8 @@ def import_crowd(count: int, seed: int, cfg: dict[str, Any]) -> tuple[list[VicIn
     did not import, with why."""
     from tasks.vic.crowd import load_crowd
 
-    scenes, rejected = load_crowd(cfg["crowd"], cfg["regions"], tuple(cfg["instances"]))
+    scenes, rejected = load_crowd(cfg["crowd"], cfg["regions"], tuple(cfg["instances"]),
+                                  allow_symlinks_outside=bool(cfg.get("allow_symlinks_outside")))
     order = np.random.default_rng(seed).permutation(len(scenes))[:count]
     instances = []
     for index in order:
@@ -497,8 +499,9 @@ def crowd_scene(crowd: Any, cfg: dict[str, Any]) -> Scene:
     """An imported photo scaled to ``max_side``, its region outlines and numbers drawn."""
     from PIL import Image
 
-    with Image.open(crowd.image_path) as img:
-        canvas = img.convert("RGB")
+    from tasks.sources.door import SourceFolder
+
+    canvas = Image.fromarray(SourceFolder(crowd.folder).read_image(crowd.image)[1])
     scale = min(1.0, cfg["max_side"] / max(canvas.size))
     if scale < 1:
         canvas = canvas.resize((round(canvas.width * scale), round(canvas.height * scale)), Image.LANCZOS)

@@ -26,11 +26,13 @@ the reason, for quarantine, and every other photo is imported.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tasks.sources import rows
+from tasks.sources.door import SourceFolder
 
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 GT_FIELDS = 6  # x y w h o b
@@ -41,7 +43,8 @@ class CrowdScene:
     """One photo that imported: its heads (x, y, w, h), the four region polygons and each head's region."""
 
     name: str
-    image_path: str
+    folder: str  # the imported folder, read through the source door
+    image: str  # the photo, relative to ``folder``
     size: tuple[int, int]  # width, height of the photo
     heads: list[tuple[float, float, float, float]]
     polygons: list[list[tuple[float, float]]]  # regions 1-4
@@ -58,24 +61,33 @@ class Rejected:
     raw: str = ""
 
 
-def load_crowd(folder: str | Path, regions_file: str | Path | None = None,
-               instances: tuple[int, int] = (10, 40)) -> tuple[list[CrowdScene], list[Rejected]]:
+def load_crowd(folder: str | Path, regions_file: str | Path | None = None, instances: tuple[int, int] = (10, 40),
+               *, allow_symlinks_outside: bool = False) -> tuple[list[CrowdScene], list[Rejected]]:
     """The photos of a JHU-CROWD++-style folder that import, and those that do not with the reason; both sorted by
-    name. ``instances`` is the accepted head count (the paper keeps 10-40 heads)."""
-    root = Path(folder)
-    images = _by_stem(root / "images", IMAGE_SUFFIXES)
-    gts = _by_stem(root / "gt", (".txt",))
-    region_path = Path(regions_file) if regions_file is not None else root / "regions.json"
-    all_regions, region_error = _read_regions(region_path)
-    names = sorted(set(images) | set(gts) | set(all_regions))
+    name. Every file is read through the source door (inside the folder, photos decoded whole within the pixel
+    limit). ``instances`` is the accepted head count (the paper keeps 10-40 heads)."""
+    door = SourceFolder(folder, allow_symlinks_outside=allow_symlinks_outside)
+    images, refused = _by_stem(door, "images", IMAGE_SUFFIXES)
+    gts, refused_gts = _by_stem(door, "gt", (".txt",))
+    if regions_file is not None:
+        regions_door, regions_name = SourceFolder.of_file(regions_file, allow_symlinks_outside=allow_symlinks_outside)
+    else:
+        regions_door, regions_name = door, "regions.json"
+    all_regions, region_error = _read_regions(regions_door, regions_name)
+    bad = {**refused_gts, **refused}
+    names = sorted(set(images) | set(gts) | set(all_regions) | set(bad))
     scenes: list[CrowdScene] = []
     rejected: list[Rejected] = []
     for name in names:
         try:
-            scenes.append(_scene(name, images.get(name), gts.get(name), all_regions.get(name), region_error,
+            if name in bad:
+                raise _Bad(bad[name])
+            problem = rows.problems_of(all_regions).get(name)  # a name given twice, or holding NaN
+            polygons = None if problem else all_regions.get(name)
+            scenes.append(_scene(door, name, images.get(name), gts.get(name), polygons, problem or region_error,
                                  instances))
-        except _Bad as bad:
-            rejected.append(Rejected(locator=name, reason=bad.reason, raw=bad.raw))
+        except _Bad as error:
+            rejected.append(Rejected(locator=name, reason=error.reason, raw=error.raw))
     return scenes, rejected
 
 
@@ -86,34 +98,46 @@ class _Bad(Exception):
         self.raw = raw
 
 
-def _by_stem(folder: Path, suffixes: tuple[str, ...]) -> dict[str, Path]:
-    if not folder.is_dir():
-        return {}
-    return {p.stem: p for p in sorted(folder.iterdir()) if p.is_file() and p.suffix.lower() in suffixes}
+def _by_stem(door: SourceFolder, folder: str, suffixes: tuple[str, ...]) -> tuple[dict[str, str], dict[str, str]]:
+    """The files of ``folder`` by stem (paths relative to the door), and the stems refused with why: a link
+    leading out, or a second file of one stem (``a.jpg`` and ``a.png``: which is the photo?)."""
+    if not door.folder.joinpath(folder).is_dir():
+        return {}, {}
+    found: dict[str, str] = {}
+    refused: dict[str, str] = {}
+    for path, why in door.files(folder, suffixes=suffixes):
+        if why:
+            refused[path.stem] = why
+        elif path.stem in found:
+            refused[path.stem] = f"{folder}/{path.stem}: two files of one name ({Path(found[path.stem]).name}, " \
+                                 f"{path.name})"
+        else:
+            found[path.stem] = f"{folder}/{path.name}"
+    return {k: v for k, v in found.items() if k not in refused}, refused
 
 
-def _read_regions(path: Path) -> tuple[dict[str, Any], str | None]:
-    if not path.is_file():
-        return {}, f"no region file {path.name}"
+def _read_regions(door: SourceFolder, name: str) -> tuple[dict[str, Any], str | None]:
+    if not door.exists(name) and not door.folder.joinpath(name).is_symlink():
+        return {}, f"no region file {name}"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return {}, f"region file {path.name} unreadable: {exc}"
+        data = door.read_json(name, keyed=True)
+    except ValueError as error:  # RowError, OutsideRoot
+        return {}, f"region file {name} unreadable: {error}"
     if not isinstance(data, dict):
-        return {}, f"region file {path.name} is not an object of image name -> four polygons"
+        return {}, f"region file {name} is not an object of image name -> four polygons"
     return data, None
 
 
-def _scene(name: str, image: Path | None, gt: Path | None, polygons: Any, region_error: str | None,
-           instances: tuple[int, int]) -> CrowdScene:
+def _scene(door: SourceFolder, name: str, image: str | None, gt: str | None, polygons: Any,
+           region_error: str | None, instances: tuple[int, int]) -> CrowdScene:
     if image is None:
         raise _Bad("missing image (no images/<name>.jpg)")
     if gt is None:
         raise _Bad("missing gt file (no gt/<name>.txt)")
     if polygons is None:
         raise _Bad(region_error or "no regions for this image in the region file")
-    size = _image_size(image)
-    heads = _read_gt(gt, size)
+    size = _image_size(door, image)
+    heads = _read_gt(door, gt, size)
     shapes = _polygons(polygons)
     regions = []
     for x, y, _w, _h in heads:
@@ -126,26 +150,28 @@ def _scene(name: str, image: Path | None, gt: Path | None, polygons: Any, region
     if not low <= len(heads) <= high:
         raise _Bad(f"{len(heads)} heads, outside the accepted {low}-{high}")
     counts = {str(r): regions.count(r) for r in range(1, 5)}
-    return CrowdScene(name=name, image_path=str(image), size=size, heads=heads, polygons=shapes, regions=regions,
-                      counts=counts)
+    return CrowdScene(name=name, folder=str(door.folder), image=image, size=size, heads=heads, polygons=shapes,
+                      regions=regions, counts=counts)
 
 
-def _image_size(path: Path) -> tuple[int, int]:
-    from PIL import Image, UnidentifiedImageError
-
+def _image_size(door: SourceFolder, image: str) -> tuple[int, int]:
     try:
-        with Image.open(path) as img:
-            img.verify()
-        with Image.open(path) as img:
-            return int(img.width), int(img.height)
-    except (OSError, UnidentifiedImageError, SyntaxError) as exc:
-        raise _Bad(f"image unreadable: {exc}") from exc
+        pixels = door.read_image(image)[1]  # decoded whole: a truncated photo or a bomb is refused here
+    except ValueError as error:  # RowError, OutsideRoot
+        raise _Bad(f"image unreadable: {error}") from None
+    return int(pixels.shape[1]), int(pixels.shape[0])
 
 
-def _read_gt(path: Path, size: tuple[int, int]) -> list[tuple[float, float, float, float]]:
+def _read_gt(door: SourceFolder, gt: str, size: tuple[int, int]) -> list[tuple[float, float, float, float]]:
     width, height = size
     heads = []
-    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+    try:
+        lines = list(door.lines(gt))
+    except ValueError as error:  # RowError, OutsideRoot
+        raise _Bad(f"gt file unreadable: {error}") from None
+    for number, line, why in lines:
+        if why:
+            raise _Bad(f"gt line {number}: {why}", line)
         fields = line.split()
         if not fields:
             continue

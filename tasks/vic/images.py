@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from tasks.sources.door import Limits, SourceFolder
+
 # The colour photos bundled in scikit-image 0.26 that need no download (those behind pooch are left out, the grey
 # ones too; `cat` is `chelsea` again, and the right stereo frame is the left one shifted). name -> (loader, index of
 # the frame when the loader returns several).
@@ -75,29 +77,38 @@ def _to_rgb(image: Any) -> Any:
     return image.convert("RGB")
 
 
-def read_image(path: Path) -> np.ndarray:
-    """The RGB pixels of an image file, upright by its EXIF orientation, the first frame of an animation."""
+def read_image(data: bytes, max_pixels: int = Limits.image_pixels) -> np.ndarray:
+    """The RGB pixels of an encoded image, upright by its EXIF orientation, the first frame of an animation; a
+    ValueError when it has more pixels than ``max_pixels`` (read from the header, before decoding)."""
     from PIL import Image, ImageOps
 
-    with Image.open(path) as opened:
+    with Image.open(io.BytesIO(data)) as opened:
+        if opened.width * opened.height > max_pixels:
+            raise ValueError(f"{opened.width} x {opened.height} pixels, more than the {max_pixels:,} an image may "
+                             f"have")
         opened.seek(0)
         upright = ImageOps.exif_transpose(opened)
         upright.load()
         return np.asarray(_to_rgb(upright), dtype=np.uint8).copy()
 
 
-def load_folder(images_dir: str | Path, min_side: int = MIN_SIDE) -> tuple[list[PoolImage], list[tuple[str, str]]]:
-    """Every image under ``images_dir`` (recursively, sorted by path) that Pillow reads, and (path, reason) for each
-    file it skips: unreadable, or smaller than ``min_side`` on a side. Skipped files do not stop the rest."""
-    root = Path(images_dir)
-    if not root.is_dir():
-        raise FileNotFoundError(f"images_dir {root} is not a folder")
+def load_folder(images_dir: str | Path, min_side: int = MIN_SIDE, *, allow_symlinks_outside: bool = False
+                ) -> tuple[list[PoolImage], list[tuple[str, str]]]:
+    """Every image under ``images_dir`` (recursively, sorted by path) that Pillow reads, through the source door,
+    and (path, reason) for each file it skips: a link leading out, unreadable, too many pixels, or smaller than
+    ``min_side`` on a side. Skipped files do not stop the rest."""
+    door = SourceFolder(images_dir, allow_symlinks_outside=allow_symlinks_outside)
+    if not door.folder.is_dir():
+        raise FileNotFoundError(f"images_dir {door.folder} is not a folder")
     images: list[PoolImage] = []
     rejected: list[tuple[str, str]] = []
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        name = path.relative_to(root).as_posix()
+    for name, refused in door.walk():
+        path = door.folder / name
+        if refused:
+            rejected.append((str(path), refused))
+            continue
         try:
-            pixels = read_image(path)
+            pixels = read_image(door.read_bytes(name), door.limits.image_pixels)
         except Exception as error:  # Pillow raises many kinds (UnidentifiedImageError, OSError, bombs, SyntaxError)
             rejected.append((str(path), f"unreadable: {type(error).__name__}: {error}"))
             continue
@@ -136,7 +147,8 @@ def load_pool(options: dict[str, Any]) -> tuple[list[PoolImage], list[tuple[str,
     ``rank_images`` (``options["quality_weights"]``, ``options["quality_scorer"]``)."""
     images_dir = options.get("images_dir")
     if images_dir:
-        images, rejected = load_folder(images_dir, int(options.get("min_side") or MIN_SIDE))
+        images, rejected = load_folder(images_dir, int(options.get("min_side") or MIN_SIDE),
+                                       allow_symlinks_outside=bool(options.get("allow_symlinks_outside")))
     else:
         images, rejected = bundled_images(options.get("bundled")), []
     top_n = options.get("quality_top_n")

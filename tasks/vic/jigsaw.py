@@ -63,6 +63,7 @@ DEFAULTS: dict[str, Any] = {
     # the pool: a folder of images (any format Pillow reads, recursively), else scikit-image's colour photos
     "images_dir": None,
     "bundled": None,  # which bundled photos (names of tasks.vic.images.BUNDLED); None: all of them
+    "allow_symlinks_outside": False,  # [sources] allow_symlinks_outside: links in images_dir may lead out
     "min_side": 224,  # folder images smaller than the puzzle are reported, not enlarged into blur
     # the paper keeps the best 250 of a larger pool by its (lost) Eq. 1; None keeps the whole pool
     "quality_top_n": None,

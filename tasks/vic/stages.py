@@ -24,13 +24,16 @@ def _task_options(name: str, options: VicBuildOptions, settings: Settings, catal
     the scorer's fields land in the producer params, so the records say which one ranked."""
     if name == "jigsaw":
         chosen: dict[str, Any] = {"images_dir": options.images_dir} if options.images_dir else {}
+        if options.images_dir and settings.sources.allow_symlinks_outside:
+            chosen["allow_symlinks_outside"] = True
         if options.quality_top_n is not None:
             from tasks.vic.quality import pool_scorer
 
             chosen |= {"quality_top_n": options.quality_top_n, "quality_scorer": pool_scorer(settings, catalog)}
         return chosen
     if name == "counting" and options.crowd_dir:
-        return {"crowd": options.crowd_dir}
+        return {"crowd": options.crowd_dir, **({"allow_symlinks_outside": True}
+                                               if settings.sources.allow_symlinks_outside else {})}
     return {}
 
 
