@@ -51,7 +51,7 @@ def test_jsonl_import_refuses_bad_rows_and_keeps_the_rest(tmp_path: Path) -> Non
     assert list(reasons) == [f"trajectories.jsonl line {n}" for n in range(2, 8)]
     assert "duplicate id 'a'" in reasons["trajectories.jsonl line 3"]
     assert "outside the source root" in reasons["trajectories.jsonl line 4"]
-    assert "not a readable image" in reasons["trajectories.jsonl line 5"]
+    assert "not a complete image" in reasons["trajectories.jsonl line 5"]
     assert "non-empty list" in reasons["trajectories.jsonl line 6"]
     assert "needs action_raw or action" in reasons["trajectories.jsonl line 7"]
     assert all(secret.read_bytes() != s.screenshot for s in trajectory.steps)
@@ -77,7 +77,7 @@ def test_mind2web_rows_are_grouped_by_annotation_and_ordered(tmp_path: Path) -> 
     assert [s.screenshot for s in trajectory.steps] == [png(0), png(10), png(20)]
     assert trajectory.final_screenshot is None and trajectory.last_screenshot == png(20)
     reasons = " | ".join(f"{p.locator}: {p.reason}" for p in imported.problems)
-    assert "row 4 (annotation t2): screenshot is not a readable image" in reasons
+    assert "row 4 (annotation t2): screenshot: not a complete image" in reasons
     assert "t2: trajectory refused" in reasons
     assert "t3: trajectory refused: its steps are [1], not 0-0" in reasons
 

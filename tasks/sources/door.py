@@ -183,7 +183,8 @@ def decode_checked(data: bytes, what: str, max_pixels: int = Limits.image_pixels
     except (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError) as error:
         if isinstance(error, RowError):
             raise
-        raise RowError(f"{what}: not a complete image ({error})") from None
+        reason = "no image format Pillow reads" if isinstance(error, UnidentifiedImageError) else str(error)
+        raise RowError(f"{what}: not a complete image ({reason})") from None
 
 
 def read_table_bytes(data: bytes, suffix: str, what: str) -> Any:

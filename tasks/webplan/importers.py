@@ -1,5 +1,7 @@
 """Web trajectories from the files users hold, read row by row: a bad row or trajectory is reported (file, row or
-id, and the reason) and the rest is imported. Every path a file names is read through its folder's ``SourceRoot``.
+id, and the reason) and the rest is imported. Every file is read through the source door of its folder
+(``tasks.sources.door``): inside the folder, images decoded whole within the pixel limit, JSON checked entry by
+entry, a table that cannot be read refused as a file.
 
 - ``jsonl`` (our format; ``trajectories.jsonl`` in the folder), one trajectory per line::
 
@@ -27,7 +29,6 @@ id, and the reason) and the rest is imported. Every path a file names is read th
 from __future__ import annotations
 
 import base64
-import io
 import json
 import re
 from collections import defaultdict
@@ -36,8 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from storage.paths import OutsideRoot, SourceRoot
-from tasks.sources.rows import Problem, RowError, lines, load_json, loads, text_field, whole
+from storage.paths import OutsideRoot
+from tasks.sources.door import SourceFolder, decode_checked
+from tasks.sources.rows import Problem, RowError, loads, text_field, whole
 from tasks.webplan.trajectories import WebStep, WebTrajectory
 
 FORMATS = ("jsonl", "mm-mind2web", "guiact")
@@ -53,25 +55,20 @@ class Imported:
 
 
 def _image(data: bytes, what: str) -> bytes:
-    """``data`` if Pillow can decode it whole (a truncated file is refused), else RowError."""
-    from PIL import Image
-
-    try:
-        with Image.open(io.BytesIO(data)) as opened:
-            opened.load()
-    except Exception as error:
-        raise RowError(f"{what} is not a readable image ({type(error).__name__})") from None
+    """``data`` if it decodes whole within the pixel limit (a truncated file or a bomb is refused), else RowError."""
+    decode_checked(data, what)
     return data
 
 
-def _file_image(root: SourceRoot, name: Any, what: str) -> bytes:
-    path = root.inside(text_field(name, what))
-    if not path.is_file():
+def _file_image(door: SourceFolder, name: Any, what: str) -> bytes:
+    relative = text_field(name, what)
+    if not door.exists(relative):
+        door.path(relative)  # a name leading out is refused as such
         raise RowError(f"{what} {name!r} does not exist")
-    return _image(path.read_bytes(), f"{what} {name!r}")
+    return door.read_image(relative)[0]
 
 
-def _jsonl_trajectory(root: SourceRoot, row: dict[str, Any]) -> WebTrajectory:
+def _jsonl_trajectory(root: SourceFolder, row: dict[str, Any]) -> WebTrajectory:
     steps_in = row.get("steps")
     if not isinstance(steps_in, list) or not steps_in:
         raise RowError("steps must be a non-empty list")
@@ -93,17 +90,21 @@ def _jsonl_trajectory(root: SourceRoot, row: dict[str, Any]) -> WebTrajectory:
 
 
 def read_jsonl(folder: Path, allow_symlinks_outside: bool = False) -> Imported:
-    root = SourceRoot(folder, allow_symlinks_outside)
-    path = root.inside("trajectories.jsonl")
-    if not path.is_file():
+    root = SourceFolder(folder, allow_symlinks_outside=allow_symlinks_outside)
+    path = root.folder / "trajectories.jsonl"
+    if not root.exists("trajectories.jsonl") and not path.is_symlink():
         return Imported([], [Problem(str(folder), "trajectories.jsonl", "nothing found: no trajectories.jsonl")])
+    try:
+        rows = list(root.lines("trajectories.jsonl"))
+    except ValueError as error:  # RowError, OutsideRoot
+        return Imported([], [Problem(str(path), "file", str(error))])
     found, problems, seen = [], [], set()
-    for number, text, reason in lines(path):
+    for number, text, reason in rows:
         locator = f"{path.name} line {number}"
         try:
             if reason:
                 raise RowError(reason)
-            row = loads(text, keyed=True)
+            row = loads(text)  # NaN, 1e400 or a repeated key anywhere refuses the line
             if not isinstance(row, dict):
                 raise RowError("a line must be a JSON object")
             trajectory = _jsonl_trajectory(root, row)
@@ -118,12 +119,18 @@ def read_jsonl(folder: Path, allow_symlinks_outside: bool = False) -> Imported:
 
 
 def _parquet_rows(path: Path, columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """The rows of a Parquet file, 64 at a time (a dataset's shards are large); RowError when the file is not
+    Parquet or breaks while it is read (rows already read were given)."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    handle = pq.ParquetFile(path)
-    wanted = [c for c in columns or handle.schema_arrow.names if c in handle.schema_arrow.names]
-    for batch in handle.iter_batches(batch_size=64, columns=wanted):
-        yield from batch.to_pylist()
+    try:
+        handle = pq.ParquetFile(path)
+        wanted = [c for c in columns or handle.schema_arrow.names if c in handle.schema_arrow.names]
+        for batch in handle.iter_batches(batch_size=64, columns=wanted):
+            yield from batch.to_pylist()
+    except (pa.ArrowException, OSError) as error:
+        raise RowError(f"{path.name}: not a readable Parquet file ({str(error).splitlines()[0]})") from None
 
 
 def _struct_bytes(value: Any, what: str) -> bytes:
@@ -146,15 +153,25 @@ def _mind2web_action(row: dict[str, Any]) -> str:
 
 
 def read_mind2web(folder: Path, allow_symlinks_outside: bool = False) -> Imported:
-    root = SourceRoot(folder, allow_symlinks_outside)
-    files = [(p, reason) for p, reason in root.entries() if p.suffix == ".parquet"]
+    root = SourceFolder(folder, allow_symlinks_outside=allow_symlinks_outside)
+    files = root.files(suffixes=(".parquet",))
     problems = [Problem(str(folder), p.name, reason) for p, reason in files if reason]
     groups: Groups = defaultdict(dict)
     broken: dict[str, str] = {}
     for path, reason in files:
-        if reason:
-            continue
-        for number, row in enumerate(_parquet_rows(path), 1):
+        if not reason:
+            _mind2web_file(root, path, groups, broken, problems)
+    if not files:
+        problems.append(Problem(str(folder), "*.parquet", "nothing found: no parquet files"))
+    return Imported(_grouped("mm-mind2web", groups, broken, problems, str(folder)), problems)
+
+
+def _mind2web_file(root: SourceFolder, path: Path, groups: Groups, broken: dict[str, str],
+                   problems: list[Problem]) -> None:
+    """One parquet file's rows into ``groups``; a row refused alone, a file that breaks refused from there on."""
+    try:
+        rows = _parquet_rows(root.by_name(path.name))
+        for number, row in enumerate(rows, 1):
             annotation = str(row.get("annotation_id") or "")
             locator = f"{path.name} row {number}" + (f" (annotation {annotation})" if annotation else "")
             try:
@@ -170,9 +187,8 @@ def read_mind2web(folder: Path, allow_symlinks_outside: bool = False) -> Importe
                 broken.setdefault(annotation, f"its {locator} was refused")
                 continue
             groups[annotation][index] = ({"task": row["confirmed_task"], "website": row.get("website") or ""}, [step])
-    if not files:
-        problems.append(Problem(str(folder), "*.parquet", "nothing found: no parquet files"))
-    return Imported(_grouped("mm-mind2web", groups, broken, problems, str(folder)), problems)
+    except RowError as error:
+        problems.append(Problem(str(path), "file", str(error)))
 
 
 def _grouped(source: str, groups: Groups, broken: dict[str, str], problems: list[Problem],
@@ -217,11 +233,16 @@ def _guiact_raw(label: Any) -> str:
     return f"[element]  {where} -> {GUIACT_OPS[label['name']]}{value}"
 
 
-def _guiact_images(path: Path) -> dict[str, str]:
-    """image id -> base64 JPEG."""
+def _guiact_images(door: SourceFolder, name: str) -> dict[str, str]:
+    """image id -> base64 JPEG; RowError when the file is missing or not a readable Parquet table."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    table = pq.read_table(path)
+    path = door.by_name(name)
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowException, OSError) as error:
+        raise RowError(f"{path.name}: not a readable Parquet file ({str(error).splitlines()[0]})") from None
     names = table.column_names
     key = next((c for c in ("image_id", "uid", "__index_level_0__") if c in names), None)
     if "base64" not in names or key is None:
@@ -230,22 +251,27 @@ def _guiact_images(path: Path) -> dict[str, str]:
 
 
 def read_guiact(folder: Path, allow_symlinks_outside: bool = False) -> Imported:
-    root = SourceRoot(folder, allow_symlinks_outside)
-    pairs = [(p, root.inside(p.name.replace("_data.json", "_images.parquet")))
-             for p, reason in root.entries() if p.name.endswith("_data.json") and not reason]
-    problems: list[Problem] = []
+    root = SourceFolder(folder, allow_symlinks_outside=allow_symlinks_outside)
+    listed = [(p, reason) for p, reason in root.entries() if p.name.endswith("_data.json")]
+    problems = [Problem(str(p), p.name, reason) for p, reason in listed if reason]
+    pairs = [p for p, reason in listed if not reason]
     groups: Groups = defaultdict(dict)
     broken: dict[str, str] = {}
-    for data_path, image_path in pairs:
+    for data_path in pairs:
         try:
-            rows, images = load_json(data_path), _guiact_images(image_path)
-            if not isinstance(rows, list):
+            images = _guiact_images(root, data_path.name.replace("_data.json", "_images.parquet"))
+            if not root.read_bytes(data_path.name).lstrip().startswith(b"["):
                 raise RowError(f"{data_path.name}: must hold a list of steps")
-        except (RowError, OSError) as error:
+            entries = list(root.json_entries(data_path.name))
+        except (ValueError, OSError) as error:  # RowError, OutsideRoot
             problems.append(Problem(str(data_path), data_path.name, str(error)))
             continue
-        for number, row in enumerate(rows, 1):
-            _guiact_row(row, f"{data_path.name} item {number}", images, groups, broken, problems, str(data_path))
+        for index, _, _, row, why in entries:
+            locator = f"{data_path.name} item {index + 1}"
+            if why:
+                problems.append(Problem(str(data_path), locator, why))
+                continue
+            _guiact_row(row, locator, images, groups, broken, problems, str(data_path))
     if not pairs:
         problems.append(Problem(str(folder), "*_data.json", "nothing found: no <split>_data.json"))
     return Imported(_grouped("guiact", groups, broken, problems, str(folder)), problems)
@@ -270,13 +296,14 @@ def _guiact_row(row: Any, locator: str, images: dict[str, str], groups: Groups, 
         shot = _image(base64.b64decode(encoded), "its image")
         if step in groups[record]:
             raise RowError(f"a second item for step {step}")
+        task = text_field(row.get("question"), "question")
     except (RowError, ValueError) as error:
         problems.append(Problem(where, locator, str(error)))
         if record:
             broken.setdefault(record, f"its {locator} was refused")
         return
     steps = [WebStep(action_raw=raw, screenshot=shot, fresh=i == 0) for i, raw in enumerate(raws)]
-    groups[record][step] = ({"task": text_field(row.get("question"), "question"), "website": ""}, steps)
+    groups[record][step] = ({"task": task, "website": ""}, steps)
 
 
 READERS = {"jsonl": read_jsonl, "mm-mind2web": read_mind2web, "guiact": read_guiact}
