@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from storage.output import OutputFolder
-from storage.paths import SourceRoot, file_stem
+from storage.paths import OutsideRoot, file_stem
 from storage.releases import load_release
+from tasks.sources.door import SourceFolder
 from tasks.vic.task import OpenForm, StageOne, VicInstance
 
 
@@ -50,23 +51,33 @@ def import_vic(folder: Path) -> list[VicInstance]:
     """The instances of a ``vic`` export (its Stage-1 and Stage-2 files), images read from inside ``folder``. Every
     entry is read: an id written twice in a file is two instances, the n-th Stage-1 entry of an id paired with the
     n-th Stage-2 entry of that id."""
-    root = SourceRoot(folder)
+    door = SourceFolder(folder)
     stage_two: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for path in sorted(root.path.glob("*_stage2.json")):
-        for entry in json.loads(path.read_text()):
+    for name in _files(door, "_stage2.json"):
+        for entry in door.read_json(name):
             stage_two.setdefault((entry["task"], entry["id"]), []).append(entry)
     instances = []
-    for path in sorted(root.path.glob("*_stage1.json")):
-        for entry in json.loads(path.read_text()):
+    for name in _files(door, "_stage1.json"):
+        for entry in door.read_json(name):
             opened = stage_two[(entry["task"], entry["id"])].pop(0)
-            images = [root.inside(Path(name)).read_bytes() for name in entry["images"]]
+            images = [door.read_image(image)[0] for image in entry["images"]]
             letters = sorted(entry["options"])
             option_images = dict(zip(letters, images[1:1 + len(letters)], strict=False)) \
                 if len(images) > len(opened["images"]) else {}
             instances.append(VicInstance(
                 task=entry["task"], key=entry["id"],
                 stage_one=StageOne(entry["question"], images[0], entry["options"], entry["answer"], option_images),
-                open_form=OpenForm(opened["question"], root.inside(Path(opened["images"][0])).read_bytes(),
-                                   opened["answer"]),
+                open_form=OpenForm(opened["question"], door.read_image(opened["images"][0])[0], opened["answer"]),
                 meta=entry["meta"]))
     return instances
+
+
+def _files(door: SourceFolder, ending: str) -> list[str]:
+    """The export's files whose names end so, in name order; a link leading out refuses the read."""
+    found = []
+    for path, why in door.files(suffixes=(".json",)):
+        if path.name.endswith(ending):
+            if why:
+                raise OutsideRoot(why)
+            found.append(path.name)
+    return found

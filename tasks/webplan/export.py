@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from storage.output import OutputFolder
-from storage.paths import SourceRoot, file_stem
+from storage.paths import file_stem
 from storage.releases import file_extension, load_release
+from tasks.sources.door import SourceFolder
+from tasks.sources.rows import RowError, loads
 from tasks.webplan.instance import TESTS, WebplanInstance
 
 
@@ -42,20 +44,20 @@ def export_webplan(catalog: Any, store: Any, tag: str, out_dir: Path | OutputFol
 def import_webplan(folder: Path) -> list[WebplanInstance]:
     """The instances of a ``webplan`` export; every image read from inside ``folder`` (a name leading out of it is
     refused)."""
-    root = SourceRoot(folder)
+    door = SourceFolder(folder)
     found = []
     for test in TESTS:
-        path = root.inside(f"{test}.jsonl")
-        if not path.is_file():
+        if not door.exists(f"{test}.jsonl"):
+            door.path(f"{test}.jsonl")  # a link leading out is refused, not skipped
             continue
-        for line in path.read_text().splitlines():
-            if not line.strip():
-                continue
-            entry = json.loads(line)
+        for _, line, why in door.lines(f"{test}.jsonl"):
+            if why:
+                raise RowError(f"{test}.jsonl: {why}")
+            entry = loads(line)
             meta = dict(entry.get("meta", {}))
             verified_by = meta.pop("verified_by", "")
             found.append(WebplanInstance(
                 test=entry["test"], key=entry["id"], task=entry["task"], answer=entry["answer"],
                 options=entry.get("options", {}), meta=meta, verified_by=verified_by,
-                images={role: root.inside(Path(name)).read_bytes() for role, name in entry["images"].items()}))
+                images={role: door.read_image(name)[0] for role, name in entry["images"].items()}))
     return found
