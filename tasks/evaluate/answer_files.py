@@ -49,7 +49,7 @@ def answer_rows(door: SourceFolder, name: str) -> list[tuple[int, str, Any]]:
     ``{start_frame, response, success}``, one row per element (the response cleaned as the harness cleans it); the
     last description of a list is the answer. Its per-chunk ``results_<k>.json`` are JSONL with the same keys. A
     VLMEvalKit prediction file (.xlsx, .tsv) gives a row per spreadsheet row. An entry or line that cannot be read
-    (not UTF-8, NaN, a repeated key, nested too deep) is a row of its own with None."""
+    (not UTF-8, NaN, a repeated key, nested too deep) is a row of its own, ``Unreadable`` with the reason."""
     from tasks.exporting.predictions import TABLE_SUFFIXES, table_rows
 
     if Path(name).suffix in TABLE_SUFFIXES:
@@ -57,8 +57,9 @@ def answer_rows(door: SourceFolder, name: str) -> list[tuple[int, str, Any]]:
     text = door.read_bytes(name).decode("utf-8", "surrogateescape")
     if _one_document(text):
         keyed = text.lstrip().startswith("{")
+        entries = entries_of(text, str(door.path(name)))
         return [(line, _shown(key, value), ({"key": key, "answer": _last(value)} if keyed else value)
-                 if not why else None) for _, line, key, value, why in entries_of(text, str(door.path(name)))]
+                 if not why else Unreadable(why)) for _, line, key, value, why in entries]
     return [(number, line, _row(line, why)) for number, line, why in door.lines(name)]
 
 
@@ -80,13 +81,20 @@ def _shown(key: str | None, value: Any) -> str:
     return json.dumps({key: value} if key is not None else value, ensure_ascii=False, default=repr)
 
 
+class Unreadable:
+    """An entry or line of an answers file that could not be read, and why."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
 def _row(line: str, why: str) -> Any:
     if why:
-        return None
+        return Unreadable(why)
     try:
         return rows.loads(line)
-    except RowError:
-        return None
+    except RowError as error:
+        return Unreadable(str(error))
 
 
 def key_and_answer(row: dict[str, Any]) -> tuple[str | None, Any]:
@@ -144,8 +152,8 @@ def read_predictions(path: Path, items: list[Any], benchmark: str) -> tuple[Coll
 
 def _unusable(row: Any) -> tuple[str, str | None, Any]:
     """Why a row answers nothing ("" when it does), its key and its answer."""
-    if row is None:
-        return "not JSON", None, None
+    if isinstance(row, Unreadable):
+        return row.why, None, None
     if not isinstance(row, dict):
         return "not a JSON object", None, None
     key, answer = key_and_answer(row)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,8 +48,10 @@ class SourceFolder:
 
     @classmethod
     def of_file(cls, path: str | Path, *, allow_symlinks_outside: bool = False) -> tuple[SourceFolder, str]:
-        """A door on the folder of one named file (``--predictions FILE``), and the file's name in it."""
-        given = Path(path)
+        """A door on the folder of one file the user named (``--predictions FILE``), and the file's name in it. The
+        name is the user's own choice, so a link they name is followed (to its real folder); the links inside a
+        folder are what the door judges."""
+        given = Path(os.path.realpath(path))
         return cls(given.parent, allow_symlinks_outside=allow_symlinks_outside), given.name
 
     @property
@@ -174,7 +177,10 @@ def decode_checked(data: bytes, what: str, max_pixels: int = Limits.image_pixels
     from PIL import Image, UnidentifiedImageError
 
     try:
-        with Image.open(io.BytesIO(data)) as image:
+        with warnings.catch_warnings():  # Pillow warns above 89 MP; the limit below is the one that decides
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            opened = Image.open(io.BytesIO(data))
+        with opened as image:
             width, height = image.size
             if width * height > max_pixels:
                 raise RowError(f"{what}: {width} x {height} pixels, more than the {max_pixels:,} an image may have")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,10 @@ def read_image(data: bytes, max_pixels: int = Limits.image_pixels) -> np.ndarray
     ValueError when it has more pixels than ``max_pixels`` (read from the header, before decoding)."""
     from PIL import Image, ImageOps
 
-    with Image.open(io.BytesIO(data)) as opened:
+    with warnings.catch_warnings():  # Pillow warns above 89 MP; ``max_pixels`` decides
+        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+        image = Image.open(io.BytesIO(data))
+    with image as opened:
         if opened.width * opened.height > max_pixels:
             raise ValueError(f"{opened.width} x {opened.height} pixels, more than the {max_pixels:,} an image may "
                              f"have")
