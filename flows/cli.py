@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from flows.server import server_app
 from schemas.config import Settings, config_source, load_settings, masked
@@ -70,7 +71,7 @@ def _settings() -> Settings:
     try:
         return load_settings()
     except Exception as error:  # a broken config file should read as one line, not a traceback
-        err.print(f"[red]configuration error:[/red] {error}")
+        err.print(Text.assemble(("configuration error: ", "red"), str(error)))
         raise typer.Exit(2) from None
 
 
@@ -88,7 +89,8 @@ def _failures_as_messages() -> Iterator[None]:
         yield
     except (ReleaseError, KeyError, ValueError, FileNotFoundError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
-        err.print(f"[red]error:[/red] {message}")
+        # the message as written: "[vic] tasks" is a section's name, not markup for rich to swallow
+        err.print(Text.assemble(("error: ", "red"), str(message)))
         raise typer.Exit(1) from None
 
 

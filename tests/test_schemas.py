@@ -158,11 +158,31 @@ def test_sections_default_when_absent_and_a_bad_or_unknown_one_is_a_clear_error(
     monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(config))
     assert load_settings().progress == ProgressSettings() and load_settings().explore == ExploreSettings()
     config.write_text("[progress]\ninterval_per_segment = -1\n")
-    with pytest.raises(ValidationError, match=r"\[progress\] interval_per_segment: Input should be greater than "
+    with pytest.raises(ValueError, match=r"\[progress\] interval_per_segment: Input should be greater than "
                                               r"or equal to 0 \(got -1\)"):
         load_settings()
     config.write_text("[mmbench]\nshort_min = 1\n")
-    with pytest.raises(ValidationError, match=r"unknown section\(s\) \[mmbench\]: neither a setting nor the section "
+    with pytest.raises(ValueError, match=r"unknown section\(s\) \[mmbench\]: neither a setting nor the section "
                                               r"of a registered benchmark \(benchmark sections: \[progress\], "
                                               r"\[explore\], \[vic\], \[webplan\]"):
         load_settings()
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ('[catalog]\npathh = "x.duckdb"\n', "[catalog] pathh: not a setting of this section (misspelt?) (got 'x.duckdb')"),
+    ("[catalog]\nhold_s = inf\n", "[catalog] hold_s: Input should be a finite number (got inf)"),
+    ("[compute]\nworkers = 100000\n", "[compute] workers: Input should be less than or equal to 1024"),
+    ('[blobs]\nuri = "ftp://host/x"\n', "[blobs]: uri names the blob store as file://<folder> or s3://"),
+    ('[vic]\ntasks = ["maze", "sudoku"]\n', "[vic] tasks: unknown ViC-Bench task(s) sudoku"),
+    ('[webplan]\nfuture_count = nan\n', "[webplan] future_count:"),
+    ("[explore]\nshort_min = 300\n", "[explore]: the subset bounds must rise: short_min 300 < medium_min 100"),
+    ("[progress]\nboundary_offsets = [0.9]\n", "[progress] boundary_offsets: boundary offsets are fractions"),
+    ('[annotation]\nport = 80\nhosst = "0.0.0.0"\n', "[annotation] hosst: not a setting of this section"),
+])
+def test_a_wrong_key_or_value_in_any_section_is_one_line_naming_it(tmp_path, monkeypatch, text, message):
+    config = tmp_path / "bw.toml"
+    config.write_text(text)
+    monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(config))
+    with pytest.raises(ValueError) as refused:
+        load_settings()
+    assert message in str(refused.value) and "\n" not in str(refused.value)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, field_validator
 
+from schemas.config import Section
 from tasks.vic.task import MAX_TURNS, TASKS
 
 
-class VicSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class VicSettings(Section):
     # the paper's 250 unique instances per task; `benchwright build vic --count N` and the main job's sample (a
     # few per task) override it
     instances_per_task: int = Field(250, ge=1)
@@ -19,3 +18,18 @@ class VicSettings(BaseModel):
     # Stage 3 shows the model the initial image and only the latest intermediate visual state ("latest"), or every
     # state it produced ("all"); the paper does not say which stays in context
     history_images: str = "latest"
+
+    @field_validator("tasks")
+    @classmethod
+    def _known_tasks(cls, tasks: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [t for t in tasks if t not in TASKS]
+        if unknown:
+            raise ValueError(f"unknown ViC-Bench task(s) {', '.join(unknown)}; the tasks are {', '.join(TASKS)}")
+        return tasks
+
+    @field_validator("history_images")
+    @classmethod
+    def _history(cls, value: str) -> str:
+        if value not in ("latest", "all"):
+            raise ValueError(f"history_images is latest or all, got {value!r}")
+        return value

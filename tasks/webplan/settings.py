@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field, field_validator
 
+from schemas.config import Section
 from tasks.webplan.instance import TESTS
 
 
-class WebplanSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class WebplanSettings(Section):
     tests: tuple[str, ...] = TESTS
     seed: int = 0
     # The paper's counts (Tab. 10), what `benchwright build webplan` and the scheduled deployment build; the main
@@ -29,3 +28,11 @@ class WebplanSettings(BaseModel):
     chrome_binary: str | None = None  # default: $MINIWOB_CHROME_BINARY, else chromium on the PATH
     chromedriver: str | None = None  # default: $MINIWOB_CHROMEDRIVER, else chromedriver on the PATH
     screenshot_scale: int = Field(2, ge=1, le=4)  # device pixels per CSS pixel (MiniWob++ pages are 160 px wide)
+
+    @field_validator("tests")
+    @classmethod
+    def _known_tests(cls, tests: tuple[str, ...]) -> tuple[str, ...]:
+        unknown = [t for t in tests if t not in TESTS]
+        if unknown:
+            raise ValueError(f"unknown web-planning test(s) {', '.join(unknown)}; the tests are {', '.join(TESTS)}")
+        return tests
