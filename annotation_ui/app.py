@@ -27,6 +27,7 @@ import gradio as gr  # this module is the UI: the CLI imports it only for `bench
 
 from annotation_ui.accounts import Accounts
 from annotation_ui.agreement import fleiss_kappa, pairwise_cohen, percent_agreement
+from annotation_ui.guard import ADMIN_FILES
 from annotation_ui.limits import LockoutStore, LoginLimiter, lockouts_path
 from annotation_ui.rest import BLOB_ROUTE, ShownImages, summary
 from annotation_ui.views import (
@@ -201,8 +202,9 @@ class App:
         self.admin(request)
         from storage.output import OutputFolder
 
-        folder = OutputFolder(tempfile.mkdtemp(prefix="benchwright-decisions-"))
-        return str(folder.save_text(self.work.export_decisions(), "decisions.jsonl"))
+        folder = OutputFolder(tempfile.mkdtemp(prefix=ADMIN_FILES))
+        # the name travels with the file into Gradio's cache, where the front door serves it to admins alone
+        return str(folder.save_text(self.work.export_decisions(), f"{ADMIN_FILES}decisions.jsonl"))
 
     def admin_report_api(self, request: gr.Request) -> dict[str, Any]:
         return self.admin_report(request)
@@ -608,4 +610,16 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
                   auth=app.accounts.authenticate, auth_message="benchwright annotation: log in with your account",
                   prevent_thread_lock=not block, quiet=True, head=HEAD, show_error=True,
                   max_file_size=settings.annotation.max_upload_bytes, app_kwargs={"middleware": [guard]})
+    _without_gradio_cors(blocks.server_app)
     return blocks
+
+
+def _without_gradio_cors(server: Any) -> None:
+    """Take Gradio's CORS middleware out of its app: it reflects the Origin of any page on localhost (any port),
+    and of any page at all when the app is served under another host name, with credentials allowed, so another
+    page could read what an annotator sees. The guard, outermost then, refuses foreign origins anything but reads,
+    and no response names another origin. Starlette builds the middleware stack again on the next request."""
+    from gradio.route_utils import CustomCORSMiddleware
+
+    server.user_middleware = [m for m in server.user_middleware if m.cls is not CustomCORSMiddleware]
+    server.middleware_stack = None

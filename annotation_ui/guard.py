@@ -11,6 +11,10 @@
 - ``/api/v1/`` (``rest``: plain JSON routes and the page's images) is answered beside Gradio, for a caller with a
   live session only.
 - Request bodies over ``max_request_bytes`` (uploads: ``max_upload_bytes``) get 413 before the app reads them.
+- Requests from another origin may change nothing: a request other than GET/HEAD whose ``Origin`` (or, without
+  one, ``Referer``) is not the app's own gets 403, so a page elsewhere that a logged-in annotator opens can neither
+  take nor answer an item (a plain HTML form included); ``/api/v1/`` bodies must be JSON (a form's ``text/plain``
+  gets 415); and no response grants another origin CORS access.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ PUBLIC_PATHS = {"/", "/theme.css", "/favicon.ico", "/manifest.json", "/robots.tx
 LOGIN_PATHS = {"/login", "/login/"}
 UPLOAD_PATHS = {"/gradio_api/upload", "/upload"}
 API_PREFIX = "/api/v1/"  # rest.Routes
+ADMIN_FILES = "benchwright-decisions-"  # the folder prefix of the admin's decision export (app.App.export)
 LOGIN_BODY_BYTES = 8192
 UPLOAD_OVERHEAD_BYTES = 64 * 1024  # multipart headers and boundaries around the file itself
 API_INFO = re.compile(rb"window\.gradio_api_info = .*?;</script>", re.DOTALL)
@@ -97,6 +102,12 @@ class Guard:
         if gradio_app.tokens is not self.sessions:
             gradio_app.tokens = self.sessions  # Gradio's routes then see only live sessions
         path, method = scope["path"], scope.get("method", "GET")
+        foreign = _foreign_origin(scope)
+        if foreign is not None:
+            if scope["type"] == "websocket" or method not in ("GET", "HEAD"):
+                await _refuse_foreign(scope, send, foreign)
+                return
+            send = _without_cors(send)  # it may read its own page, never hand another origin ours
         if scope["type"] == "http" and method == "POST" and path in LOGIN_PATHS:
             await self.login(scope, receive, send, gradio_app.cookie_id)
             return
@@ -112,12 +123,18 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if ADMIN_FILES in path and self.accounts.role(user) != "admin":  # Gradio serves any file it handed out
+            await send_json(send, 403, {"detail": "the decision export is the admins'"})
+            return
         limit = (self.settings.max_upload_bytes + UPLOAD_OVERHEAD_BYTES if path in UPLOAD_PATHS
                  else self.settings.max_request_bytes)
         if user is None and path == "/":
             await self.app(scope, receive, _without_api_info(send))
             return
         if self.routes is not None and user is not None and path.startswith(API_PREFIX):
+            if method == "POST" and not _is_json(scope):
+                await send_json(send, 415, {"detail": "send the body as JSON (Content-Type: application/json)"})
+                return
             await self.routes.handle(scope, receive, send, user)
             return
         await _limited(self.app, scope, receive, send, limit)
@@ -132,7 +149,12 @@ class Guard:
         if body is None:
             await send_json(send, 413, {"detail": f"a login is at most {LOGIN_BODY_BYTES} bytes"})
             return
-        form = await Request(scope, _replay(body)).form(max_files=0, max_fields=8)
+        try:
+            form = await Request(scope, _replay(body)).form(max_files=0, max_fields=8)
+        except Exception:  # starlette's MultiPartException, a form it cannot parse: the client's mistake
+            await send_json(send, 400, {"detail": "a login is a form with a username and a password (at most 8 "
+                                                  "fields, no files)"})
+            return
         name, password = str(form.get("username") or "").strip(), str(form.get("password") or "")
         address = (scope.get("client") or ("unknown", 0))[0]
         refusal, ok = self.limiter.refusal(name, address), False
@@ -190,6 +212,62 @@ class Guard:
             return bool(self.settings.cookie_secure)
         forwarded = dict(scope.get("headers") or []).get(b"x-forwarded-proto", b"").split(b",")[0].strip()
         return scope.get("scheme") in ("https", "wss") or forwarded.lower() == b"https"
+
+
+def _own_origin(scope: Scope) -> str:
+    """``scheme://host[:port]`` the browser reached this app at (through a proxy: per X-Forwarded-Proto/Host)."""
+    headers = dict(scope.get("headers") or [])
+    scheme = headers.get(b"x-forwarded-proto", b"").split(b",")[0].strip().decode("latin-1") or \
+        {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), scope.get("scheme", "http"))
+    host = (headers.get(b"x-forwarded-host") or headers.get(b"host") or b"").split(b",")[0].strip()
+    return _normal(f"{scheme}://{host.decode('latin-1')}")
+
+
+def _normal(origin: str) -> str:
+    origin = origin.strip().lower().rstrip("/")
+    for scheme, port in (("http://", ":80"), ("https://", ":443")):
+        if origin.startswith(scheme) and origin.endswith(port):
+            return origin[: -len(port)]
+    return origin
+
+
+def _foreign_origin(scope: Scope) -> str | None:
+    """The origin a request says it comes from when that is not the app's own (``null`` included); None when it
+    is the app's or says none (a script, not a browser page)."""
+    from urllib.parse import urlsplit
+
+    headers = dict(scope.get("headers") or [])
+    said = headers.get(b"origin")
+    if said is None and headers.get(b"referer"):
+        parts = urlsplit(headers[b"referer"].decode("latin-1"))
+        said = f"{parts.scheme}://{parts.netloc}".encode("latin-1")
+    if said is None:
+        return None
+    origin = said.decode("latin-1")
+    return None if _normal(origin) == _own_origin(scope) else origin
+
+
+async def _refuse_foreign(scope: Scope, send: Any, origin: str) -> None:
+    if scope["type"] == "websocket":
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    await send_json(send, 403, {"detail": f"a request from {origin} may not change anything here: use the app "
+                                          f"itself"})
+
+
+def _without_cors(send: Any) -> Any:
+    """``send`` with every Access-Control-Allow-* header dropped from the response (Gradio reflects origins)."""
+    async def strip(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            headers = [(k, v) for k, v in message.get("headers", []) if not k.lower().startswith(b"access-control-")]
+            message = {**message, "headers": headers}
+        await send(message)
+    return strip
+
+
+def _is_json(scope: Scope) -> bool:
+    kind = dict(scope.get("headers") or []).get(b"content-type", b"").split(b";")[0].strip().lower()
+    return kind == b"application/json"
 
 
 def _cookies(scope: Scope) -> dict[str, str]:

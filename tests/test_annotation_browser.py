@@ -306,3 +306,48 @@ def test_opening_pages_and_the_admin_tab_leases_nothing(tmp_path):
         assert all(source.startswith("api/v1/blob/") for source in sources), sources
         page.wait_for_function(f"() => [...document.querySelectorAll('{VN}-images img')]"
                                ".every(i => i.complete && i.naturalWidth > 0)", timeout=30_000)
+
+
+def test_a_page_on_another_port_can_neither_read_nor_answer_an_item(tmp_path):
+    """A logged-in annotator opens a page served from another port of 127.0.0.1 (the same site, so the session
+    cookie goes along): its script can read no item and take none, and its plain HTML form, posting text/plain
+    that reads as JSON, answers nothing."""
+    import http.server
+    import threading
+
+    from tests.test_annotation_app import free_port
+
+    settings = app_settings(tmp_path)
+    items = publish_visual_negatives(settings, 1)
+    app_url = f"http://127.0.0.1:{settings.annotation.port}"
+    attack = f"""<html><body>
+<form id="f" method="POST" action="{app_url}/api/v1/answer" enctype="text/plain">
+<input name='{{"item_id": "{items[0].id}", "verdict": "accept", "x": "' value='"}}'></form>
+<script>
+window.results = {{}};
+fetch("{app_url}/api/v1/take", {{method: "POST", credentials: "include", headers: {{"Content-Type":
+  "application/json"}}, body: JSON.stringify({{queue: "visual_negative"}})}})
+  .then(r => r.text()).then(t => window.results.take = t).catch(e => window.results.take = "blocked: " + e);
+fetch("{app_url}/config", {{credentials: "include"}})
+  .then(r => r.text()).then(t => window.results.config = t).catch(e => window.results.config = "blocked: " + e);
+</script></body></html>"""
+    (tmp_path / "evil").mkdir()
+    (tmp_path / "evil" / "index.html").write_text(attack)
+    handler = lambda *a: http.server.SimpleHTTPRequestHandler(*a, directory=str(tmp_path / "evil"))  # noqa: E731
+    evil = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    threading.Thread(target=evil.serve_forever, daemon=True).start()
+    try:
+        with app_in_browser(settings) as (browser, url):
+            page = browser.new_page()
+            log_in(page, url, "ann1")
+            page.goto(f"http://127.0.0.1:{evil.server_address[1]}/index.html")
+            page.wait_for_function("window.results.take !== undefined && window.results.config !== undefined",
+                                   timeout=30_000)
+            results = page.evaluate("window.results")
+            assert results["take"].startswith("blocked") and results["config"].startswith("blocked"), results
+            with page.expect_navigation():
+                page.evaluate("document.getElementById('f').submit()")
+            assert "may not change anything" in page.content()
+    finally:
+        evil.shutdown()
+    assert not open_storage(settings).catalog.find_records(kind="decision")

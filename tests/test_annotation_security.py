@@ -229,3 +229,47 @@ def test_unlock_is_an_admin_function_in_the_api_and_the_admin_view(running):
     assert "ann2" not in data[1]  # the view's list of lockouts, after the unlock
     assert login(url, "ann2").status_code == 200
 
+
+
+# -- other origins -----------------------------------------------------------------------------------------------
+
+
+def test_a_request_from_another_origin_changes_nothing_and_api_bodies_must_be_json(running):
+    settings, url = running()
+    items = publish_visual_negatives(settings, 1)
+    http = session(url, "ann1")
+    own = url.rstrip("/")
+    evil = "http://127.0.0.1:1"
+    for headers in ({"origin": evil}, {"origin": "null"}, {"referer": evil + "/page.html"}):
+        refused = http.post("api/v1/take", json={"queue": "visual_negative"}, headers=headers)
+        assert refused.status_code == 403 and "may not change anything" in refused.json()["detail"], headers
+    form = http.post("api/v1/answer", content=b'{"item_id": "x", "verdict": "accept", "p": "="}',
+                     headers={"content-type": "text/plain", "origin": own})
+    assert form.status_code == 415
+    assert http.options("api/v1/take", headers={"origin": evil, "access-control-request-method": "POST"}
+                        ).status_code == 403
+    read = http.get("config", headers={"origin": evil})
+    assert not any(k.lower().startswith("access-control-allow") for k in read.headers)
+    taken = http.post("api/v1/take", json={"queue": "visual_negative"}, headers={"origin": own})
+    assert taken.status_code == 200 and taken.json()["item"]["item_id"] == items[0].id
+    assert not open_storage(settings).catalog.find_records(kind="decision")
+
+
+def test_a_broken_login_form_is_a_400_with_a_message(running):
+    _, url = running()
+    many = httpx.post(url + "login", data={f"field{i}": "x" for i in range(20)})
+    assert many.status_code == 400 and "a login is a form" in many.json()["detail"]
+    broken = httpx.post(url + "login", content=b"--xyz\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n",
+                        headers={"content-type": "multipart/form-data; boundary=xyz"})
+    assert broken.status_code == 400 and broken.json()["detail"]
+
+
+def test_the_decision_export_is_served_to_admins_only(running):
+    settings, url = running()
+    publish_visual_negatives(settings, 1)
+    admin = session(url, "boss")
+    kind, data = call(admin, "export_decisions")
+    assert kind == "complete"
+    address = data[0]["url"]
+    assert "benchwright-decisions-" in address and admin.get(address).status_code == 200
+    assert session(url, "ann1").get(address).status_code == 403

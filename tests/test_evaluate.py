@@ -226,7 +226,7 @@ def test_answers_from_a_file_are_keyed_by_the_published_row(settings, tmp_path):
     # the answer to a row this release does not hold is listed once, with its line, and is not an error
     assert f"text-normal.jsonl:999 (line {len(lines)})" in " ".join(result.problems)
     assert result.counts["not in this release"] == 1 and result.counts["lines quarantined"] == 1
-    assert any("not JSON" in p for p in result.problems)
+    assert any("not valid JSON" in p for p in result.problems)
     quarantined = storage.catalog.find_records(kind="quarantined_input", status=Status.QUARANTINED)
     assert {q.payload["locator"] for q in quarantined} == {f"line {len(lines) + 1}"}
     stored = storage.catalog.find_records(kind="prediction", payload_equals={"run": result.key})
