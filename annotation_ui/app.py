@@ -126,13 +126,24 @@ class App:
         note = note or ""
         if len(note) > self.settings.annotation.max_note_chars:  # refused before the guideline check's cost
             raise WorkError(f"the note has {len(note)} characters; at most {self.settings.annotation.max_note_chars}")
-        item = self.work.content(item_id)
+        item = self._item(item_id)
         if correction is not None:
             self._check_correction(item, correction)
         target = self.work.content(item.payload["target_id"])
         # what the view showed: the item and target versions (ids are content hashes), their images, the texts
         return name, note, {**(shown or {}), "target": target.id, "images": {b.role: b.sha256 for b in target.blobs},
                             "question": item.payload["question"], "suggestion": item.payload["suggestion"]}
+
+    def _item(self, item_id: str) -> Any:
+        """The review item of that id; a WorkError that says so for an unknown id or another kind of record (never
+        the catalog's path, which a KeyError from the store names)."""
+        try:
+            item = self.work.content(item_id)
+        except KeyError:
+            raise WorkError(f"no review item {item_id[:64]!r}") from None
+        if item.kind != "review_item":
+            raise WorkError(f"{item_id[:12]} is a {item.kind} record, not a review item")
+        return item
 
     def _check_correction(self, item: Any, correction: dict) -> None:
         """The check the item's benchmark declares for corrections in its queue; a queue that declares none

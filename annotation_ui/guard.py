@@ -132,9 +132,6 @@ class Guard:
             await self.app(scope, receive, _without_api_info(send))
             return
         if self.routes is not None and user is not None and path.startswith(API_PREFIX):
-            if method == "POST" and not _is_json(scope):
-                await send_json(send, 415, {"detail": "send the body as JSON (Content-Type: application/json)"})
-                return
             await self.routes.handle(scope, receive, send, user)
             return
         await _limited(self.app, scope, receive, send, limit)
@@ -265,7 +262,7 @@ def _without_cors(send: Any) -> Any:
     return strip
 
 
-def _is_json(scope: Scope) -> bool:
+def is_json(scope: Scope) -> bool:
     kind = dict(scope.get("headers") or []).get(b"content-type", b"").split(b";")[0].strip().lower()
     return kind == b"application/json"
 

@@ -23,7 +23,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from annotation_ui.guard import read_body, send_json
+from annotation_ui.guard import is_json, read_body, send_json
 from annotation_ui.work import WorkError
 
 BLOB = re.compile(r"/api/v1/blob/([0-9a-f]{64})")
@@ -85,6 +85,9 @@ class Routes:
         handler = {"/api/v1/take": self.take, "/api/v1/answer": self.answer}.get(path)
         if handler is None or method != "POST":
             await send_json(send, 404, {"detail": f"no route {method} {path}"})
+            return
+        if not is_json(scope):  # a plain HTML form can post text/plain that reads as JSON; a page's fetch cannot
+            await send_json(send, 415, {"detail": "send the body as JSON (Content-Type: application/json)"})
             return
         body = await read_body(receive, self.max_body_bytes)
         if body is None:

@@ -261,9 +261,12 @@ class Work:
                             f"undo it first to change the answer")
         if state.status != Status.CANDIDATE:
             raise WorkError(f"item {item.id[:12]} is already resolved")
-        others_leased = len(state.live_leases - {annotator})
-        if len(state.answers) + (0 if annotator in state.leases else others_leased) >= overlap:
+        if len(state.answers) >= overlap:
             raise WorkError(f"item {item.id[:12]} already has its {overlap} answer(s)")
+        others_leased = len(state.live_leases - {annotator})
+        if annotator not in state.leases and len(state.answers) + others_leased >= overlap:
+            raise WorkError(f"item {item.id[:12]} is being answered by another annotator (it is leased to them "
+                            f"until they answer or the lease of {self.settings.lease_s:g} s ends); take another item")
         request.decision = decision_record(item, annotator=annotator, verdict=request.verdict, note=request.note,
                                            correction=request.correction, shown=request.shown,
                                            sequence=state.decisions[annotator])

@@ -68,7 +68,7 @@ def test_an_annotator_cannot_answer_an_item_leased_to_another(running):
     (item,) = publish(settings, 1)
     first, second = client(url, "ann1"), client(url, "ann2")
     assert json.loads(first.predict("recheck", api_name="/take"))["item_id"] == item.id
-    with pytest.raises(Exception, match="already has its 1 answer"):
+    with pytest.raises(Exception, match="is being answered by another annotator"):
         second.predict(item.id, "reject", "", api_name="/answer")
     first.predict(item.id, "accept", "", api_name="/answer")
 
@@ -98,7 +98,7 @@ def test_the_plain_routes_follow_the_same_rules_as_the_page(running):
         http.post("login", data={"username": name, "password": "pw"}).raise_for_status()
     assert me.post("api/v1/take", json={"queue": "recheck"}).json()["item"]["item_id"] == first.id
     refused = other.post("api/v1/answer", json={"item_id": first.id, "verdict": "reject"})
-    assert refused.status_code == 400 and "already has its 1 answer" in refused.json()["detail"]
+    assert refused.status_code == 400 and "is being answered by another annotator" in refused.json()["detail"]
     reply = me.post("api/v1/answer", json={"item_id": first.id, "verdict": "accept", "note": "ok", "next": "recheck"})
     assert reply.status_code == 200 and reply.json()["next"]["item_id"] == second.id
     again = me.post("api/v1/answer", json={"item_id": first.id, "verdict": "accept"})
@@ -199,3 +199,15 @@ def test_an_edited_scene_table_is_the_correction_and_cosmetic_edits_are_none():
          "key_state": None},
         {"id": "cup.0", "category": "Cup", "description": "a blue cup", "relation": ["cup next to ball"],
          "key_state": "full"}]}
+
+
+def test_an_answer_to_a_record_that_is_no_review_item_says_so_and_names_no_path(running):
+    settings, url = running()
+    (item,) = publish(settings, 1)
+    http = httpx.Client(base_url=url)
+    http.post("login", data={"username": "ann1", "password": "pw"}).raise_for_status()
+    target = item.payload["target_id"]
+    for item_id, reason in ((target, "not a review item"), ("0" * 64, "no review item")):
+        refused = http.post("api/v1/answer", json={"item_id": item_id, "verdict": "accept"})
+        assert refused.status_code == 400 and reason in refused.json()["detail"], refused.text
+        assert str(settings.catalog.path) not in refused.text and "duckdb" not in refused.text

@@ -20,7 +20,7 @@ def test_an_item_is_leased_to_one_annotator_and_answered_once(catalog):
     assert first.id == items[0].id and work.next_item("recheck", "ann1").id == first.id  # held until answered
     assert work.next_item("recheck", "ann2").id == items[1].id  # the other annotator gets the next one
     assert work.next_item("recheck", "ann3") is None
-    with pytest.raises(WorkError, match="already has its 1 answer"):
+    with pytest.raises(WorkError, match="is being answered by another annotator"):
         work.submit(first.id, "ann2", "accept")  # leased to ann1
     work.submit(first.id, "ann1", "accept", note="fine")
     assert catalog.get_record(first.payload["target_id"]).status == Status.ACCEPTED
