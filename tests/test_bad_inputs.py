@@ -308,6 +308,8 @@ CASES: list[tuple[str, str, Callable[[Path, Path], None], str, str]] = [
      "episodes.jsonl:3", "not UTF-8"),
     ("key-step-frame-not-integer", "folder", _key_steps(lambda k: k[sorted(k)[1]]["steps"].append(BAD_STEP)),
      "key_steps.json", "frame must be a number"),
+    ("key-steps-for-no-episode", "folder", _key_steps(lambda k: k.update(ghost={"goal": "g", "steps": [
+        {"frame": 1, "text": "x"}]})), "key_steps.json", "episode 'ghost', which the source does not hold"),
     ("key-step-fps-zero", "folder", _key_steps(lambda k: k[sorted(k)[1]].update(fps=0)), "key_steps.json",
      "fps must be above 0"),
     ("key-step-no-text", "folder", _key_steps(lambda k: k[sorted(k)[1]]["steps"][0].pop("text")),

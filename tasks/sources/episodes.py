@@ -282,6 +282,14 @@ def read_key_steps(path: Path) -> KeySteps:
     return keys
 
 
+def _unmatched(keys: KeySteps, used: set[str]) -> Iterator[tuple[str, Loader]]:
+    """A refused item per episode the key-step file annotates that the source does not hold (a misspelt name would
+    otherwise vanish without a word)."""
+    for name in sorted({*keys.annotations, *keys.problems} - used):
+        yield (f"{keys.path.name}: episode {name}",
+               refused(f"{keys.path}: key steps for episode {name!r}, which the source does not hold"))
+
+
 def _key_steps(folder: Path, given: Path | None, root: SourceRoot) -> KeySteps:
     """The key-step file (named, or found in the folder); its stray rows are refused by the caller."""
     if given is None:
@@ -358,6 +366,7 @@ def _lerobot_episodes(root: SourceRoot, key_steps: Path | None) -> Iterator[tupl
         yield "meta/episodes.jsonl", refused(f"{listing}: no episode list")
         return
     first_line: dict[int, int] = {}
+    used: set[str] = set()
     for number, text, reason in lines(listing):
         where = f"meta/episodes.jsonl:{number}"
         try:
@@ -375,9 +384,11 @@ def _lerobot_episodes(root: SourceRoot, key_steps: Path | None) -> Iterator[tupl
                                  f"{first_line[index]}); the first is kept")
             continue
         first_line[index] = number
+        used.add(str(index))
         yield (f"episode {index}",
                lambda e=episode, i=index: load_lerobot_episode(root, info, e, keys.lookup(str(i), f"episode {i}"),
                                                                 folder.name))
+    yield from _unmatched(keys, used)
 
 
 # -- plain folders and HDF5 files ------------------------------------------------------------------------------
@@ -451,12 +462,15 @@ def _folder_episodes(root: SourceRoot, key_steps: Path | None) -> Iterator[tuple
     folder = root.path
     keys = _key_steps(folder, key_steps, root)
     yield from ((where, refused(reason)) for where, reason in keys.stray)
+    used: set[str] = set()
     for episode_dir, problem in root.entries():
         if episode_dir.is_dir() or problem:
             name = episode_dir.name
+            used.add(name)
             yield name, refused(problem) if problem else (
                 lambda d=episode_dir, n=name: load_folder_episode(d, keys.lookup(n, f"{folder.name}/{n}"),
                                                                   folder.name, root))
+    yield from _unmatched(keys, used)
 
 
 @dataclass(frozen=True)
@@ -535,6 +549,7 @@ def _hdf5_episodes(root: SourceRoot, key_steps: Path | None, layout: Hdf5Layout)
             problem = f"{episode_id}: ambiguous: {', '.join(p.name for p, _ in found)} share one name; refused"
         yield name, refused(problem) if problem else (
             lambda p=path, n=name, e=episode_id: load_hdf5_episode(p, e, keys.lookup(n, e), layout, folder.name))
+    yield from _unmatched(keys, set(files))
 
 
 LOOKED_FOR = {"sample": "episode folders holding episode.json", "lerobot": "a LeRobot dataset (meta/info.json)",
