@@ -35,6 +35,14 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
+def known(values: tuple[str, ...], allowed: tuple[str, ...], what: str) -> tuple[str, ...]:
+    """``values`` when each is one of ``allowed``; a ValueError naming the others and the choices."""
+    unknown = [v for v in values if v not in allowed]
+    if unknown:
+        raise ValueError(f"unknown {what} {', '.join(unknown)}; choose from {', '.join(allowed)}")
+    return values
+
+
 class CatalogSettings(Section):
     path: Path = Path("data/catalog.duckdb")
     # a PostgreSQL server instead of the DuckDB file (workers on several hosts): postgresql://user@host:5432/db

@@ -82,13 +82,10 @@ def _release_makers() -> dict[str, Callable[[Settings], str]]:
 
 @pytest.fixture(scope="module")
 def toy_registered() -> Iterator[None]:
-    registered = dict(benchmark.PLUGINS)
-    benchmark.register("toy", "tests.toy_benchmark.plugin:PLUGIN")
-    yield
-    benchmark.PLUGINS.clear()
-    benchmark.PLUGINS.update(registered)
-    benchmark.register("toy", "tests.toy_benchmark.plugin:PLUGIN")  # drops the loaded plugin
-    benchmark.PLUGINS.pop("toy")
+    from tests.toy_benchmark import registered
+
+    with registered():
+        yield
 
 
 def _formats(name: str) -> list[str]:

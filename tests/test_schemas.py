@@ -173,7 +173,7 @@ def test_sections_default_when_absent_and_a_bad_or_unknown_one_is_a_clear_error(
     ("[catalog]\nhold_s = inf\n", "[catalog] hold_s: Input should be a finite number (got inf)"),
     ("[compute]\nworkers = 100000\n", "[compute] workers: Input should be less than or equal to 1024"),
     ('[blobs]\nuri = "ftp://host/x"\n', "[blobs]: uri names the blob store as file://<folder> or s3://"),
-    ('[vic]\ntasks = ["maze", "sudoku"]\n', "[vic] tasks: unknown ViC-Bench task(s) sudoku"),
+    ('[vic]\ntasks = ["maze", "sudoku"]\n', "[vic] tasks: unknown ViC-Bench task(s) sudoku; choose from"),
     ('[webplan]\nfuture_count = nan\n', "[webplan] future_count:"),
     ("[explore]\nshort_min = 300\n", "[explore]: the subset bounds must rise: short_min 300 < medium_min 100"),
     ("[progress]\nboundary_offsets = [0.9]\n", "[progress] boundary_offsets: boundary offsets are fractions"),

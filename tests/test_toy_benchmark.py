@@ -15,15 +15,10 @@ from tests.test_annotation_app import app_settings
 
 @pytest.fixture
 def toy() -> Iterator[None]:
-    from tasks import benchmark
+    from tests.toy_benchmark import registered
 
-    registered = dict(benchmark.PLUGINS)
-    benchmark.register("toy", "tests.toy_benchmark.plugin:PLUGIN")
-    yield
-    benchmark.PLUGINS.clear()
-    benchmark.PLUGINS.update(registered)
-    benchmark.register("toy", "tests.toy_benchmark.plugin:PLUGIN")  # drops the loaded plugin
-    benchmark.PLUGINS.pop("toy")
+    with registered():
+        yield
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from schemas.config import Section
+from schemas.config import Section, known
 from tasks.vic.task import MAX_TURNS, TASKS
 
 
@@ -22,10 +22,7 @@ class VicSettings(Section):
     @field_validator("tasks")
     @classmethod
     def _known_tasks(cls, tasks: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [t for t in tasks if t not in TASKS]
-        if unknown:
-            raise ValueError(f"unknown ViC-Bench task(s) {', '.join(unknown)}; the tasks are {', '.join(TASKS)}")
-        return tasks
+        return known(tasks, TASKS, "ViC-Bench task(s)")
 
     @field_validator("history_images")
     @classmethod

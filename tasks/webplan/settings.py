@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from schemas.config import Section
+from schemas.config import Section, known
 from tasks.webplan.instance import TESTS
 
 
@@ -32,7 +32,4 @@ class WebplanSettings(Section):
     @field_validator("tests")
     @classmethod
     def _known_tests(cls, tests: tuple[str, ...]) -> tuple[str, ...]:
-        unknown = [t for t in tests if t not in TESTS]
-        if unknown:
-            raise ValueError(f"unknown web-planning test(s) {', '.join(unknown)}; the tests are {', '.join(TESTS)}")
-        return tests
+        return known(tests, TESTS, "web-planning test(s)")
