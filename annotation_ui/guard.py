@@ -131,6 +131,14 @@ class Guard:
         if user is None and path == "/":
             await self.app(scope, receive, _without_api_info(send))
             return
+        if method == "POST" and is_json(scope):  # read here: a body nested too deep would crash a parser (500)
+            body = await read_body(receive, limit)
+            if body is None or too_deep(body):
+                await send_json(send, 413 if body is None else 400, {
+                    "detail": f"request body too large: at most {limit} bytes here" if body is None else
+                    f"the JSON body nests deeper than {MAX_JSON_DEPTH} levels"})
+                return
+            receive = _replay(body)
         if self.routes is not None and user is not None and path.startswith(API_PREFIX):
             await self.routes.handle(scope, receive, send, user)
             return
@@ -260,6 +268,23 @@ def _without_cors(send: Any) -> Any:
             message = {**message, "headers": headers}
         await send(message)
     return strip
+
+
+MAX_JSON_DEPTH = 64  # the app's own bodies nest a few levels; Python's parser fails near a thousand
+_BRACKETS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def too_deep(body: bytes) -> bool:
+    """Whether the JSON nests deeper than MAX_JSON_DEPTH (brackets counted outside strings)."""
+    depth = 0
+    for match in _BRACKETS.finditer(body):
+        token = match.group()
+        if token[:1] == b'"':
+            continue
+        depth += 1 if token in (b"[", b"{") else -1
+        if depth > MAX_JSON_DEPTH:
+            return True
+    return False
 
 
 def is_json(scope: Scope) -> bool:

@@ -273,3 +273,13 @@ def test_the_decision_export_is_served_to_admins_only(running):
     address = data[0]["url"]
     assert "benchwright-decisions-" in address and admin.get(address).status_code == 200
     assert session(url, "ann1").get(address).status_code == 403
+
+
+def test_a_body_nested_too_deep_is_a_400_not_a_crash(running):
+    _, url = running()
+    http = session(url, "ann1")
+    deep = b'{"data": ' + b"[" * 5000 + b"]" * 5000 + b"}"
+    for route in ("api/v1/take", "gradio_api/call/take"):
+        refused = http.post(route, content=deep, headers={"content-type": "application/json"})
+        assert refused.status_code == 400 and "nests deeper than 64" in refused.json()["detail"], route
+    assert http.post("api/v1/take", json={"queue": "recheck"}).status_code == 200
