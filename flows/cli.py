@@ -909,6 +909,10 @@ def evaluate(
 
     given = {"segment_num": segment_num, "window_size": window_size, "scoring": scoring}
     options = {**_key_values(option, "--option"), **{k: v for k, v in given.items() if v is not None}}
+    with _failures_as_messages():  # an unknown release is one line, before a flow (and its logged traceback) runs
+        from storage.releases import load_release
+
+        load_release(_storage().catalog, release)
     with _failures_as_messages(), at_the_terminal(settings):
         result = evaluate_release(settings, release=release, model=model, strategy=strategy, options=options,
                                   predictions=str(predictions) if predictions else None,

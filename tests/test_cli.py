@@ -124,6 +124,18 @@ def test_broken_config_is_one_clear_line(tmp_path, monkeypatch):
     assert result.exit_code == 2 and "configuration error" in result.output and "batch_size" in result.output
 
 
+def test_names_in_brackets_are_printed_as_written(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "benchwright.toml").write_text('[vic]\ntasks = ["sudoku"]\n[sectionx]\na = 1\n')
+    result = invoke("config", "show")
+    assert result.exit_code == 2 and "[sectionx]" in result.output
+
+
+def test_an_unknown_release_to_evaluate_is_one_line_before_any_flow(project):
+    result = invoke("evaluate", "--release", "nope", "--model", "baseline:random")
+    assert result.exit_code == 1 and result.output.strip() == "error: no release 'nope'; known: none yet"
+
+
 def test_models_list_and_check(tmp_path, monkeypatch):
     from tests.chat_server import ScriptedChatServer
 
