@@ -604,6 +604,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     from starlette.middleware import Middleware
 
     from annotation_ui.guard import Guard, Sessions
+    from annotation_ui.origins import without_gradio_cors
     from annotation_ui.rest import Routes
 
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -621,16 +622,5 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
                   auth=app.accounts.authenticate, auth_message="benchwright annotation: log in with your account",
                   prevent_thread_lock=not block, quiet=True, head=HEAD, show_error=True,
                   max_file_size=settings.annotation.max_upload_bytes, app_kwargs={"middleware": [guard]})
-    _without_gradio_cors(blocks.server_app)
+    without_gradio_cors(blocks.server_app)
     return blocks
-
-
-def _without_gradio_cors(server: Any) -> None:
-    """Take Gradio's CORS middleware out of its app: it reflects the Origin of any page on localhost (any port),
-    and of any page at all when the app is served under another host name, with credentials allowed, so another
-    page could read what an annotator sees. The guard, outermost then, refuses foreign origins anything but reads,
-    and no response names another origin. Starlette builds the middleware stack again on the next request."""
-    from gradio.route_utils import CustomCORSMiddleware
-
-    server.user_middleware = [m for m in server.user_middleware if m.cls is not CustomCORSMiddleware]
-    server.middleware_stack = None

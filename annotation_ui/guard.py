@@ -30,6 +30,7 @@ from typing import Any
 
 from annotation_ui.accounts import Accounts
 from annotation_ui.limits import LoginLimiter, Refusal
+from annotation_ui.origins import MAX_JSON_DEPTH, foreign_origin, is_json, too_deep, without_cors
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -102,12 +103,12 @@ class Guard:
         if gradio_app.tokens is not self.sessions:
             gradio_app.tokens = self.sessions  # Gradio's routes then see only live sessions
         path, method = scope["path"], scope.get("method", "GET")
-        foreign = _foreign_origin(scope)
+        foreign = foreign_origin(scope)
         if foreign is not None:
             if scope["type"] == "websocket" or method not in ("GET", "HEAD"):
-                await _refuse_foreign(scope, send, foreign)
+                await refuse_foreign(scope, send, foreign)
                 return
-            send = _without_cors(send)  # it may read its own page, never hand another origin ours
+            send = without_cors(send)  # it may read its own page, never hand another origin ours
         if scope["type"] == "http" and method == "POST" and path in LOGIN_PATHS:
             await self.login(scope, receive, send, gradio_app.cookie_id)
             return
@@ -219,77 +220,12 @@ class Guard:
         return scope.get("scheme") in ("https", "wss") or forwarded.lower() == b"https"
 
 
-def _own_origin(scope: Scope) -> str:
-    """``scheme://host[:port]`` the browser reached this app at (through a proxy: per X-Forwarded-Proto/Host)."""
-    headers = dict(scope.get("headers") or [])
-    scheme = headers.get(b"x-forwarded-proto", b"").split(b",")[0].strip().decode("latin-1") or \
-        {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), scope.get("scheme", "http"))
-    host = (headers.get(b"x-forwarded-host") or headers.get(b"host") or b"").split(b",")[0].strip()
-    return _normal(f"{scheme}://{host.decode('latin-1')}")
-
-
-def _normal(origin: str) -> str:
-    origin = origin.strip().lower().rstrip("/")
-    for scheme, port in (("http://", ":80"), ("https://", ":443")):
-        if origin.startswith(scheme) and origin.endswith(port):
-            return origin[: -len(port)]
-    return origin
-
-
-def _foreign_origin(scope: Scope) -> str | None:
-    """The origin a request says it comes from when that is not the app's own (``null`` included); None when it
-    is the app's or says none (a script, not a browser page)."""
-    from urllib.parse import urlsplit
-
-    headers = dict(scope.get("headers") or [])
-    said = headers.get(b"origin")
-    if said is None and headers.get(b"referer"):
-        parts = urlsplit(headers[b"referer"].decode("latin-1"))
-        said = f"{parts.scheme}://{parts.netloc}".encode("latin-1")
-    if said is None:
-        return None
-    origin = said.decode("latin-1")
-    return None if _normal(origin) == _own_origin(scope) else origin
-
-
-async def _refuse_foreign(scope: Scope, send: Any, origin: str) -> None:
+async def refuse_foreign(scope: Scope, send: Any, origin: str) -> None:
     if scope["type"] == "websocket":
         await send({"type": "websocket.close", "code": 1008})
         return
     await send_json(send, 403, {"detail": f"a request from {origin} may not change anything here: use the app "
                                           f"itself"})
-
-
-def _without_cors(send: Any) -> Any:
-    """``send`` with every Access-Control-Allow-* header dropped from the response (Gradio reflects origins)."""
-    async def strip(message: Message) -> None:
-        if message["type"] == "http.response.start":
-            headers = [(k, v) for k, v in message.get("headers", []) if not k.lower().startswith(b"access-control-")]
-            message = {**message, "headers": headers}
-        await send(message)
-    return strip
-
-
-MAX_JSON_DEPTH = 64  # the app's own bodies nest a few levels; Python's parser fails near a thousand
-_BRACKETS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-
-def too_deep(body: bytes) -> bool:
-    """Whether the JSON nests deeper than MAX_JSON_DEPTH (brackets counted outside strings)."""
-    depth = 0
-    for match in _BRACKETS.finditer(body):
-        token = match.group()
-        if token[:1] == b'"':
-            continue
-        depth += 1 if token in (b"[", b"{") else -1
-        if depth > MAX_JSON_DEPTH:
-            return True
-    return False
-
-
-def is_json(scope: Scope) -> bool:
-    kind = dict(scope.get("headers") or []).get(b"content-type", b"").split(b";")[0].strip().lower()
-    return kind == b"application/json"
 
 
 def _cookies(scope: Scope) -> dict[str, str]:

@@ -23,7 +23,8 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from annotation_ui.guard import is_json, read_body, send_json
+from annotation_ui.guard import read_body, send_json
+from annotation_ui.origins import is_json
 from annotation_ui.work import WorkError
 
 BLOB = re.compile(r"/api/v1/blob/([0-9a-f]{64})")
