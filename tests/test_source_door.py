@@ -426,3 +426,16 @@ def test_every_registered_importer_room_is_guarded() -> None:
 
     guarded = {str(p.relative_to(ROOT)).split("/")[1] for p in _reader_sources() if str(p).count("/tasks/")}
     assert set(benchmark.PLUGINS) <= guarded
+
+
+def test_an_empty_answer_after_a_real_one_is_a_second_answer_not_an_unanswered_item(tmp_path: Path) -> None:
+    from tasks.evaluate.answer_files import read_predictions
+
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("\n".join(json.dumps(a) for a in (
+        {"key": "keep", "answer": "<score>50%</score>"}, {"key": "keep", "answer": ""},
+        {"key": "bad", "answer": " "}, {"key": "bad", "answer": "<score>40%</score>"})) + "\n")
+    collected, problems = read_predictions(answers, _items(), "progress")
+    assert collected.answers == {"keep": "<score>50%</score>"} and collected.empty == [(3, "bad")]
+    assert [(n, why) for n, _, why in problems] == [(2, "a second answer for 'keep'; the first is kept"),
+                                                    (4, "a second answer for 'bad'; the first is kept")]

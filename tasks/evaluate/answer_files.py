@@ -125,6 +125,7 @@ def read_predictions(path: Path, items: list[Any], benchmark: str) -> tuple[Coll
             by_alias.setdefault(alias, []).append(item)
     collected = Collected()
     problems: list[tuple[int, str, str]] = []
+    seen: set[str] = set()  # items an earlier line answered, an empty answer included
     door, name = SourceFolder.of_file(path)
     for number, line, row in answer_rows(door, name):
         why, key, answer = _unusable(row)
@@ -135,11 +136,12 @@ def read_predictions(path: Path, items: list[Any], benchmark: str) -> tuple[Coll
         if not named:
             collected.elsewhere.append((number, key))  # type: ignore[arg-type]
             continue
+        if any(item.key in seen for item in named):
+            problems.append((number, line, f"a second answer for {key!r}; the first is kept"))
+            continue
+        seen.update(item.key for item in named)
         if not answer.strip():  # no prediction (VLMEvalKit's empty cell, an empty string): the item is unanswered
             collected.empty.append((number, key))  # type: ignore[arg-type]
-            continue
-        if any(item.key in collected.answers for item in named):
-            problems.append((number, line, f"a second answer for {key!r}; the first is kept"))
             continue
         for item in named:
             collected.answers[item.key] = answer
