@@ -374,7 +374,8 @@ def stats(
             table.add_row(*(str(cell) for cell in row), style="bold" if row[0] in shown.emphasised else None)
         console.print(table)
     default = Path(_settings().export.folder) / f"{manifest.name}-v{manifest.version}-stats.png"
-    chart = numbers.chart(png or default, manifest.tag)
+    with _failures_as_messages():  # --png below a file, or a link where the chart goes: one line
+        chart = numbers.chart(png or default, manifest.tag)
     console.print(f"chart: {chart}")
 
 
@@ -909,10 +910,13 @@ def evaluate(
 
     given = {"segment_num": segment_num, "window_size": window_size, "scoring": scoring}
     options = {**_key_values(option, "--option"), **{k: v for k, v in given.items() if v is not None}}
-    with _failures_as_messages():  # an unknown release is one line, before a flow (and its logged traceback) runs
+    with _failures_as_messages():  # an unknown release or an --out that cannot be a folder is one line, before a
+        from storage.output import OutputFolder  # flow (and its logged traceback) runs
         from storage.releases import load_release
 
         load_release(_storage().catalog, release)
+        if out:
+            OutputFolder(out)
     with _failures_as_messages(), at_the_terminal(settings):
         result = evaluate_release(settings, release=release, model=model, strategy=strategy, options=options,
                                   predictions=str(predictions) if predictions else None,
@@ -954,6 +958,11 @@ def leaderboard(
     from tasks.evaluate.report import leaderboard_markdown, leaderboard_rows, plot_leaderboard
 
     catalog = _storage().catalog
+    if out:
+        from storage.output import OutputFolder
+
+        with _failures_as_messages():  # an --out that cannot be a folder is one line, before anything is drawn
+            OutputFolder(out)
     runs = catalog.find_records(kind="evaluation", status=Status.ACCEPTED)
     if release:
         runs = [r for r in runs if r.payload["release"] == release or r.payload["release"].split("@")[0] == release]

@@ -136,6 +136,20 @@ def test_an_unknown_release_to_evaluate_is_one_line_before_any_flow(project):
     assert result.exit_code == 1 and result.output.strip() == "error: no release 'nope'; known: none yet"
 
 
+def test_an_out_below_a_file_is_one_line_for_every_command_that_writes(project, tmp_path):
+    (tmp_path / "a-file").write_text("kept")
+    below = str(tmp_path / "a-file" / "out")
+    create = invoke("release", "create", "r1")
+    assert create.exit_code == 0, create.output
+    for args in (("release", "export", "r1", "--out", below), ("evaluate", "--release", "r1", "--model",
+                                                               "baseline:random", "--out", below),
+                 ("leaderboard", "--out", below)):
+        result = invoke(*args)
+        assert result.exit_code == 1 and "a-file exists and is not a folder" in result.output, (args, result.output)
+        assert "Traceback" not in result.output
+    assert (tmp_path / "a-file").read_text() == "kept"
+
+
 def test_models_list_and_check(tmp_path, monkeypatch):
     from tests.chat_server import ScriptedChatServer
 
