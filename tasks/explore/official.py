@@ -211,9 +211,7 @@ def row_records(row: Any, where: str, file_subset: str | None, images: ImageFold
 def _rows(door: SourceFolder, name: str) -> list[tuple[int, Any, str]]:
     """(index, row or None, why) per entry of an annotation file, each entry read and checked alone; RowError when
     the file cannot be read at all."""
-    if not door.read_bytes(name).lstrip().startswith(b"["):
-        raise RowError(f"{door.folder / name}: expected a JSON list of instances")
-    return [(index, value, why) for index, _, _, value, why in door.json_entries(name)]
+    return [(index, value, why) for index, _, _, value, why in door.json_entries(name, list_only=True)]
 
 
 def import_official(folder: Path, storage: Any, producer: Producer, bounds: SubsetBounds | None = None, *,

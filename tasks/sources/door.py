@@ -138,13 +138,17 @@ class SourceFolder:
         self._check_size(path, self.limits.document_bytes)
         return rows.csv_rows(path, required)
 
-    def json_entries(self, *parts: str | Path) -> Iterator[tuple[int, int, str | None, Any, str]]:
-        """(index, line, key or None, value or None, reason) per entry of a JSON list or object, each entry parsed
-        and checked alone: an entry that is not UTF-8, holds NaN or a repeated key, or nests too deep is refused
-        with its reason and the others are read. Entries after one whose end cannot be found (broken JSON) are
-        refused together with that reason. RowError when the file is no JSON list or object at all."""
+    def json_entries(self, *parts: str | Path, list_only: bool = False
+                     ) -> list[tuple[int, int, str | None, Any, str]]:
+        """(index, line, key or None, value or None, reason) per entry of a JSON list (or, unless ``list_only``,
+        object), each entry parsed and checked alone: an entry that is not UTF-8, holds NaN or a repeated key, or
+        nests too deep is refused with its reason and the others are read. Entries after one whose end cannot be
+        found (broken JSON) are refused together with that reason. RowError when the file holds no JSON list (or
+        object) at all."""
         text = self.read_bytes(*parts).decode("utf-8", "surrogateescape")
-        yield from entries_of(text, str(self.path(*parts)))
+        if list_only and not text.lstrip().startswith("["):
+            raise RowError(f"{self.path(*parts)}: expected a JSON list")
+        return list(entries_of(text, str(self.path(*parts))))
 
     def read_image(self, *parts: str | Path) -> tuple[bytes, Any]:
         """An image's bytes and its pixels (RGB array), decoded to the last byte; RowError when it is not a

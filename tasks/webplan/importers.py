@@ -260,9 +260,7 @@ def read_guiact(folder: Path, allow_symlinks_outside: bool = False) -> Imported:
     for data_path in pairs:
         try:
             images = _guiact_images(root, data_path.name.replace("_data.json", "_images.parquet"))
-            if not root.read_bytes(data_path.name).lstrip().startswith(b"["):
-                raise RowError(f"{data_path.name}: must hold a list of steps")
-            entries = list(root.json_entries(data_path.name))
+            entries = root.json_entries(data_path.name, list_only=True)  # a list of steps
         except (ValueError, OSError) as error:  # RowError, OutsideRoot
             problems.append(Problem(str(data_path), data_path.name, str(error)))
             continue
