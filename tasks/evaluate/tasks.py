@@ -163,7 +163,7 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     failures = quarantined_items(collected, benchmark, f"evaluate {plan.label}", producer)
     counts = {"items": len(plan.items), "scored": len(parsed), "asked": collected.asked,
               "from cache": collected.from_cache, "quarantined": len(failures),
-              # lines of a predictions file that cannot be read (no key, not JSON, empty, a second answer): each
+              # lines of a predictions file that cannot be used (no key, not JSON, NaN, a second answer): each
               # is stored as a quarantined input; the items they would have answered count as skipped
               "lines quarantined": len(collected.problems),
               # answers to items of another release (Medium answers against a Short release): listed, not errors
