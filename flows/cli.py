@@ -910,13 +910,7 @@ def evaluate(
 
     given = {"segment_num": segment_num, "window_size": window_size, "scoring": scoring}
     options = {**_key_values(option, "--option"), **{k: v for k, v in given.items() if v is not None}}
-    with _failures_as_messages():  # an unknown release or an --out that cannot be a folder is one line, before a
-        from storage.output import OutputFolder  # flow (and its logged traceback) runs
-        from storage.releases import load_release
-
-        load_release(_storage().catalog, release)
-        if out:
-            OutputFolder(out)
+    _check_before_a_flow(release, out)
     with _failures_as_messages(), at_the_terminal(settings):
         result = evaluate_release(settings, release=release, model=model, strategy=strategy, options=options,
                                   predictions=str(predictions) if predictions else None,
@@ -925,6 +919,18 @@ def evaluate(
                                   out_dir=str(out) if out else None, concurrency=concurrency,
                                   show_progress=True)
     _print_evaluation(result)
+
+
+def _check_before_a_flow(release: str, out: Path | None) -> None:
+    """An unknown release, or an --out that cannot be a folder, is one line before a flow runs (inside one, Prefect
+    logs the task's traceback first)."""
+    from storage.output import OutputFolder
+    from storage.releases import load_release
+
+    with _failures_as_messages():
+        load_release(_storage().catalog, release)
+        if out:
+            OutputFolder(out)
 
 
 def _print_evaluation(result: dict[str, Any]) -> None:
