@@ -105,7 +105,7 @@ class Guard:
         path, method = scope["path"], scope.get("method", "GET")
         foreign = foreign_origin(scope)
         if foreign is not None:
-            if scope["type"] == "websocket" or method not in ("GET", "HEAD"):
+            if scope["type"] == "websocket" or method not in ("GET", "HEAD") or path == "/logout":
                 await refuse_foreign(scope, send, foreign)
                 return
             send = without_cors(send)  # it may read its own page, never hand another origin ours

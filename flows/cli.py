@@ -910,7 +910,7 @@ def evaluate(
 
     given = {"segment_num": segment_num, "window_size": window_size, "scoring": scoring}
     options = {**_key_values(option, "--option"), **{k: v for k, v in given.items() if v is not None}}
-    _check_before_a_flow(release, out)
+    _check_before_a_flow(release, out, predictions)
     with _failures_as_messages(), at_the_terminal(settings):
         result = evaluate_release(settings, release=release, model=model, strategy=strategy, options=options,
                                   predictions=str(predictions) if predictions else None,
@@ -921,16 +921,20 @@ def evaluate(
     _print_evaluation(result)
 
 
-def _check_before_a_flow(release: str, out: Path | None) -> None:
-    """An unknown release, or an --out that cannot be a folder, is one line before a flow runs (inside one, Prefect
-    logs the task's traceback first)."""
+def _check_before_a_flow(release: str, out: Path | None, predictions: Path | None) -> None:
+    """An unknown release, an --out that cannot be a folder or a --predictions file that cannot be read at all is
+    one line before a flow runs (inside one, Prefect logs the task's traceback first)."""
     from storage.output import OutputFolder
     from storage.releases import load_release
+    from tasks.evaluate.answer_files import answer_rows
+    from tasks.sources.door import SourceFolder
 
     with _failures_as_messages():
         load_release(_storage().catalog, release)
         if out:
             OutputFolder(out)
+        if predictions:
+            answer_rows(*SourceFolder.of_file(predictions))
 
 
 def _print_evaluation(result: dict[str, Any]) -> None:

@@ -22,7 +22,8 @@ from typing import IO, Any
 
 from storage.paths import OutsideRoot, under
 
-_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+# a new file every time: an existing one is unlinked first, so a hard link to a file outside is never written into
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
 class OutputError(ValueError):
@@ -34,7 +35,7 @@ class OutputFolder:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(os.path.abspath(root))
-        _make_folders(self.root, None)
+        _made(lambda: _make_folders(self.root, None), self.root)
 
     @classmethod
     def of(cls, out: OutputFolder | str | Path) -> OutputFolder:
@@ -51,7 +52,7 @@ class OutputFolder:
         current = self.root
         for name in lexical.relative_to(self.root).parts:
             current = current / name
-            if current.is_symlink():
+            if _made(current.is_symlink, current):
                 raise OutsideRoot(f"{given}: {current} is a symlink inside the output folder {self.root}; nothing "
                                   f"is written through it")
         return lexical
@@ -59,7 +60,7 @@ class OutputFolder:
     def folder(self, *parts: str) -> Path:
         """The folder ``parts`` below the root, made where missing."""
         path = self.path(*parts)
-        _make_folders(path, self.root)
+        _made(lambda: _make_folders(path, self.root), path)
         return path
 
     def sub(self, *parts: str) -> OutputFolder:
@@ -70,11 +71,13 @@ class OutputFolder:
     def open(self, *parts: str, binary: bool = False) -> Iterator[IO[Any]]:
         """A new file (an existing one is replaced, never followed if it is a symlink) for writing."""
         path = self.path(*parts)
-        _make_folders(path.parent, self.root)
+        _made(lambda: _make_folders(path.parent, self.root), path.parent)
         try:
+            if os.path.lexists(path):
+                os.unlink(path)  # a file, never followed (path() refused links); its other hard links keep their data
             descriptor = os.open(path, _WRITE_FLAGS, 0o644)
         except OSError as error:
-            raise OutputError(f"{path}: cannot be written ({error.strerror})") from None
+            raise OutputError(f"{str(path)[:200]}: cannot be written ({error.strerror})") from None
         with (os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8")) as handle:
             yield handle
 
@@ -108,6 +111,15 @@ class OutputFolder:
 
     def relative(self, path: Path) -> str:
         return path.relative_to(self.root).as_posix()
+
+
+def _made(step: Any, path: Path) -> Any:
+    """``step()``, a path the system cannot handle (a name too long) turned into a one-line OutputError."""
+    try:
+        return step()
+    except OSError as error:
+        shown = str(path) if len(str(path)) <= 200 else str(path)[:200] + "..."
+        raise OutputError(f"{shown}: cannot be used as a path ({error.strerror})") from None
 
 
 def _make_folders(path: Path, top: Path | None) -> None:

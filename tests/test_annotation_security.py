@@ -248,6 +248,7 @@ def test_a_request_from_another_origin_changes_nothing_and_api_bodies_must_be_js
     assert form.status_code == 415
     assert http.options("api/v1/take", headers={"origin": evil, "access-control-request-method": "POST"}
                         ).status_code == 403
+    assert http.get("logout", headers={"origin": evil}).status_code == 403  # another site may not log one out
     read = http.get("config", headers={"origin": evil})
     assert not any(k.lower().startswith("access-control-allow") for k in read.headers)
     taken = http.post("api/v1/take", json={"queue": "visual_negative"}, headers={"origin": own})

@@ -150,6 +150,13 @@ def test_an_out_below_a_file_is_one_line_for_every_command_that_writes(project, 
     assert (tmp_path / "a-file").read_text() == "kept"
 
 
+def test_an_answers_file_that_cannot_be_read_is_one_line_before_any_flow(project, tmp_path):
+    assert invoke("release", "create", "r1").exit_code == 0
+    (tmp_path / "fake.xlsx").write_bytes(b"not a zip")
+    result = invoke("evaluate", "--release", "r1", "--predictions", str(tmp_path / "fake.xlsx"), "--model", "m")
+    assert result.exit_code == 1 and "not a readable xlsx file" in result.output and "Traceback" not in result.output
+
+
 def test_models_list_and_check(tmp_path, monkeypatch):
     from tests.chat_server import ScriptedChatServer
 

@@ -10,6 +10,7 @@ export otherwise succeeds. A guard keeps every write in the project behind the d
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -251,3 +252,16 @@ def test_the_guard_sees_a_raw_write() -> None:
     planted = 'def export(out_dir):\n    with open(out_dir / "x.jsonl", "w") as f:\n        f.write("1")\n' \
               '    (out_dir / "y").write_text("2")\n    frame.to_csv(out_dir / "z.tsv")\n'
     assert [call for _, call in raw_writes(planted)] == ["open", "write_text", "to_csv"]
+
+
+def test_a_hard_link_or_an_overlong_name_never_writes_outside(tmp_path: Path) -> None:
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(SECRET)
+    out = OutputFolder(tmp_path / "out")
+    os.link(victim, out.root / "manifest.json")  # a hard link placed in --out: the same file under two names
+    out.save_text("the export's own manifest", "manifest.json")
+    assert victim.read_bytes() == SECRET and (out.root / "manifest.json").read_text() == "the export's own manifest"
+    with pytest.raises(OutputError, match="cannot be used as a path"):
+        OutputFolder(tmp_path / ("z" * 300))
+    with pytest.raises(OutputError, match="cannot be used as a path"):
+        out.save_text("x", "n" * 300, "file.txt")

@@ -13,6 +13,7 @@ import ast
 import base64
 import hashlib
 import json
+import os
 import struct
 import zlib
 from collections.abc import Callable, Iterator
@@ -439,3 +440,28 @@ def test_an_empty_answer_after_a_real_one_is_a_second_answer_not_an_unanswered_i
     assert collected.answers == {"keep": "<score>50%</score>"} and collected.empty == [(3, "bad")]
     assert [(n, why) for n, _, why in problems] == [(2, "a second answer for 'keep'; the first is kept"),
                                                     (4, "a second answer for 'bad'; the first is kept")]
+
+
+def test_pipes_devices_long_names_bom_and_zip_bombs_are_refused_in_one_line(tmp_path: Path) -> None:
+    import io
+    import zipfile
+
+    folder = tmp_path / "source"
+    folder.mkdir()
+    os.mkfifo(folder / "pipe.jsonl")
+    (folder / "zero.jsonl").symlink_to("/dev/zero")
+    door = SourceFolder(folder, allow_symlinks_outside=True)
+    for name in ("pipe.jsonl", "zero.jsonl"):  # no size to check, and no end: never read
+        with pytest.raises(RowError, match="not a regular file"):
+            door.read_bytes(name)
+    with pytest.raises(RowError, match="cannot be looked up"):
+        door.is_file("x" * 300 + ".jpg")
+    assert not door.exists("a/" * 3000 + "x.jpg")
+    (folder / "bom.json").write_bytes(b"\xef\xbb\xbf" + json.dumps([{"key": "a"}]).encode())
+    assert [value for *_, value, _ in door.json_entries("bom.json")] == [{"key": "a"}]
+    bomb = io.BytesIO()
+    with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("xl/big.xml", b" " * (600 * 1024**2))
+    (folder / "bomb.xlsx").write_bytes(bomb.getvalue())
+    with pytest.raises(RowError, match="inflates to 629,145,600 bytes"):
+        door.read_table("bomb.xlsx")

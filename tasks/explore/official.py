@@ -136,8 +136,8 @@ class ImageFolder:
         """The image file and its bytes (None when stored already), None when the folder lacks it; OutsideRoot or
         RowError for a refused one (a link out, not a complete image, too many pixels)."""
         for candidate in (Path("images") / name, Path(name)):
-            path = self.door.path(candidate)
-            if path.is_file():
+            if self.door.is_file(candidate):
+                path = self.door.path(candidate)
                 return path, None if path in self.stored else self.door.read_image(candidate)[0]
         return None
 

@@ -277,8 +277,8 @@ class FrameFolder(FrameLookup):
 
     def locate(self, trajectory_id: str, frame: str) -> tuple[Path, bytes | None] | None:
         for candidate in (Path(trajectory_id) / frame, Path(frame)):
-            path = self.door.path(candidate)
-            if path.is_file():
+            if self.door.is_file(candidate):
+                path = self.door.path(candidate)
                 if path in self.stored:
                     return path, None
                 data, _ = self.door.read_image(candidate)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -59,13 +60,24 @@ class SourceFolder:
         return self.root.path
 
     def path(self, *parts: str | Path) -> Path:
-        """``parts`` below the root, or OutsideRoot."""
-        return self.root.inside(Path(*parts))
+        """``parts`` below the root, or OutsideRoot; RowError for a name the system cannot look up (too long)."""
+        try:
+            return self.root.inside(Path(*parts))
+        except OSError as error:
+            raise RowError(f"{Path(*parts)}: cannot be looked up ({error.strerror})"[:300]) from None
+
+    def is_file(self, *parts: str | Path) -> bool:
+        """Whether ``parts`` name a regular file below the root (OutsideRoot or RowError as ``path``)."""
+        path = self.path(*parts)
+        try:
+            return path.is_file()
+        except OSError as error:
+            raise RowError(f"{str(path)[:200]}: cannot be looked up ({error.strerror})") from None
 
     def exists(self, *parts: str | Path) -> bool:
         try:
-            return self.path(*parts).is_file()
-        except OutsideRoot:
+            return self.is_file(*parts)
+        except ValueError:  # OutsideRoot, RowError
             return False
 
     def entries(self, *parts: str | Path) -> list[tuple[Path, str | None]]:
@@ -121,7 +133,7 @@ class SourceFolder:
         """A whole JSON document (``rows.loads``' checks); RowError naming the file."""
         path = self.path(*parts)
         try:
-            return rows.loads(self.read_text(*parts), keyed=keyed)
+            return rows.loads(self.read_text(*parts).removeprefix("\ufeff"), keyed=keyed)
         except RowError as error:
             message = str(error)
             raise RowError(message if message.startswith(str(path)) else f"{path}: {message}") from None
@@ -145,7 +157,7 @@ class SourceFolder:
         nests too deep is refused with its reason and the others are read. Entries after one whose end cannot be
         found (broken JSON) are refused together with that reason. RowError when the file holds no JSON list (or
         object) at all."""
-        text = self.read_bytes(*parts).decode("utf-8", "surrogateescape")
+        text = self.read_bytes(*parts).decode("utf-8", "surrogateescape").removeprefix("\ufeff")
         if list_only and not text.lstrip().startswith("["):
             raise RowError(f"{self.path(*parts)}: expected a JSON list")
         return list(entries_of(text, str(self.path(*parts))))
@@ -164,10 +176,14 @@ class SourceFolder:
         return read_table_bytes(data, path.suffix.lower(), str(path))
 
     def _check_size(self, path: Path, limit: int) -> None:
+        """A regular file within ``limit`` bytes (a FIFO or a device reports no size and never ends)."""
         try:
-            size = path.stat().st_size
+            status = path.stat()
         except OSError as error:
             raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
+        if not stat.S_ISREG(status.st_mode):
+            raise RowError(f"{path}: not a regular file (a folder, a pipe or a device); refused")
+        size = status.st_size
         if size > limit:
             raise RowError(f"{path}: {size:,} bytes, more than the {limit:,} this reader takes")
 
@@ -206,13 +222,31 @@ def read_table_bytes(data: bytes, suffix: str, what: str) -> Any:
         if suffix == ".parquet":
             return pd.read_parquet(io.BytesIO(data))
         if suffix == ".xlsx":
+            _check_inflated(data, what)
             # every cell as written: pandas' NA reading would turn "n/a", "None", "NA" into NaN, "50" into a number
             return pd.read_excel(io.BytesIO(data), dtype=str, keep_default_na=False, na_filter=False)
         separator = "\t" if suffix == ".tsv" else ","
         return pd.read_csv(io.BytesIO(data), sep=separator, dtype=str, keep_default_na=False, encoding="utf-8")
+    except RowError:
+        raise
     except Exception as error:  # pandas, pyarrow and openpyxl each raise their own kinds
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise RowError(f"{what}: not a readable {suffix.lstrip('.') or 'table'} file ({reason})") from None
+
+
+MAX_INFLATED_BYTES = 512 * 1024**2  # what an .xlsx (a zip) may inflate to; a prediction sheet is far smaller
+
+
+def _check_inflated(data: bytes, what: str) -> None:
+    import io
+    import zipfile
+
+    try:
+        inflated = sum(entry.file_size for entry in zipfile.ZipFile(io.BytesIO(data)).infolist())
+    except zipfile.BadZipFile:
+        raise RowError(f"{what}: not a readable xlsx file (not a zip archive)") from None
+    if inflated > MAX_INFLATED_BYTES:
+        raise RowError(f"{what}: inflates to {inflated:,} bytes, more than the {MAX_INFLATED_BYTES:,} a sheet may")
 
 
 def entries_of(text: str, what: str) -> Iterator[tuple[int, int, str | None, Any, str]]:
