@@ -401,6 +401,9 @@ class BenchmarkPlugin:
     # the harness formats (HARNESS_FORMATS) it supports, and "module:attr" of its HarnessMapping
     harness_formats: tuple[str, ...] = ()
     harness: str | None = None
+    # "module:attr" of its tasks.kits.Kit: its importers with a good source each, and a small release, which the
+    # shared attack kits (tests/test_source_door.py, tests/test_output_door.py) attack
+    kit: str | None = None
 
     def harness_exports(self) -> dict[str, ExportFormat]:
         """The harness formats a release of this benchmark can be exported to, by name."""
@@ -414,6 +417,12 @@ class BenchmarkPlugin:
         if not self.harness:
             raise ValueError(f"{self.title} declares no harness mapping, so no harness format")
         return load_target(self.harness)
+
+    def attack_kit(self) -> Any:
+        """Its ``tasks.kits.Kit``; a benchmark that declares none has no importer and no release to attack."""
+        from tasks.kits import Kit
+
+        return load_target(self.kit) if self.kit else Kit()
 
     @cached_property
     def evaluation(self) -> Evaluation:

@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from schemas import Producer, Status, make_record
 from schemas.config import BlobSettings, CatalogSettings, ExportSettings, Settings
 from storage import open_storage
 from storage.output import OutputError, OutputFolder
@@ -52,35 +50,6 @@ def test_the_door_writes_below_its_root_and_refuses_the_ways_out(tmp_path: Path)
 # -- the attack kit over every export format --------------------------------------------------------------
 
 
-def _toy_release(settings: Settings) -> str:
-    from storage.releases import create_release
-    from tests.toy_benchmark.stages import dots_png
-
-    storage = open_storage(settings)
-    records = []
-    for number in range(3):
-        blob = storage.put_blob(dots_png(number + 1, number), role="image", media_type="image/png")
-        records.append(make_record(_dots(number), benchmark="toy", producer=Producer(task="test"), blobs=[blob],
-                                   status=Status.ACCEPTED))
-    storage.catalog.put_records(records)
-    return create_release(storage.catalog, storage.blobs, "toy-test").tag
-
-
-def _dots(number: int) -> Any:
-    from tests.toy_benchmark.payloads import DotsImage
-
-    return DotsImage(number=number, dots=number + 1)
-
-
-def _release_makers() -> dict[str, Callable[[Settings], str]]:
-    from tests.test_evaluate import explore_release, progress_release
-    from tests.test_harness_exports import webplan_release
-    from tests.test_vic_benchmark import vic_release
-
-    return {"progress": lambda s: progress_release(s)[0], "explore": explore_release,
-            "vic": lambda s: vic_release(s, ("maze", "jigsaw"), 1), "webplan": webplan_release, "toy": _toy_release}
-
-
 @pytest.fixture(scope="module")
 def toy_registered() -> Iterator[None]:
     from tests.toy_benchmark import registered
@@ -89,28 +58,32 @@ def toy_registered() -> Iterator[None]:
         yield
 
 
-def _formats(name: str) -> list[str]:
-    plugin = benchmark.get(name) if name in benchmark.PLUGINS else None
-    if plugin is None:  # the toy, registered only while the kit runs
-        from tests.toy_benchmark.plugin import PLUGIN as plugin
-    return ["records", *(f.name for f in plugin.exports), *plugin.harness_formats]
+def _cases() -> list[tuple[str, str]]:
+    """(benchmark, format) for every format of every registered benchmark, the toy one registered as a fifth."""
+    from tests.toy_benchmark import registered
+
+    with registered():
+        return [(plugin.name, fmt) for plugin in benchmark.plugins()
+                for fmt in ("records", *(f.name for f in plugin.exports), *plugin.harness_formats)]
 
 
-CASES = [(name, fmt) for name in (*benchmark.PLUGINS, "toy") for fmt in _formats(name)]
+CASES = _cases()
 
 
-def test_every_registered_benchmark_has_a_release_for_the_kit() -> None:
-    assert set(benchmark.PLUGINS) <= set(_release_makers()), "a new benchmark: give the kit a release maker"
+def test_every_registered_benchmark_declares_a_release_for_the_kit(toy_registered: None) -> None:
+    assert all(plugin.attack_kit().release for plugin in benchmark.plugins()), "declare a Kit with a release"
+    assert "toy" in {name for name, _ in CASES}
 
 
 @pytest.fixture(scope="module")
 def releases(tmp_path_factory: pytest.TempPathFactory, toy_registered: None) -> dict[str, tuple[Settings, str]]:
+    """A release of each benchmark, made by its kit's own code."""
     made = {}
-    for name, make in _release_makers().items():
-        root = tmp_path_factory.mktemp(f"release-{name}")
+    for plugin in benchmark.plugins():
+        root = tmp_path_factory.mktemp(f"release-{plugin.name}")
         settings = Settings(catalog=CatalogSettings(path=root / "catalog.duckdb"),
                             blobs=BlobSettings(uri=f"file://{root}/blobs"), export=ExportSettings(folder=root / "x"))
-        made[name] = (settings, make(settings))
+        made[plugin.name] = (settings, plugin.attack_kit().release(settings, root / "work"))
     return made
 
 

@@ -10,7 +10,6 @@ reached what was imported."""
 from __future__ import annotations
 
 import ast
-import base64
 import hashlib
 import json
 import os
@@ -22,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from schemas import Producer
-from schemas.config import BlobSettings, CatalogSettings, Settings
-from storage import open_storage
+from storage.output import OutputFolder
 from storage.paths import OutsideRoot
+from tasks import benchmark
+from tasks.kits import Imported, ImporterSample, sample_png
 from tasks.sources.door import Limits, SourceFolder, entries_of
 from tasks.sources.rows import RowError
 
@@ -44,22 +43,12 @@ def bomb_png(width: int = 12_000, height: int = 12_000) -> bytes:
         chunk(b"IEND", b"")
 
 
-def photo(shade: int, size: int = 240) -> bytes:
-    import io
-
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.new("RGB", (size, size), (shade, 255 - shade, 90)).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
 @pytest.fixture
 def secret(tmp_path: Path) -> Path:
     folder = tmp_path / "secret"
     folder.mkdir()
     (folder / "outside.txt").write_bytes(SECRET_TEXT)
-    (folder / "outside.png").write_bytes(photo(255))
+    (folder / "outside.png").write_bytes(sample_png(255))
     (folder / "outside.json").write_text(json.dumps([{"secret": SECRET_TEXT.decode()}]))
     return folder
 
@@ -86,7 +75,7 @@ def test_the_door_refuses_links_out_large_files_and_bombs(tmp_path: Path, secret
     (folder / "link.txt").symlink_to(secret / "outside.txt")
     (folder / "bomb.png").write_bytes(bomb_png())
     (folder / "big.json").write_text("[" + "1," * 600 + "1]")
-    (folder / "cut.png").write_bytes(photo(3)[:60])
+    (folder / "cut.png").write_bytes(sample_png(3)[:60])
     door = SourceFolder(folder, limits=Limits(document_bytes=1000))
     with pytest.raises(OutsideRoot, match="symlink leading outside"):
         door.read_bytes("link.txt")
@@ -103,130 +92,9 @@ def test_the_door_refuses_links_out_large_files_and_bombs(tmp_path: Path, secret
 
 
 # -- the importers' attack matrix --------------------------------------------------------------------------------
-
-Outcome = tuple[set[str], list[str], bytes]  # good items, problems (file/row and reason), everything imported
-
-
-def _settings(tmp_path: Path) -> Settings:
-    return Settings(catalog=CatalogSettings(path=tmp_path / "catalog.duckdb"),
-                    blobs=BlobSettings(uri=f"file://{tmp_path}/blobs"))
-
-
-def _official_row(uid: str, actions: int) -> dict[str, Any]:
-    return {"start_frame": f"{uid}-start.jpg", "atomic_actions": "|".join(f"C moves cup {i}" for i in range(actions)),
-            "end_frame_info": [{"category": "cup", "description": "red cup", "relation": ["cup on table"]},
-                               {"category": "table", "description": "wooden table", "relation": []}]}
-
-
-def official_source(src: Path) -> None:
-    (src / "images").mkdir(parents=True)
-    for number, uid in enumerate(("keep", "bad", "also")):
-        (src / "images" / f"{uid}-start.jpg").write_bytes(photo(40 * number))
-    (src / "exp_anno_short.json").write_text(json.dumps([_official_row("keep", 12)]))
-    # the file the attacks break: its first entry is the bad one, the second must still import
-    (src / "exp_anno_med.json").write_text(json.dumps([_official_row("bad", 12), _official_row("also", 12)],
-                                                      indent=1))
-
-
-def official_run(src: Path, tmp_path: Path) -> Outcome:
-    from tasks.explore.official import import_official
-
-    storage = open_storage(_settings(tmp_path))
-    result = import_official(src, storage, Producer(task="t"))
-    good = {r.payload["clip_id"] for r in result.records if r.kind == "explore_instance"}
-    problems = [f"{q.payload['source']} {q.payload['locator']}: {q.payload['reason']}" for q in result.quarantined]
-    blobs = b"".join(storage.blobs.get(sha) for sha in storage.blobs.iter_addresses())
-    return good, problems, blobs + json.dumps([q.payload for q in result.quarantined]).encode()
-
-
-def _crowd_heads(counts: list[int]) -> str:
-    spots = {0: (30, 30), 1: (130, 30), 2: (30, 110), 3: (130, 110)}
-    return "\n".join(f"{spots[r][0] + 3 * k} {spots[r][1] + 2 * k} 8 8 1 0" for r, n in enumerate(counts)
-                     for k in range(n)) + "\n"
-
-
-QUADRANTS = [[[0, 0], [100, 0], [100, 80], [0, 80]], [[100, 0], [200, 0], [200, 80], [100, 80]],
-             [[0, 80], [100, 80], [100, 160], [0, 160]], [[100, 80], [200, 80], [200, 160], [100, 160]]]
-
-
-def crowd_source(src: Path) -> None:
-    from PIL import Image
-
-    (src / "images").mkdir(parents=True)
-    (src / "gt").mkdir()
-    for name in ("keep", "bad"):
-        Image.new("RGB", (200, 160), (90, 120, 90)).save(src / "images" / f"{name}.png")
-        (src / "gt" / f"{name}.txt").write_text(_crowd_heads([3, 4, 2, 3]))
-    (src / "regions.json").write_text(json.dumps({"keep": QUADRANTS, "bad": QUADRANTS}))
-
-
-def crowd_run(src: Path, tmp_path: Path) -> Outcome:
-    from tasks.vic.crowd import load_crowd
-
-    scenes, rejected = load_crowd(src)
-    return ({s.name for s in scenes}, [f"{r.locator}: {r.reason}" for r in rejected],
-            json.dumps([[r.reason, r.raw] for r in rejected]).encode())
-
-
-def pool_source(src: Path) -> None:
-    src.mkdir(parents=True)
-    (src / "keep.png").write_bytes(photo(10))
-    (src / "bad.png").write_bytes(photo(200))
-
-
-def pool_run(src: Path, tmp_path: Path) -> Outcome:
-    from tasks.vic.images import load_folder
-
-    images, rejected = load_folder(src)
-    pixels = b"".join(image.pixels.tobytes() for image in images)
-    return {Path(i.name).stem for i in images}, [f"{path}: {why}" for path, why in rejected], pixels
-
-
-def _trajectory(uid: str) -> dict[str, Any]:
-    return {"id": uid, "task": "Search for shoes", "website": "shop.example",
-            "steps": [{"screenshot": f"frames/{uid}.png", "action_raw": "[textbox]  Search -> TYPE: shoes"}]}
-
-
-def webplan_source(src: Path) -> None:
-    (src / "frames").mkdir(parents=True)
-    for number, uid in enumerate(("keep", "bad")):
-        (src / "frames" / f"{uid}.png").write_bytes(photo(60 * number))
-    (src / "trajectories.jsonl").write_text(json.dumps(_trajectory("bad")) + "\n" + json.dumps(_trajectory("keep"))
-                                            + "\n")
-
-
-def webplan_run(src: Path, tmp_path: Path) -> Outcome:
-    from tasks.webplan.importers import read_trajectories
-
-    imported = read_trajectories(src, "jsonl")
-    shots = b"".join(s.screenshot for t in imported.trajectories for s in t.steps)
-    return ({t.id for t in imported.trajectories}, [f"{p.locator}: {p.reason}" for p in imported.problems],
-            shots + json.dumps([p.raw for p in imported.problems]).encode())
-
-
-def guiact_source(src: Path) -> None:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    src.mkdir(parents=True)
-    items = [{"uid": f"{uid}_step_00", "image_id": uid, "question": "Buy tickets",
-              "actions_label": {"name": "click"}} for uid in ("bad", "keep")]
-    (src / "test_data.json").write_text(json.dumps(items, indent=1))
-    pq.write_table(pa.table({"image_id": ["bad", "keep"],
-                             "base64": [base64.b64encode(photo(n)).decode() for n in (1, 2)]}),
-                   src / "test_images.parquet")
-    # a second split, which an attack on the first must leave alone
-    (src / "train_data.json").write_text(json.dumps([{**items[1], "uid": "also_step_00", "image_id": "also"}]))
-    pq.write_table(pa.table({"image_id": ["also"], "base64": [base64.b64encode(photo(3)).decode()]}),
-                   src / "train_images.parquet")
-
-
-def guiact_run(src: Path, tmp_path: Path) -> Outcome:
-    from tasks.webplan.importers import read_trajectories
-
-    imported = read_trajectories(src, "guiact")
-    return ({t.id for t in imported.trajectories}, [f"{p.locator}: {p.reason}" for p in imported.problems],
-            json.dumps([p.raw for p in imported.problems]).encode())
+# Every importer a benchmark declares in its kit (tasks/kits.py; the toy benchmark's included), and the shared
+# answer reader, each starting from its good source; the attacks come from what the declaration says the source
+# holds, so a new importer gets them all by declaring itself.
 
 
 def _items() -> list[Any]:
@@ -238,128 +106,160 @@ def _items() -> list[Any]:
             for n, key in enumerate(("keep", "bad"))]
 
 
-def answers_source(src: Path) -> None:
-    src.mkdir(parents=True)
-    (src / "answers.json").write_text(json.dumps([{"key": "bad", "answer": "<score>40%</score>"},
-                                                  {"key": "keep", "answer": "<score>50%</score>"}], indent=1))
+def _write_answers(out: OutputFolder) -> None:
+    out.save_text(json.dumps([{"key": "bad", "answer": "<score>40%</score>"},
+                              {"key": "keep", "answer": "<score>50%</score>"}], indent=1), "answers.json")
 
 
-def answers_run(src: Path, tmp_path: Path) -> Outcome:
+def _run_answers(source: Path, work: Path) -> Imported:
     from tasks.evaluate.answer_files import read_predictions
 
-    collected, problems = read_predictions(src / "answers.json", _items(), "progress")
-    return (set(collected.answers), [f"line {n}: {why}" for n, _, why in problems],
-            json.dumps([line for _, line, _ in problems] + list(collected.answers.values())).encode())
+    collected, problems = read_predictions(source / "answers.json", _items(), "progress")
+    return Imported(set(collected.answers), [f"line {n}: {why}" for n, _, why in problems],
+                    json.dumps([line for _, line, _ in problems] + list(collected.answers.values())).encode())
 
 
-def _json_entry(file: str, inside: str) -> Callable[[Path, Path], None]:
-    """The first entry of a JSON list file with ``inside`` put into it, as text."""
-    def edit(src: Path, secret: Path) -> None:
-        text = (src / file).read_text()
-        start = text.index("{", text.index("["))
-        (src / file).write_text(text[:start + 1] + inside + ", " + text[start + 1:])
-    return edit
+ANSWERS = ImporterSample(name="answers", write=_write_answers, run=_run_answers, good=("keep",),
+                         json_list="answers.json")
 
 
-def _raw_entry(file: str, raw: bytes) -> Callable[[Path, Path], None]:
+def _declared() -> list[ImporterSample]:
+    """Every registered benchmark's importers, with the toy benchmark registered as a fifth would be."""
+    from tests.toy_benchmark import registered
+
+    with registered():
+        return [*(sample for plugin in benchmark.plugins() for sample in plugin.attack_kit().importers), ANSWERS]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def toy_registered() -> Iterator[None]:
+    from tests.toy_benchmark import registered
+
+    with registered():
+        yield
+
+
+Mutation = Callable[[Path, Path], None]  # (source, folder of outside files)
+
+
+def _first_entry(file: str, inside: bytes) -> Mutation:
+    """``inside`` put into the first object of a JSON list file (or the first line of a JSON lines file)."""
     def edit(src: Path, secret: Path) -> None:
         data = (src / file).read_bytes()
-        start = data.index(b"{", data.index(b"["))
-        (src / file).write_bytes(data[:start + 1] + raw + b", " + data[start + 1:])
+        start = data.index(b"{", data.index(b"[")) if file.endswith(".json") else data.index(b"{")
+        (src / file).write_bytes(data[:start + 1] + inside + b", " + data[start + 1:])
     return edit
 
 
-def _link(name: str, target: str) -> Callable[[Path, Path], None]:
+def _link(name: str, target: str) -> Mutation:
     def link(src: Path, secret: Path) -> None:
         (src / name).unlink()
         (src / name).symlink_to(secret / target)
     return link
 
 
-def _write(name: str, data: Callable[[], bytes]) -> Callable[[Path, Path], None]:
+def _write(name: str, data: Callable[[], bytes]) -> Mutation:
     return lambda src, secret: (src / name).write_bytes(data())
 
 
-def _cut(name: str) -> Callable[[Path, Path], None]:
+def _cut(name: str) -> Mutation:
     return lambda src, secret: (src / name).write_bytes((src / name).read_bytes()[:70])
 
 
-def _entry_attacks(file: str) -> list[tuple[str, Callable[[Path, Path], None], str]]:
-    return [("nan", _json_entry(file, '"x": NaN'), "NaN"), ("1e400", _json_entry(file, '"x": 1e400'), "1e400"),
-            ("64-bit", _json_entry(file, '"x": 123456789012345678901234567890'), "beyond 64 bits"),
-            ("repeated-key", _json_entry(file, '"x": 1, "x": 2'), "appears twice"),
-            ("not-utf8", _raw_entry(file, b'"x": "\xff\xfe"'), "not UTF-8"),
-            ("deep", _json_entry(file, '"x": ' + "[" * 50_000 + "]" * 50_000), "nested too deep")]
+def _second_stem(name: str) -> Mutation:
+    other = ".jpg" if not name.endswith(".jpg") else ".png"
+    return lambda src, secret: (src / name).with_suffix(other).write_bytes(sample_png(9))
 
 
-def _image_attacks(name: str) -> list[tuple[str, Callable[[Path, Path], None], str]]:
-    return [("image-link-out", _link(name, "outside.png"), "symlink leading outside"),
-            ("image-truncated", _cut(name), "image"), ("image-empty", _write(name, lambda: b""), "image"),
-            ("image-bomb", _write(name, bomb_png), "pixels")]
+def _emptied(src: Path, secret: Path) -> None:
+    for path in sorted(src.rglob("*"), reverse=True):
+        path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
 
 
-IMPORTERS: dict[str, tuple[Callable[[Path], None], Callable[[Path, Path], Outcome], set[str], list[Any]]] = {
-    "explore-official": (official_source, official_run, {"keep", "also"}, [
-        *_entry_attacks("exp_anno_med.json"), *_image_attacks("images/bad-start.jpg"),
-        ("file-link-out", _link("exp_anno_med.json", "outside.json"), "exp_anno_med.json file: ", {"keep"})]),
-    "vic-crowd": (crowd_source, crowd_run, {"keep"}, [
-        *_image_attacks("images/bad.png"), ("gt-link-out", _link("gt/bad.txt", "outside.txt"), "symlink"),
-        ("gt-not-utf8", _write("gt/bad.txt", lambda: b"30 30 8 8 1 0\n\xff\xfe 1 1 1 1 1\n"), "not UTF-8"),
-        ("two-photos-one-stem", lambda src, secret: (src / "images" / "bad.jpg").write_bytes(photo(9)),
-         "two files of one name")]),
-    "vic-jigsaw-pool": (pool_source, pool_run, {"keep"}, _image_attacks("bad.png")),
-    "webplan-jsonl": (webplan_source, webplan_run, {"keep"}, [
-        ("nan", lambda s, x: _line_edit(s, '"x": NaN'), "NaN"), ("1e400", lambda s, x: _line_edit(s, '"x": 1e400'),
-                                                                "1e400"),
-        ("repeated-key", lambda s, x: _line_edit(s, '"x": 1, "x": 2'), "appears twice"),
-        *_image_attacks("frames/bad.png")]),
-    "webplan-guiact": (guiact_source, guiact_run, {"keep", "also"}, [
-        *_entry_attacks("test_data.json"),
-        ("table-empty", _write("test_images.parquet", lambda: b""), "not a readable Parquet file", {"also"}),
-        ("table-corrupt", _cut("test_images.parquet"), "not a readable Parquet file", {"also"})]),
-    "answers": (answers_source, answers_run, {"keep"}, _entry_attacks("answers.json")),
-}
+# (name, mutation, the reason a refusal must give, the items that must remain: None for all but the bad one)
+Attack = tuple[str, Mutation, str, "set[str] | None"]
 
 
-def _line_edit(src: Path, inside: str) -> None:
-    lines = (src / "trajectories.jsonl").read_text().splitlines()
-    lines[0] = "{" + inside + ", " + lines[0][1:]
-    (src / "trajectories.jsonl").write_text("\n".join(lines) + "\n")
+def _entry_attacks(file: str) -> list[Attack]:
+    inside = [("nan", b'"x": NaN', "NaN"), ("1e400", b'"x": 1e400', "1e400"),
+              ("64-bit", b'"x": 123456789012345678901234567890', "beyond 64 bits"),
+              ("repeated-key", b'"x": 1, "x": 2', "appears twice"), ("not-utf8", b'"x": "\xff\xfe"', "not UTF-8"),
+              ("deep", b'"x": ' + b"[" * 50_000 + b"]" * 50_000, "nested too deep")]
+    return [(name, _first_entry(file, raw), reason, None) for name, raw, reason in inside]
 
 
-# (importer, attack, what it does, the reason a refusal must give, the good items left: all but the bad one, or
-# those outside the file a file-wide attack took)
-MATRIX = [(kind, attack[0], attack[1], attack[2], attack[3] if len(attack) > 3 else good)
-          for kind, (_, _, good, attacks) in IMPORTERS.items() for attack in attacks]
+def attacks_on(sample: ImporterSample) -> list[Attack]:
+    """Every attack that applies to what the sample's source holds."""
+    spared = set(sample.spared)
+    found: list[Attack] = []
+    for file in (sample.json_list, sample.json_lines):
+        found += _entry_attacks(file) if file else []
+    for image in sample.images:
+        tag = "" if image == sample.images[0] else f"-{Path(image).stem}"
+        found += [(f"image-link-out{tag}", _link(image, "outside.png"), "symlink leading outside", None),
+                  (f"image-truncated{tag}", _cut(image), "image", None),
+                  (f"image-empty{tag}", _write(image, lambda: b""), "image", None),
+                  (f"image-bomb{tag}", _write(image, bomb_png), "pixels", None)]
+    for text in sample.texts:
+        found += [(f"text-link-out-{Path(text).stem}", _link(text, "outside.txt"), "symlink", None),
+                  (f"text-not-utf8-{Path(text).stem}", _write(text, lambda: b"30 30 8 8 1 0\n\xff\xfe 1 1 1 1 1\n"),
+                   "not UTF-8", None)]
+    for table in sample.tables:
+        found += [("table-empty", _write(table, lambda: b""), "not a readable Parquet file", spared),
+                  ("table-corrupt", _cut(table), "not a readable Parquet file", spared)]
+    for file in sample.whole_files:
+        found.append(("file-link-out", _link(file, "outside.json"), f"{file} file: ", spared))
+    if sample.stems:
+        found.append(("two-files-one-stem", _second_stem(sample.images[0]), "bad", None))
+    return found
 
 
-@pytest.mark.parametrize(("kind", "attack", "mutate", "reason", "good"), MATRIX,
-                         ids=[f"{k}-{a}" for k, a, *_ in MATRIX])
-def test_an_attack_on_one_item_refuses_it_alone(tmp_path: Path, secret: Path, kind: str, attack: str,
-                                                mutate: Callable[[Path, Path], None], reason: str,
-                                                good: set[str]) -> None:
-    make, run, every, _ = IMPORTERS[kind]
+MATRIX = [(sample, *attack) for sample in _declared() for attack in attacks_on(sample)]
+
+
+@pytest.mark.parametrize(("sample", "attack", "mutate", "reason", "remaining"), MATRIX,
+                         ids=[f"{sample.name}-{attack}" for sample, attack, *_ in MATRIX])
+def test_an_attack_on_one_item_refuses_it_alone(tmp_path: Path, secret: Path, sample: ImporterSample, attack: str,
+                                                mutate: Mutation, reason: str, remaining: set[str] | None) -> None:
     src = tmp_path / "src"
-    make(src)
-    clean_good, clean_problems, _ = run(src, tmp_path / "clean")
-    assert every | {"bad"} <= clean_good and not clean_problems, (clean_good, clean_problems)
+    sample.write(OutputFolder(src))
+    clean = sample.run(src, tmp_path / "clean")
+    assert set(sample.good) | {"bad"} <= clean.good and not clean.problems, (clean.good, clean.problems)
     mutate(src, secret)
-    found, problems, imported = run(src, tmp_path / "attacked")
-    assert good <= found, (found, problems)
-    assert "bad" not in found
-    assert any(reason in problem for problem in problems), problems
-    assert all("\n" not in problem for problem in problems)
+    attacked = sample.run(src, tmp_path / "attacked")
+    assert (set(sample.good) if remaining is None else remaining) <= attacked.good, attacked
+    assert "bad" not in attacked.good
+    assert any(reason in problem for problem in attacked.problems), attacked.problems
+    assert all("\n" not in problem for problem in attacked.problems)
     for outside in secret.iterdir():
         data = outside.read_bytes()
-        assert data not in imported and hashlib.sha256(data).hexdigest() not in imported.decode("latin-1")
-    assert SECRET_TEXT not in imported
+        assert data not in attacked.taken and hashlib.sha256(data).hexdigest() not in attacked.taken.decode("latin-1")
+    assert SECRET_TEXT not in attacked.taken
+
+
+@pytest.mark.parametrize("sample", _declared(), ids=lambda s: s.name)
+def test_an_empty_source_imports_nothing_and_says_nothing_went_wrong_with_a_traceback(tmp_path: Path,
+                                                                                    sample: ImporterSample) -> None:
+    src = tmp_path / "src"
+    sample.write(OutputFolder(src))
+    _emptied(src, tmp_path)
+    if sample is ANSWERS:  # an answers file is one named file: the one-line refusal is evaluate's (test_evaluate)
+        return
+    assert sample.run(src, tmp_path / "work").good == set()
 
 
 def test_every_importer_faces_every_kind_of_attack() -> None:
     kinds = {attack for _, attack, *_ in MATRIX}
     assert {"nan", "1e400", "64-bit", "repeated-key", "not-utf8", "deep", "image-link-out", "image-truncated",
-            "image-empty", "image-bomb", "file-link-out", "table-corrupt"} <= kinds
-    assert len(MATRIX) >= 40
+            "image-empty", "image-bomb", "file-link-out", "table-corrupt", "two-files-one-stem"} <= kinds
+    names = {sample.name for sample, *_ in MATRIX}
+    assert {"progress-published", "explore-official", "vic-crowd", "vic-jigsaw-pool", "webplan-jsonl",
+            "webplan-guiact", "toy-counts", "answers"} <= names
+    assert len(MATRIX) >= 60
+
+
+def test_every_registered_benchmark_declares_its_importers() -> None:
+    assert all(plugin.attack_kit().importers for plugin in benchmark.plugins())
 
 
 # -- the guard ---------------------------------------------------------------------------------------------------
@@ -423,10 +323,9 @@ def test_the_read_guard_sees_a_raw_read() -> None:
 
 
 def test_every_registered_importer_room_is_guarded() -> None:
-    from tasks import benchmark
-
-    guarded = {str(p.relative_to(ROOT)).split("/")[1] for p in _reader_sources() if str(p).count("/tasks/")}
-    assert set(benchmark.PLUGINS) <= guarded
+    guarded = {path.parent for path in _reader_sources()}
+    rooms = {ROOT.joinpath(*target.split(":")[0].split(".")[:-1]) for target in benchmark.PLUGINS.values()}
+    assert "toy" in benchmark.PLUGINS and rooms <= guarded, rooms - guarded
 
 
 def test_an_empty_answer_after_a_real_one_is_a_second_answer_not_an_unanswered_item(tmp_path: Path) -> None:

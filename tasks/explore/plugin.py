@@ -54,6 +54,7 @@ PLUGIN = BenchmarkPlugin(
                           "tasks.explore.export:export_explore"),),
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
     harness="tasks.explore.harness:HARNESS",
+    kit="tasks.explore.kit:KIT",
     stages=STAGES,
     build_options=ExploreBuildOptions,
     cli="tasks.explore.cli:build_command",

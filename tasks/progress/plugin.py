@@ -46,6 +46,7 @@ PLUGIN = BenchmarkPlugin(
                           "tasks.progress.published_export:export_progresslm"),),
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
     harness="tasks.progress.harness:HARNESS",
+    kit="tasks.progress.kit:KIT",
     stages=STAGES,
     build_options=ProgressBuildOptions,
     cli="tasks.progress.cli:build_command",

@@ -29,6 +29,7 @@ PLUGIN = BenchmarkPlugin(
                                  "truth) plus images/", "tasks.vic.export:export_vic"),),
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
     harness="tasks.vic.harness:HARNESS",
+    kit="tasks.vic.kit:KIT",
     stages=STAGES,
     build_options=VicBuildOptions,
     # the main job's demo: a few instances per task (the paper's 250 are `benchwright build vic`'s default)

@@ -32,6 +32,7 @@ PLUGIN = BenchmarkPlugin(
                                      "and states) plus images/", "tasks.webplan.export:export_webplan"),),
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
     harness="tasks.webplan.harness:HARNESS",
+    kit="tasks.webplan.kit:KIT",
     stages=STAGES,
     build_options=WebplanBuildOptions,
     # the main job's demo: one MiniWob++ episode per expert task, one edge case per form task, one future-state

@@ -13,3 +13,4 @@ class DotsImage(Payload):
 
     number: int = Field(ge=0)  # its place in the build
     dots: int = Field(ge=1)  # how many dots were drawn: the answer
+    name: str = ""  # the picture's file name without its suffix, when it was imported

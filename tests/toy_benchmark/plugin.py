@@ -17,4 +17,5 @@ PLUGIN = BenchmarkPlugin(
     build_options=ToyOptions,
     freeze="tests.toy_benchmark.stages:freeze",
     exports=(ExportFormat("dots", "dots.jsonl plus images/", "tests.toy_benchmark.export:export_dots"),),
+    kit="tests.toy_benchmark.kit:KIT",
 )
