@@ -3,8 +3,11 @@
 An export is pointed at a folder (``--out``) that may already hold things: an earlier export, or a symlink someone
 placed there. Writing ``out/records.jsonl`` with ``open`` would follow a symlink of that name to wherever it points,
 and a name taken from a record (a trajectory id, a frame name) could lead out with ``..``. The door refuses both:
-a path is made only of names below the root, no component below the root may be a symlink (checked before, and the
-file itself opened with ``O_NOFOLLOW``), and folders are made one component at a time. A root that cannot be a
+a path is made only of names below the root, and no component below the root may be a symlink. That is checked
+first, for a clear message, and then enforced where it matters: a file is opened by walking down from the root one
+folder descriptor at a time, each opened with ``O_NOFOLLOW`` relative to the one above (``openat``), the file
+itself created with ``O_EXCL | O_NOFOLLOW``. A symlink swapped in after the check (a race) therefore makes the
+write fail instead of following it. A root that cannot be a
 folder (``--out`` below a regular file) is one ``OutputError`` naming the component, raised before anything is
 written. No path is ever pasted into another language (SQL): tables are written to a handle the door opened.
 
@@ -14,9 +17,11 @@ the stores that own their folders), and the attack cases run against every regis
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO, Any
 
@@ -24,6 +29,7 @@ from storage.paths import OutsideRoot, under
 
 # a new file every time: an existing one is unlinked first, so a hard link to a file outside is never written into
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0)
 
 
 class OutputError(ValueError):
@@ -33,9 +39,11 @@ class OutputError(ValueError):
 class OutputFolder:
     """A folder an export writes below, and only below."""
 
-    def __init__(self, root: str | Path) -> None:
+    def __init__(self, root: str | Path, top: Path | None = None) -> None:
         self.root = Path(os.path.abspath(root))
-        _made(lambda: _make_folders(self.root, None), self.root)
+        # the folder the user named (followed, if a symlink: theirs to choose); a sub-door walks down from it too
+        self.top = top or self.root
+        _made(lambda: _make_folders(self.root, None if top is None else top), self.root)
 
     @classmethod
     def of(cls, out: OutputFolder | str | Path) -> OutputFolder:
@@ -65,19 +73,22 @@ class OutputFolder:
 
     def sub(self, *parts: str) -> OutputFolder:
         """A folder below this one as a door of its own."""
-        return OutputFolder(self.folder(*parts))
+        return OutputFolder(self.folder(*parts), self.top)
 
     @contextmanager
     def open(self, *parts: str, binary: bool = False) -> Iterator[IO[Any]]:
         """A new file (an existing one is replaced, never followed if it is a symlink) for writing."""
         path = self.path(*parts)
         _made(lambda: _make_folders(path.parent, self.root), path.parent)
+        folder = _descend(self.top, path.parent.relative_to(self.top).parts)
         try:
-            if os.path.lexists(path):
-                os.unlink(path)  # a file, never followed (path() refused links); its other hard links keep their data
-            descriptor = os.open(path, _WRITE_FLAGS, 0o644)
+            with suppress(FileNotFoundError):
+                os.unlink(path.name, dir_fd=folder)  # never followed; its other hard links keep their data
+            descriptor = os.open(path.name, _WRITE_FLAGS, 0o644, dir_fd=folder)
         except OSError as error:
             raise OutputError(f"{str(path)[:200]}: cannot be written ({error.strerror})") from None
+        finally:
+            os.close(folder)
         with (os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8")) as handle:
             yield handle
 
@@ -120,6 +131,40 @@ def _made(step: Any, path: Path) -> Any:
     except OSError as error:
         shown = str(path) if len(str(path)) <= 200 else str(path)[:200] + "..."
         raise OutputError(f"{shown}: cannot be used as a path ({error.strerror})") from None
+
+
+def _is(folder: int, name: str, kind: Any) -> bool:
+    """Whether ``name`` in the folder open as ``folder`` exists and is of ``kind`` (``stat.S_ISDIR``...), links not
+    followed."""
+    try:
+        return bool(kind(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode))
+    except FileNotFoundError:
+        return False
+
+
+def _descend(top: Path, names: tuple[str, ...]) -> int:
+    """A descriptor of the folder ``names`` below ``top``, reached one ``O_NOFOLLOW`` open at a time, each relative
+    to the folder above: a component swapped for a symlink since ``path`` checked it is refused, not followed."""
+    folder = _made(lambda: os.open(top, _FOLDER_FLAGS), top)
+    current = top
+    try:
+        for name in names:
+            current = current / name
+            try:
+                child = os.open(name, _FOLDER_FLAGS | os.O_NOFOLLOW, dir_fd=folder)
+            except OSError as error:
+                if error.errno not in (errno.ENOTDIR, errno.ELOOP):
+                    raise OutputError(f"{str(current)[:200]}: cannot be opened ({error.strerror})") from None
+                if _is(folder, name, stat.S_ISLNK):
+                    raise OutsideRoot(f"{current} is a symlink inside the output folder {top}; nothing is "
+                                      f"written through it") from None
+                raise OutputError(f"{current} exists and is not a folder: nothing can be written below it") from None
+            os.close(folder)
+            folder = child
+        return folder
+    except BaseException:
+        os.close(folder)
+        raise
 
 
 def _make_folders(path: Path, top: Path | None) -> None:

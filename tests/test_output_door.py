@@ -238,3 +238,33 @@ def test_a_hard_link_or_an_overlong_name_never_writes_outside(tmp_path: Path) ->
         OutputFolder(tmp_path / ("z" * 300))
     with pytest.raises(OutputError, match="cannot be used as a path"):
         out.save_text("x", "n" * 300, "file.txt")
+
+
+def test_a_folder_swapped_for_a_symlink_after_the_check_is_not_written_through(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race: a component checked as a folder becomes a symlink before the file is opened."""
+    import storage.output as door
+
+    outside = tmp_path / "outside"
+    (outside / "b").mkdir(parents=True)  # what the swapped-in link leads to has the folder the write expects
+    out = OutputFolder(tmp_path / "out")
+    made = door._make_folders
+
+    def swap_after_making(path: Path, top: Path | None) -> None:
+        made(path, top)
+        if (out.root / "a").is_dir() and not (out.root / "a").is_symlink():
+            os.rename(out.root / "a", tmp_path / "moved")
+            (out.root / "a").symlink_to(outside, target_is_directory=True)
+
+    monkeypatch.setattr(door, "_make_folders", swap_after_making)
+    with pytest.raises(OutsideRoot, match="is a symlink inside the output folder"):
+        out.save_text("attack", "a", "b", "x.txt")
+    assert list((outside / "b").iterdir()) == []
+    sub = out.sub("c")
+    (tmp_path / "elsewhere").mkdir()
+    os.rename(sub.root, tmp_path / "moved-c")
+    sub.root.symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+    monkeypatch.setattr(door, "_make_folders", made)
+    with pytest.raises(OutsideRoot):
+        sub.save_text("attack", "x.txt")
+    assert list((tmp_path / "elsewhere").iterdir()) == []
