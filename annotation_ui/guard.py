@@ -14,7 +14,10 @@
 - Requests from another origin may change nothing: a request other than GET/HEAD whose ``Origin`` (or, without
   one, ``Referer``) is not the app's own gets 403, so a page elsewhere that a logged-in annotator opens can neither
   take nor answer an item (a plain HTML form included); ``/api/v1/`` bodies must be JSON (a form's ``text/plain``
-  gets 415); and no response grants another origin CORS access.
+  gets 415); and no response grants another origin CORS access. The app's own origin, the client's address and
+  the scheme come from X-Forwarded-* headers only when a configured proxy sent them (``proxies``).
+- A failure in any route (Gradio's, ``rest``'s, this door's) is a 500 ``{"detail": ...}`` that shows nothing of
+  the server; the log gets one error line, the traceback at DEBUG only (``failures``).
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from annotation_ui.accounts import Accounts
+from annotation_ui.failures import internal
 from annotation_ui.limits import LoginLimiter, Refusal
 from annotation_ui.origins import MAX_JSON_DEPTH, foreign_origin, is_json, too_deep, without_cors
+from annotation_ui.proxies import Proxies
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -92,6 +97,7 @@ class Guard:
         self.limiter = limiter
         self.sessions = sessions
         self.settings = limiter.settings
+        self.proxies = Proxies(self.settings.trusted_proxies)
         self._checks: Any = None  # an anyio CapacityLimiter, made inside the event loop
         self._queues: dict[str, tuple[Any, int]] = {}  # key -> (its asyncio.Lock, attempts holding or awaiting it)
 
@@ -99,6 +105,26 @@ class Guard:
         if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
+        scope = self.proxies.apply(scope)
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] in ("http.response.start", "websocket.accept", "websocket.close")
+            await send(message)
+
+        try:
+            await self._serve(scope, receive, watched)
+        except Exception as error:  # whatever failed, the caller learns nothing of the server (see failures)
+            said = internal(error, f"{scope.get('method', 'websocket')} {scope.get('path')}")
+            if started:
+                return
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1011})
+            else:
+                await send_json(send, 500, {"detail": said})
+
+    async def _serve(self, scope: Scope, receive: Any, send: Any) -> None:
         gradio_app = scope["app"]
         if gradio_app.tokens is not self.sessions:
             gradio_app.tokens = self.sessions  # Gradio's routes then see only live sessions
@@ -216,8 +242,7 @@ class Guard:
     def secure(self, scope: Scope) -> bool:
         if self.settings.cookie_secure != "auto":
             return bool(self.settings.cookie_secure)
-        forwarded = dict(scope.get("headers") or []).get(b"x-forwarded-proto", b"").split(b",")[0].strip()
-        return scope.get("scheme") in ("https", "wss") or forwarded.lower() == b"https"
+        return scope.get("scheme") in ("https", "wss")  # a trusted proxy's X-Forwarded-Proto included (proxies)
 
 
 async def refuse_foreign(scope: Scope, send: Any, origin: str) -> None:

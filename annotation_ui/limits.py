@@ -31,6 +31,23 @@ def lockouts_path(settings: Settings) -> Path:
     return Path(named) if named else Path(settings.catalog.path).with_name("annotation-lockouts.sqlite")
 
 
+def regular_or_none(path: Path) -> None:
+    """Nothing when ``path`` is a regular file or names nothing yet; an OSError saying what it is otherwise (SQLite
+    would fail on a FIFO or a device with "disk I/O error", and write /dev/null's lockouts nowhere)."""
+    import errno
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a folder" if stat.S_ISDIR(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file")
+        raise OSError(errno.EINVAL, f"it is {kind}, not a regular file")
+
+
 @dataclass(frozen=True)
 class Lockout:
     key: str  # "account:NAME" or "address:IP"
@@ -44,15 +61,21 @@ class LockoutStore:
     ``data_version``), so refusing a burst of guesses costs no file access per guess."""
 
     def __init__(self, path: Path) -> None:
+        """A ValueError of one line when ``path`` cannot hold the lockouts (a FIFO, a device, a folder, a file that
+        is no SQLite database, a folder it cannot be made in)."""
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._con = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
         self._guard = threading.Lock()
         self._version: int | None = None
         self._cached: dict[str, Lockout] = {}
-        with self._guard:
+        try:
+            regular_or_none(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._con = sqlite3.connect(path, timeout=10, isolation_level=None, check_same_thread=False)
             self._con.execute("CREATE TABLE IF NOT EXISTS lockouts (key TEXT PRIMARY KEY, until REAL NOT NULL, "
                               "failures INTEGER NOT NULL, since REAL NOT NULL)")
+        except (OSError, sqlite3.Error) as error:
+            why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise ValueError(f"the lockout file {path} ([annotation] lockouts_path) cannot be used: {why}") from None
 
     def _all(self) -> dict[str, Lockout]:  # under self._guard
         version = self._con.execute("PRAGMA data_version").fetchone()[0]

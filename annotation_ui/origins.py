@@ -16,10 +16,11 @@ Message = dict[str, Any]
 
 
 def _own_origin(scope: Scope) -> str:
-    """``scheme://host[:port]`` the browser reached this app at (through a proxy: per X-Forwarded-Proto/Host)."""
+    """``scheme://host[:port]`` the browser reached this app at. Through a proxy: the scheme and X-Forwarded-Host
+    it says, which reach here only from a proxy in ``trusted_proxies`` (``proxies.Proxies.apply`` runs first and
+    drops them from anyone else)."""
     headers = dict(scope.get("headers") or [])
-    scheme = headers.get(b"x-forwarded-proto", b"").split(b",")[0].strip().decode("latin-1") or \
-        {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), scope.get("scheme", "http"))
+    scheme = {"ws": "http", "wss": "https"}.get(scope.get("scheme", "http"), scope.get("scheme", "http"))
     host = (headers.get(b"x-forwarded-host") or headers.get(b"host") or b"").split(b",")[0].strip()
     return _normal(f"{scheme}://{host.decode('latin-1')}")
 

@@ -12,7 +12,8 @@ handlers and rules as the page (``app.App``):
 - ``GET /api/v1/blob/<sha256>``: an image a page showed, as stored, cached by the browser for good (the address is
   the content's hash, so it never changes).
 
-A refusal is ``400 {"detail": why}``; a right the caller lacks, 403; an unknown route, 404.
+A refusal is ``400 {"detail": why}`` (no server path in it); a right the caller lacks, 403; an unknown route, 404;
+any other failure, the front door's 500 (``failures``).
 """
 
 from __future__ import annotations
@@ -23,9 +24,9 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
+from annotation_ui.failures import is_refusal, refusal_text
 from annotation_ui.guard import read_body, send_json
 from annotation_ui.origins import is_json
-from annotation_ui.work import WorkError
 
 BLOB = re.compile(r"/api/v1/blob/([0-9a-f]{64})")
 BLOB_ROUTE = "api/v1/blob/"  # relative: a page served under a proxy's path prefix fetches under it too
@@ -99,11 +100,11 @@ class Routes:
             if not isinstance(arguments, dict):
                 raise ValueError("the body is a JSON object")
             status, content = 200, await anyio.to_thread.run_sync(handler, Caller(user), arguments)
-        except PermissionError as error:
-            status, content = 403, {"detail": str(error)}
-        except (WorkError, ValueError, KeyError, TypeError) as error:
-            why = error.args[0] if isinstance(error, KeyError) and error.args else error  # KeyError quotes its text
-            status, content = 400, {"detail": str(why)}
+        except Exception as error:
+            if not is_refusal(error):
+                raise  # the server's failure: the front door answers 500 and logs it
+            status = 403 if isinstance(error, PermissionError) else 400
+            content = {"detail": refusal_text(error)}
         await send_json(send, status, content)
 
     def take(self, caller: Caller, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -21,15 +21,17 @@ import json
 import threading
 import time
 from collections import Counter, OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from annotation_ui.item_states import ItemState, item_states
 from annotation_ui.leases import Ask, lease_all, lease_to, release_pairs
+from annotation_ui.turns import lock_for
 from schemas import Record, Status
 from schemas.config import AnnotationSettings
 from storage import Catalog
-from tasks.review import IN_FORCE_WHERE, _corrected, decision_record, decisions_in_force, resolution, resolve_item
+from tasks.review import _corrected, decision_record, decisions_in_force, resolution, resolve_item
 
 Verdict = Literal["accept", "reject", "correct"]
 RECHECK = "recheck"  # the queue every benchmark shares: a released record sent back to people, YES/NO
@@ -81,23 +83,12 @@ class Request:
 
 
 @dataclass
-class _ItemState:
-    """An item's status, its answers in force (annotator -> verdict), who holds a live lease on it, who holds
-    one at all, and how many decisions each annotator made on it, undone ones included."""
-    status: str | None = None
-    answers: dict[str, str] = field(default_factory=dict)
-    live_leases: set[str] = field(default_factory=set)
-    leases: set[str] = field(default_factory=set)
-    decisions: Counter = field(default_factory=Counter)
-
-
-@dataclass
 class Work:
     catalog: Catalog
     settings: AnnotationSettings
 
     def __post_init__(self) -> None:
-        self._lock = _lock_for(str(self.catalog.path))  # per catalog file: leases and answers change together
+        self._lock = lock_for(str(self.catalog.path))  # per catalog file: leases and answers change together
         self._waiting: list[Request] = []  # requests not yet served; the next turn serves them all
         self._turns = threading.Condition()
         self._leading = False  # whether a thread is serving a turn
@@ -239,7 +230,7 @@ class Work:
     def _answer_all(self, con: Any, requests: list[Request]) -> list[tuple[str, str]]:
         """Every answer the rules allow stored, and the items they complete resolved, in six statements whatever
         their number; a refused one gets its WorkError. Returns the (annotator, item) leases to let go."""
-        states = _item_states(con, sorted({request.item.id for request in requests}))
+        states = item_states(con, sorted({request.item.id for request in requests}))
         decisions: list[Record] = []
         changes: list[tuple[str, Status, str, str]] = []
         for request in requests:
@@ -251,7 +242,7 @@ class Work:
         self.catalog.set_statuses(changes)
         return [(request.annotator, request.item.id) for request in requests if request.error is None]
 
-    def _answer(self, state: _ItemState, request: Request, changes: list[tuple[str, Status, str, str]]) -> Record:
+    def _answer(self, state: ItemState, request: Request, changes: list[tuple[str, Status, str, str]]) -> Record:
         """The answer's decision record, counted in ``state``; the changes that resolve the item, when it now has
         its answers, added to ``changes``."""
         item, annotator = request.item, request.annotator
@@ -384,35 +375,6 @@ class Work:
         return "\n".join(lines) + ("\n" if lines else "")
 
 
-def _item_states(con: Any, item_ids: list[str]) -> dict[str, _ItemState]:
-    """The state of each item (see ``_ItemState``) in one flat query of three lookups, counted here: the same
-    figures as one query's aggregates and subqueries took 3.7 ms of an answer in DuckDB, this one about 2 (its
-    planning, not its rows, is the cost)."""
-    named = ", ".join("?" * len(item_ids))
-    rows = con.execute(
-        f"""SELECT 'item' AS what, id, status, NULL AS flag, NULL AS annotator, NULL AS verdict FROM records
-                   WHERE id IN ({named})
-            UNION ALL SELECT 'decision', payload->>'item_id', NULL, {IN_FORCE_WHERE}, payload->>'annotator',
-                   payload->>'verdict' FROM records WHERE kind = 'decision' AND payload->>'item_id' IN ({named})
-            UNION ALL SELECT 'lease', item_id, NULL, expires_at >= ?, annotator, NULL FROM leases
-                   WHERE item_id IN ({named})""",
-        [*item_ids, *item_ids, datetime.now(UTC), *item_ids]).fetchall()
-    states = {item_id: _ItemState() for item_id in item_ids}
-    for what, item_id, status, flag, annotator, verdict in rows:
-        state = states[item_id]
-        if what == "item":
-            state.status = status
-        elif what == "decision":
-            state.decisions[annotator] += 1
-            if flag:
-                state.answers[annotator] = verdict
-        else:
-            state.leases.add(annotator)
-            if flag:
-                state.live_leases.add(annotator)
-    return states
-
-
 def _check_answer(queue: str, verdict: str, correction: dict | None, note: str, max_note_chars: int) -> None:
     allowed = verdicts().get(queue, ("accept", "reject"))
     if verdict not in allowed:
@@ -423,36 +385,3 @@ def _check_answer(queue: str, verdict: str, correction: dict | None, note: str, 
         raise WorkError(f"a correction goes with the verdict 'correct', not {verdict!r}")
     if len(note) > max_note_chars:
         raise WorkError(f"the note has {len(note)} characters; at most {max_note_chars}")
-
-
-class FairLock:
-    """A lock taken in the order it was asked for. ``threading.Lock`` hands itself to whichever waiting thread
-    the scheduler wakes first, so under load some annotators waited through many turns of others (p95 twice the
-    median); in turn order everyone waits about as long."""
-
-    def __init__(self) -> None:
-        self._turns = threading.Condition(threading.Lock())
-        self._next_ticket = 0
-        self._serving = 0
-
-    def __enter__(self) -> FairLock:
-        with self._turns:
-            ticket = self._next_ticket
-            self._next_ticket += 1
-            while self._serving != ticket:
-                self._turns.wait()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with self._turns:
-            self._serving += 1
-            self._turns.notify_all()
-
-
-_LOCKS: dict[str, FairLock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-def _lock_for(path: str) -> FairLock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(path, FairLock())

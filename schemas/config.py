@@ -117,7 +117,7 @@ class AnnotationSettings(Section):
     conflicts: Literal["majority", "admin"] = "majority"  # how disagreeing answers are resolved
     users: list[Account] = Field(default_factory=list)
     # sessions: a login lasts session_s; the cookie is HttpOnly, SameSite as set, and Secure when cookie_secure
-    # says so ("auto": when the login came over HTTPS, directly or per X-Forwarded-Proto from a proxy)
+    # says so ("auto": when the login came over HTTPS, directly or per X-Forwarded-Proto from a trusted proxy)
     session_s: float = Field(default=12 * 3600.0, gt=0)
     cookie_secure: Literal["auto"] | bool = "auto"
     cookie_samesite: Literal["lax", "strict", "none"] = "lax"
@@ -137,10 +137,20 @@ class AnnotationSettings(Section):
     max_note_chars: int = Field(default=2000, ge=0)
     max_upload_bytes: int = Field(default=5 * 2 ** 20, ge=1)
     max_request_bytes: int = Field(default=2 ** 20, ge=4096)
+    # reverse proxies whose X-Forwarded-For, -Proto and -Host the app believes, as uvicorn's forwarded_allow_ips:
+    # addresses ("127.0.0.1"), networks ("10.0.0.0/8") or "*" (any client); empty: none, the peer is the client
+    trusted_proxies: list[str] = Field(default_factory=list)
 
     def model_post_init(self, context: Any, /) -> None:
+        import ipaddress
+
         if self.cookie_samesite == "none" and self.cookie_secure is not True:
             raise ValueError('cookie_samesite = "none" needs cookie_secure = true (browsers drop it otherwise)')
+        for entry in (e for e in self.trusted_proxies if e != "*"):
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError:
+                raise ValueError(f"trusted_proxies: {entry!r} is no address, network or \"*\"") from None
 
     def overlap_of(self, queue: str) -> int:
         return max(1, int(self.overlap.get(queue, 1)))

@@ -17,7 +17,7 @@ from tests.test_annotation_browser import publish_visual_negatives
 
 
 def login(url: str, name: str, password: str = "pw", address: str | None = None) -> httpx.Response:
-    # the app trusts X-Forwarded-For from 127.0.0.1 (a local proxy), so tests can speak for other addresses
+    # app_settings trusts X-Forwarded-For from 127.0.0.1 (a local proxy), so tests can speak for other addresses
     headers = {"x-forwarded-for": address} if address else {}
     return httpx.post(url + "login", data={"username": name, "password": password}, headers=headers)
 

@@ -1,0 +1,239 @@
+"""What the annotation app does for a caller, apart from Gradio's layout: take and answer items, undo, the admin's
+figures, export, unlocking and adjudication. Every method checks who asks (``user``, ``admin``), so the page's
+handlers (``queue_tabs``, ``admin_tab``) and the plain routes (``rest``) follow the same rules; nothing here imports
+Gradio.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from annotation_ui.accounts import Accounts
+from annotation_ui.agreement import fleiss_kappa, pairwise_cohen, percent_agreement
+from annotation_ui.guard import ADMIN_FILES
+from annotation_ui.limits import LockoutStore, LoginLimiter, lockouts_path, regular_or_none
+from annotation_ui.rest import BLOB_ROUTE, ShownImages
+from annotation_ui.views import escaped, size_and_type
+from annotation_ui.work import Work, WorkError, queues
+from schemas import Record
+from schemas.config import Settings
+from storage import open_storage
+from tasks.benchmark import ReviewCheck, ReviewView
+
+
+class App:
+    """The handlers, independent of Gradio's layout so they can be tested and called from the API."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        if not settings.catalog.url:  # DuckDB waits forever on a FIFO and fails with a traceback on a device
+            try:
+                regular_or_none(Path(settings.catalog.path))
+            except OSError as error:
+                raise ValueError(f"the catalog {settings.catalog.path} ([catalog] path) cannot be used: "
+                                 f"{error.strerror}") from None
+        self.storage = open_storage(settings)
+        self.storage.catalog.keep_open(1.0)  # many small transactions; flows elsewhere still get the file
+        self.work = Work(self.storage.catalog, settings.annotation)
+        self.accounts = Accounts(settings)
+        self.lockout_store = LockoutStore(lockouts_path(settings))
+        self.limiter = LoginLimiter(settings, self.lockout_store)
+        self.shown_images = ShownImages()
+
+    # -- who is asking ---------------------------------------------------------------------------------------
+
+    def user(self, request: Any) -> str:
+        name = getattr(request, "username", None)
+        if not name or self.accounts.role(name) is None:
+            raise PermissionError("log in first")
+        return name
+
+    def admin(self, request: Any) -> str:
+        name = self.user(request)
+        if self.accounts.role(name) != "admin":
+            raise PermissionError(f"{name} is not an admin")
+        return name
+
+    # -- queue views -------------------------------------------------------------------------------------------
+
+    def take(self, queue: str, request: Any, skipped: tuple[str, ...] = (), *, lease: bool = True
+             ) -> dict[str, Any] | None:
+        """The caller's current item of ``queue`` with everything a view shows, or None when the queue is empty
+        for them. With ``lease=False`` (a page being opened) only an item they already hold: nothing is leased."""
+        if queue not in queues():
+            raise ValueError(f"unknown queue {queue!r}")
+        name = self.user(request)
+        item = (self.work.next_item(queue, name, skipped=skipped) if lease
+                else self.work.held_item(queue, name))
+        return self._view(queue, item) if item is not None else None
+
+    def _view(self, queue: str, item: Record) -> dict[str, Any]:
+        target = self.work.content(item.payload["target_id"])
+        found: dict[str, Any] = {"item_id": item.id, "queue": queue, "question": item.payload["question"],
+                                 "suggestion": item.payload["suggestion"], "target_id": target.id,
+                                 "target_kind": target.kind, "target": target.payload,
+                                 "images": {b.role: b.sha256 for b in target.blobs}}
+        view = view_of(queue)
+        if view is not None and view.gather is not None:  # what the queue's benchmark shows besides the item
+            found = view.gather(found, self.storage.catalog)
+        return found
+
+    def answer(self, item_id: str, verdict: str, request: Any, *, correction: dict | None = None,
+               note: str = "", shown: dict | None = None) -> str:
+        name, note, shown = self._answer_form(item_id, verdict, request, correction, note, shown)
+        return self.work.submit(item_id, name, verdict, correction=correction, note=note, shown=shown).id
+
+    def answer_next(self, item_id: str, verdict: str, request: Any, *, queue: str, correction: dict | None = None,
+                    note: str = "", shown: dict | None = None) -> tuple[str, dict[str, Any] | None]:
+        """``answer``, then ``take`` of ``queue``, in one turn of the app's lock: (the decision's id, the view of
+        the next item or None)."""
+        if queue not in queues():
+            raise ValueError(f"unknown queue {queue!r}")
+        name, note, shown = self._answer_form(item_id, verdict, request, correction, note, shown)
+        decision, following = self.work.submit_and_next(item_id, name, verdict, queue=queue,  # type: ignore[arg-type]
+                                                        correction=correction, note=note, shown=shown)
+        return decision.id, self._view(queue, following) if following is not None else None
+
+    def _answer_form(self, item_id: str, verdict: str, request: Any, correction: dict | None, note: str,
+                     shown: dict | None) -> tuple[str, str, dict[str, Any]]:
+        """(the caller, the note, what the view showed) for an answer, after the checks that need no lock."""
+        name = self.user(request)
+        if verdict not in ("accept", "reject", "correct"):
+            raise ValueError(f"unknown verdict {verdict!r}")
+        note = note or ""
+        if len(note) > self.settings.annotation.max_note_chars:  # refused before the guideline check's cost
+            raise WorkError(f"the note has {len(note)} characters; at most {self.settings.annotation.max_note_chars}")
+        item = self._item(item_id)
+        if correction is not None:
+            self._check_correction(item, correction)
+        target = self.work.content(item.payload["target_id"])
+        # what the view showed: the item and target versions (ids are content hashes), their images, the texts
+        return name, note, {**(shown or {}), "target": target.id, "images": {b.role: b.sha256 for b in target.blobs},
+                            "question": item.payload["question"], "suggestion": item.payload["suggestion"]}
+
+    def _item(self, item_id: str) -> Any:
+        """The review item of that id; a WorkError that says so for an unknown id or another kind of record (never
+        the catalog's path, which a KeyError from the store names)."""
+        try:
+            item = self.work.content(item_id)
+        except KeyError:
+            raise WorkError(f"no review item {item_id[:64]!r}") from None
+        if item.kind != "review_item":
+            raise WorkError(f"{item_id[:12]} is a {item.kind} record, not a review item")
+        return item
+
+    def _check_correction(self, item: Any, correction: dict) -> None:
+        """The check the item's benchmark declares for corrections in its queue; a queue that declares none
+        takes no corrections."""
+        from tasks import benchmark
+
+        review = benchmark.get(item.benchmark).review(item.payload["queue"])
+        if review is None or review.correction_problems is None:
+            raise WorkError(f"the {item.payload['queue']} queue takes no corrections")
+        problems = review.correction_problems(correction, self.settings)
+        if problems:
+            raise WorkError("the correction breaks the guidelines: " + "; ".join(problems))
+
+    def skip(self, item_id: str, request: Any) -> None:
+        self.work.release(item_id, self.user(request))
+
+    def undo(self, request: Any) -> str | None:
+        item = self.work.undo_last(self.user(request))
+        return item.id if item else None
+
+    def undo_in(self, queue: str, request: Any) -> str:
+        """Take back the caller's newest answer in ``queue``; says what was undone (or that nothing was)."""
+        undone = self.work.undo(self.user(request), queue=queue)
+        if undone is None:
+            return "Nothing to undo: you have no answer in force in this queue."
+        decision, item = undone
+        when = decision.created_at.strftime("%H:%M:%S")
+        return (f"Undone: your **{escaped(decision.payload['verdict'])}** of item `{item.id[:12]}` (answered "
+                f"{when} UTC); the item is back with you, shown below.")
+
+    def progress_line(self, queue: str, request: Any) -> str:
+        name = self.user(request)
+        row = self.work.progress(name).get(queue, {"done": 0, "remaining": 0, "mine": 0})
+        return (f"{escaped(name)} · {escaped(queue)}: {row['done']} done, {row['remaining']} remaining, "
+                f"{row['mine']} answered by you")
+
+    def image(self, sha: str | None) -> bytes | None:
+        """The stored bytes of an image, as they are (full resolution, no re-encoding)."""
+        return self.storage.blobs.get(sha) if sha else None
+
+    def image_source(self, data: bytes) -> str:
+        """The address a page fetches ``data`` from (``rest``'s image route), kept so that fetch is a lookup."""
+        sha = hashlib.sha256(data).hexdigest()
+        self.shown_images.keep(sha, data, size_and_type(data)[2])
+        return f"{BLOB_ROUTE}{sha}"
+
+    def stored_image(self, sha: str) -> tuple[bytes, str] | None:
+        """(bytes, media type) of a blob the catalog registered, for an image route request the cache missed."""
+        meta = self.storage.catalog.blob_meta([sha]).get(sha)
+        return (self.storage.blobs.get(sha), meta[1]) if meta else None
+
+    # -- admin -------------------------------------------------------------------------------------------------
+
+    def admin_report(self, request: Any) -> dict[str, Any]:
+        self.admin(request)
+        progress = self.work.progress()
+        agreement = {}
+        for queue in queues():
+            answers = self.work.answers_by_item(queue)
+            items, fleiss = fleiss_kappa(answers, self.settings.annotation.overlap_of(queue))
+            agreement[queue] = {"percent": percent_agreement(answers), "fleiss_items": items, "fleiss": fleiss,
+                                "cohen": {f"{a} / {b}": v for (a, b), v in pairwise_cohen(answers).items()}}
+        return {"queues": progress, "throughput": self.work.throughput(), "agreement": agreement,
+                "conflicts": [i.id for i in self.work.conflicts()]}
+
+    def export(self, request: Any) -> str:
+        self.admin(request)
+        from storage.output import OutputFolder
+
+        folder = OutputFolder(tempfile.mkdtemp(prefix=ADMIN_FILES))
+        # the name travels with the file into Gradio's cache, where the front door serves it to admins alone
+        return str(folder.save_text(self.work.export_decisions(), f"{ADMIN_FILES}decisions.jsonl"))
+
+    def lockouts(self, request: Any) -> list[dict[str, Any]]:
+        self.admin(request)
+        return [{"key": x.key, "until": datetime.fromtimestamp(x.until, UTC).isoformat(timespec="seconds"),
+                 "failures": x.failures} for x in self.lockout_store.current()]
+
+    def unlock(self, name: str, request: Any) -> str:
+        """Lift the lockout of an account or address; its failure counts start again from zero."""
+        admin = self.admin(request)
+        name = (name or "").strip()
+        lifted = self.lockout_store.lift_name(name)
+        for key in (f"account:{name}", f"address:{name}"):
+            self.limiter.forget(key)
+        if not lifted:
+            raise ValueError(f"no lockout for {name!r}")
+        return f"{escaped(', '.join(lifted))} unlocked by {escaped(admin)}"
+
+    def adjudicate(self, item_id: str, verdict: str, request: Any) -> str:
+        name = self.admin(request)
+        if verdict not in ("accept", "reject"):
+            raise ValueError("adjudicate with accept or reject")
+        return self.work.adjudicate(item_id, name, verdict)  # type: ignore[arg-type]
+
+
+def review_views() -> list[tuple[ReviewCheck, ReviewView]]:
+    """Every registered benchmark's review queues that declare a view, in registry order (the tabs' order)."""
+    from tasks import benchmark
+
+    found: list[tuple[ReviewCheck, ReviewView]] = []
+    for plugin in benchmark.plugins():
+        for review in plugin.reviews:
+            view = review.review_view()
+            if view is not None:
+                found.append((review, view))
+    return found
+
+
+def view_of(queue: str) -> ReviewView | None:
+    return next((view for review, view in review_views() if review.queue == queue), None)
+
