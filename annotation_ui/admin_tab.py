@@ -28,7 +28,7 @@ def admin_tab(app: App, blocks: Any) -> None:
         conflicts = gr.Textbox(label="items waiting for adjudication", elem_id="ad-conflicts")
         with gr.Row():
             item = gr.Textbox(label="item id to adjudicate")
-            verdict = gr.Radio(["accept", "reject"], label="verdict", value="accept")
+            verdict = gr.Textbox(label="answer: accept, reject or a correction as listed", value="accept")
             go = gr.Button("Adjudicate")
         result = gr.Markdown()
         export = gr.Button("Export decisions (JSONL)")
@@ -50,7 +50,10 @@ def admin_tab(app: App, blocks: Any) -> None:
         kappas = [[q, number(a["percent"]), number(a["fleiss"]), a["fleiss_items"],
                    "; ".join(f"{pair}: {number(kappa)} ({n})" for pair, (n, kappa) in a["cohen"].items())]
                   for q, a in report["agreement"].items()]
-        return rows, rates, kappas, "\n".join(report["conflicts"]), _lockout_lines(app.lockouts(request))
+        waiting = "\n".join(f"{c['item']} ({c['queue']}): " + "; ".join(f"{name}: {answer}" for name, answer
+                                                                   in c["answers"].items())
+                            for c in report["conflicts"])
+        return rows, rates, kappas, waiting, _lockout_lines(app.lockouts(request))
 
     def opened(request: gr.Request) -> tuple[Any, ...]:
         if app.accounts.role(app.user(request)) != "admin":

@@ -8,13 +8,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from tasks.review import IN_FORCE_WHERE
+from tasks.resolving import IN_FORCE_WHERE, answer_of
 
 
 @dataclass
 class ItemState:
-    """An item's status, its answers in force (annotator -> verdict), who holds a live lease on it, who holds
-    one at all, and how many decisions each annotator made on it, undone ones included."""
+    """An item's status, its answers in force (annotator -> ``answer_of``, a correction by its content), who holds
+    a live lease on it, who holds one at all, and how many decisions each annotator made on it, undone ones
+    included."""
     status: str | None = None
     answers: dict[str, str] = field(default_factory=dict)
     live_leases: set[str] = field(default_factory=set)
@@ -28,22 +29,23 @@ def item_states(con: Any, item_ids: list[str]) -> dict[str, ItemState]:
     planning, not its rows, is the cost)."""
     named = ", ".join("?" * len(item_ids))
     rows = con.execute(
-        f"""SELECT 'item' AS what, id, status, NULL AS flag, NULL AS annotator, NULL AS verdict FROM records
-                   WHERE id IN ({named})
+        f"""SELECT 'item' AS what, id, status, NULL AS flag, NULL AS annotator, NULL AS verdict,
+                   NULL AS correction FROM records WHERE id IN ({named})
             UNION ALL SELECT 'decision', payload->>'item_id', NULL, {IN_FORCE_WHERE}, payload->>'annotator',
-                   payload->>'verdict' FROM records WHERE kind = 'decision' AND payload->>'item_id' IN ({named})
-            UNION ALL SELECT 'lease', item_id, NULL, expires_at >= ?, annotator, NULL FROM leases
+                   payload->>'verdict', payload->>'correction' FROM records
+                   WHERE kind = 'decision' AND payload->>'item_id' IN ({named})
+            UNION ALL SELECT 'lease', item_id, NULL, expires_at >= ?, annotator, NULL, NULL FROM leases
                    WHERE item_id IN ({named})""",
         [*item_ids, *item_ids, datetime.now(UTC), *item_ids]).fetchall()
     states = {item_id: ItemState() for item_id in item_ids}
-    for what, item_id, status, flag, annotator, verdict in rows:
+    for what, item_id, status, flag, annotator, verdict, correction in rows:
         state = states[item_id]
         if what == "item":
             state.status = status
         elif what == "decision":
             state.decisions[annotator] += 1
             if flag:
-                state.answers[annotator] = verdict
+                state.answers[annotator] = answer_of(verdict, correction)
         else:
             state.leases.add(annotator)
             if flag:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from tasks.review import IN_FORCE_WHERE
+from tasks.resolving import IN_FORCE_WHERE
 
 ROWS_PER_ASKER = 16  # open items read per annotator asking, beyond the overlap's worth; more are read if needed
 

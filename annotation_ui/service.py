@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from annotation_ui import figures
 from annotation_ui.accounts import Accounts
 from annotation_ui.agreement import fleiss_kappa, pairwise_cohen, percent_agreement
 from annotation_ui.guard import ADMIN_FILES
@@ -157,7 +158,7 @@ class App:
 
     def progress_line(self, queue: str, request: Any) -> str:
         name = self.user(request)
-        row = self.work.progress(name).get(queue, {"done": 0, "remaining": 0, "mine": 0})
+        row = figures.progress(self.storage.catalog, name).get(queue, {"done": 0, "remaining": 0, "mine": 0})
         return (f"{escaped(name)} · {escaped(queue)}: {row['done']} done, {row['remaining']} remaining, "
                 f"{row['mine']} answered by you")
 
@@ -180,15 +181,17 @@ class App:
 
     def admin_report(self, request: Any) -> dict[str, Any]:
         self.admin(request)
-        progress = self.work.progress()
+        progress = figures.progress(self.storage.catalog)
         agreement = {}
         for queue in queues():
-            answers = self.work.answers_by_item(queue)
+            answers = figures.answers_by_item(self.storage.catalog, queue)
             items, fleiss = fleiss_kappa(answers, self.settings.annotation.overlap_of(queue))
             agreement[queue] = {"percent": percent_agreement(answers), "fleiss_items": items, "fleiss": fleiss,
                                 "cohen": {f"{a} / {b}": v for (a, b), v in pairwise_cohen(answers).items()}}
-        return {"queues": progress, "throughput": self.work.throughput(), "agreement": agreement,
-                "conflicts": [i.id for i in self.work.conflicts()]}
+        return {"queues": progress, "throughput": figures.throughput(self.storage.catalog), "agreement": agreement,
+                "conflicts": [{"item": item.id, "queue": item.payload["queue"], "question": item.payload["question"],
+                               "answers": {name: answer for name, (_, answer, _) in given.items()}}
+                              for item, given in self.work.conflicts()]}
 
     def export(self, request: Any) -> str:
         self.admin(request)
@@ -196,7 +199,7 @@ class App:
 
         folder = OutputFolder(tempfile.mkdtemp(prefix=ADMIN_FILES))
         # the name travels with the file into Gradio's cache, where the front door serves it to admins alone
-        return str(folder.save_text(self.work.export_decisions(), f"{ADMIN_FILES}decisions.jsonl"))
+        return str(folder.save_text(figures.export_decisions(self.storage.catalog), f"{ADMIN_FILES}decisions.jsonl"))
 
     def lockouts(self, request: Any) -> list[dict[str, Any]]:
         self.admin(request)
@@ -214,11 +217,10 @@ class App:
             raise ValueError(f"no lockout for {name!r}")
         return f"{escaped(', '.join(lifted))} unlocked by {escaped(admin)}"
 
-    def adjudicate(self, item_id: str, verdict: str, request: Any) -> str:
+    def adjudicate(self, item_id: str, answer: str, request: Any) -> str:
+        """Settle a conflict with accept, reject or one annotator's correction (as the conflict lists it)."""
         name = self.admin(request)
-        if verdict not in ("accept", "reject"):
-            raise ValueError("adjudicate with accept or reject")
-        return self.work.adjudicate(item_id, name, verdict)  # type: ignore[arg-type]
+        return self.work.adjudicate(item_id.strip(), name, answer.strip())
 
 
 def review_views() -> list[tuple[ReviewCheck, ReviewView]]:

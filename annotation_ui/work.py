@@ -4,8 +4,10 @@ An item is leased to an annotator when they ask for the next one in a queue (ope
 stays theirs until they answer, skip, or the lease expires. A queue's overlap k lets up to k different annotators
 answer an item, never more: leases and answers are counted together under one lock, so simultaneous clients cannot
 over-assign and a repeated submission is one answer (a decision's id is its content, which counts the annotator's
-earlier, undone answers to the item). When an item has its k answers it is resolved: unanimous answers decide;
-otherwise by majority, or, with ``conflicts = "admin"``, it waits for an admin's adjudication. Undo marks the
+earlier, undone answers to the item). When an item has its k answers it is resolved by ``tasks.resolving.settle``,
+the rule every queue and the flows share: answers are compared by content (two different corrections disagree), a
+majority decides, and a tie (or, with ``conflicts = "admin"``, any disagreement) waits for an admin's
+adjudication, which may choose one annotator's correction. Undo marks the
 annotator's last decision ``rejected`` (the record stays, with who undid it) and reopens its item; only decisions in
 force count (``tasks.review.decisions_in_force``).
 
@@ -17,10 +19,9 @@ and a turn of eight is still about ten.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -31,7 +32,16 @@ from annotation_ui.turns import lock_for
 from schemas import Record, Status
 from schemas.config import AnnotationSettings
 from storage import Catalog
-from tasks.review import _corrected, decision_record, decisions_in_force, resolution, resolve_item
+from tasks.resolving import (
+    adjudication_record,
+    adjudications,
+    answer_of,
+    answers_in_force,
+    decisions_in_force,
+    resolution,
+    settle,
+)
+from tasks.review import decision_record
 
 Verdict = Literal["accept", "reject", "correct"]
 RECHECK = "recheck"  # the queue every benchmark shares: a released record sent back to people, YES/NO
@@ -261,7 +271,7 @@ class Work:
         request.decision = decision_record(item, annotator=annotator, verdict=request.verdict, note=request.note,
                                            correction=request.correction, shown=request.shown,
                                            sequence=state.decisions[annotator])
-        state.answers[annotator] = request.verdict
+        state.answers[annotator] = answer_of(request.verdict, request.correction)
         state.decisions[annotator] += 1
         state.leases.discard(annotator)
         state.live_leases.discard(annotator)
@@ -273,30 +283,44 @@ class Work:
         return request.decision
 
     def _resolution(self, item: Record, answers: dict[str, str]) -> list[tuple[str, Status, str, str]]:
-        votes = Counter(answers.values())
-        if len(votes) > 1 and self.settings.conflicts == "admin":
-            return []  # waits for an admin; see adjudicate
-        accepted = votes["accept"] > len(answers) / 2
-        return resolution(item, accepted=accepted, who=sorted(answers),
-                          how="human review" if len(votes) == 1 else "majority of human review",
-                          corrected=_corrected(votes))
+        settled = settle(answers, self.settings.overlap_of(item.payload["queue"]), self.settings.conflicts)
+        return resolution(item, settled, sorted(answers))  # none for a conflict: it waits for adjudicate
 
-    def adjudicate(self, item_id: str, admin: str, verdict: Literal["accept", "reject"]) -> str:
+    def adjudicate(self, item_id: str, admin: str, answer: str, note: str = "") -> str:
+        """Settle a conflict: ``answer`` is accept, reject or one annotator's correction (its ``answer_of``, as
+        ``conflicts`` lists them). Returns the reason the target now carries."""
         with self._lock:
             item = self.catalog.get_record(item_id)
+            if item.kind != "review_item":
+                raise WorkError(f"{item_id[:12]} is not a review item")
             if item.status != Status.CANDIDATE:
                 raise WorkError(f"item {item_id[:12]} is already resolved")
-            answers = dict(decisions_in_force(self.catalog, "annotator, verdict", item_id=item_id))
-            return resolve_item(self.catalog, item, accepted=verdict == "accept",
-                                who=sorted({*answers, admin}), how=f"admin adjudication by {admin} of")
+            given = answers_in_force(self.catalog, [item_id]).get(item_id, {})
+            answers = {name: answer for name, (_, answer, _) in given.items()}
+            if settle(answers, self.settings.overlap_of(item.payload["queue"]),
+                      self.settings.conflicts).outcome != "conflict":
+                raise WorkError(f"item {item_id[:12]} is not in conflict: it waits for its answers")
+            try:
+                record = adjudication_record(item, admin, answer, given, note)
+            except ValueError as error:
+                raise WorkError(str(error)) from None
+            changes = resolution(item, settle({}, 0, adjudicated=answer), [*sorted(answers), admin])
+            self.catalog.put_records([record])
+            self.catalog.set_statuses(changes)
+            return changes[0][2]
 
-    def conflicts(self) -> list[Record]:
-        """Items with all their answers in disagreement, waiting for an admin (``conflicts = "admin"``)."""
+    def conflicts(self) -> list[tuple[Record, dict[str, tuple[str, str, dict]]]]:
+        """Items whose answers disagree without a majority (or at all, with ``conflicts = "admin"``), waiting for
+        an admin, each with its answers (annotator -> (decision id, answer, correction)); oldest first."""
+        items = self.catalog.find_records(kind="review_item", status=Status.CANDIDATE)
+        answers = answers_in_force(self.catalog, [i.id for i in items])
         waiting = []
-        for item in self.catalog.find_records(kind="review_item", status=Status.CANDIDATE):
-            answers = dict(decisions_in_force(self.catalog, "annotator, verdict", item_id=item.id))
-            if len(answers) >= self.settings.overlap_of(item.payload["queue"]) and len(set(answers.values())) > 1:
-                waiting.append(item)
+        for item in items:
+            given = answers.get(item.id, {})
+            settled = settle({name: answer for name, (_, answer, _) in given.items()},
+                             self.settings.overlap_of(item.payload["queue"]), self.settings.conflicts)
+            if settled.outcome == "conflict":
+                waiting.append((item, given))
         return waiting
 
     def undo_last(self, annotator: str) -> Record | None:
@@ -319,6 +343,10 @@ class Work:
             if item.status != Status.CANDIDATE:
                 self.catalog.set_status([item.payload["target_id"]], Status.CANDIDATE,
                                         reason=f"reopened: {annotator} undid an answer", actor=annotator)
+                settled_by = adjudications(self.catalog, [item_id]).get(item_id)
+                if settled_by is not None:  # the answers it settled have changed: it settles them no more
+                    self.catalog.set_status([settled_by.id], Status.REJECTED, actor=annotator,
+                                            reason=f"withdrawn: {annotator} undid an answer it settled")
                 self.catalog.set_status([item_id], Status.CANDIDATE, reason=f"reopened by {annotator}'s undo",
                                         actor=annotator)
             self.catalog.run(lambda con: lease_to(con, [(item_id, annotator, item.payload["queue"])],
@@ -330,49 +358,6 @@ class Work:
         row = self.catalog.query("SELECT item_id FROM leases WHERE annotator = ? AND queue = ? AND expires_at >= ? "
                                  "ORDER BY leased_at LIMIT 1", [annotator, queue, datetime.now(UTC)])
         return self.catalog.get_record(row[0][0]) if row else None
-
-    # -- figures -----------------------------------------------------------------------------------------------
-
-    def progress(self, annotator: str | None = None) -> dict[str, dict[str, int]]:
-        """Per queue: items done (resolved), remaining (open), and answers by ``annotator``."""
-        rows = self.catalog.query(
-            """SELECT r.payload->>'queue', r.status, count(*) FROM records r WHERE r.kind = 'review_item'
-               GROUP BY r.payload->>'queue', r.status""")
-        table: dict[str, dict[str, int]] = {q: {"done": 0, "remaining": 0, "mine": 0} for q in queues()}
-        for queue, status, count in rows:
-            entry = table.setdefault(queue, {"done": 0, "remaining": 0, "mine": 0})
-            entry["remaining" if status == "candidate" else "done"] += count
-        if annotator:
-            for queue, count in decisions_in_force(self.catalog, "queue, count(*)", annotator=annotator,
-                                                   group_by="queue", order="queue"):
-                table.setdefault(queue, {"done": 0, "remaining": 0, "mine": 0})["mine"] = count
-        return table
-
-    def throughput(self) -> list[tuple[str, int, float | None]]:
-        """(annotator, answers, answers per hour between their first and last) for every annotator."""
-        rows = decisions_in_force(self.catalog, "annotator, count(*), min(created_at), max(created_at)",
-                                  group_by="annotator", order="annotator")
-        out = []
-        for name, count, first, last in rows:
-            hours = (last - first).total_seconds() / 3600
-            out.append((name, count, round(count / hours, 1) if hours > 0 else None))
-        return out
-
-    def answers_by_item(self, queue: str) -> dict[str, dict[str, str]]:
-        rows = decisions_in_force(self.catalog, "item_id, annotator, verdict", queue=queue)
-        table: dict[str, dict[str, str]] = {}
-        for item_id, annotator, verdict in rows:
-            table.setdefault(item_id, {})[annotator] = verdict
-        return table
-
-    def export_decisions(self) -> str:
-        """Every decision (undone ones marked) as JSON lines, newest last."""
-        lines = []
-        for record in self.catalog.find_records(kind="decision"):
-            lines.append(json.dumps({"id": record.id, **record.payload, "status": record.status.value,
-                                     "status_reason": record.status_reason,
-                                     "created_at": record.created_at.isoformat()}, ensure_ascii=False))
-        return "\n".join(lines) + ("\n" if lines else "")
 
 
 def _check_answer(queue: str, verdict: str, correction: dict | None, note: str, max_note_chars: int) -> None:

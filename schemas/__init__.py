@@ -2,6 +2,7 @@
 benchmark's own payloads live in its folder (``tasks/<name>/payloads.py``)."""
 
 from schemas.payloads import (
+    Adjudication,
     BenchmarkItem,
     Decision,
     EvaluationRun,
@@ -29,6 +30,7 @@ from schemas.records import (
 )
 
 __all__ = [
+    "Adjudication",
     "BenchmarkItem",
     "BenchmarkName",
     "BlobRef",

@@ -77,6 +77,23 @@ class Decision(Payload):
 
 
 @register_payload
+class Adjudication(Payload):
+    """An admin's settlement of a review item whose answers disagreed (tasks/resolving.py): accept, reject, or the
+    correction of one annotator's decision (``chosen``), which then is the one a release takes."""
+
+    kind = "adjudication"
+
+    item_id: str
+    target_id: str
+    annotator: str  # the admin
+    verdict: Literal["accept", "reject", "correct"]
+    correction: dict[str, Any] = Field(default_factory=dict)
+    chosen: str = ""  # the decision whose correction was chosen
+    answers: list[str] = Field(default_factory=list)  # the annotators whose answers it settled
+    note: str = ""
+
+
+@register_payload
 class Prediction(Payload):
     """A model's answer to one released item, as parsed and scored by one evaluation run."""
 

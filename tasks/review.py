@@ -11,41 +11,11 @@ demo release can never pass as human-reviewed.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Literal
+from typing import Literal
 
 from schemas import Decision, Producer, Record, Status, make_record
 from storage import Catalog
-
-UNATTENDED = "policy:unattended-demo"
-UNATTENDED_REASON = "auto-accepted by the unattended demo review policy; NOT human-reviewed"
-
-# The decisions in force, with their item's queue and benchmark. An undo marks a decision rejected and keeps the
-# record, so every reader (release, corrections, counts, agreement, throughput, the app's leases) goes through this
-# one query, or for one item or without the queue (the app's hot path) this one condition, and an undone answer never
-# counts anywhere.
-IN_FORCE_WHERE = "kind = 'decision' AND status = 'accepted'"
-IN_FORCE = """SELECT d.id, d.payload->>'item_id' AS item_id, d.payload->>'target_id' AS target_id,
-                     d.payload->>'annotator' AS annotator, d.payload->>'verdict' AS verdict, d.created_at,
-                     i.payload->>'queue' AS queue, i.benchmark AS benchmark
-              FROM records d JOIN records i ON i.id = d.payload->>'item_id'
-              WHERE d.kind = 'decision' AND d.status = 'accepted'"""  # IN_FORCE_WHERE of d
-_FILTERS = ("item_id", "target_id", "annotator", "verdict", "queue", "benchmark")
-
-
-def decisions_in_force(catalog: Catalog, columns: str = "id", *, group_by: str | None = None,
-                       order: str = "created_at, id", limit: int | None = None, **filters: str | None
-                       ) -> list[tuple[Any, ...]]:
-    """``columns`` of the decisions in force (see ``IN_FORCE``), oldest first unless ``order`` says otherwise,
-    filtered by equality on any of item_id, target_id, annotator, verdict, queue, benchmark (a None filter is left
-    out)."""
-    unknown = set(filters) - set(_FILTERS)
-    if unknown:
-        raise ValueError(f"no decision filter {', '.join(sorted(unknown))}")
-    used = {k: v for k, v in filters.items() if v is not None}
-    sql = f"SELECT {columns} FROM ({IN_FORCE}) AS in_force WHERE true" + "".join(f" AND {k} = ?" for k in used)
-    sql += (f" GROUP BY {group_by}" if group_by else "") + f" ORDER BY {order}"
-    sql += f" LIMIT {int(limit)}" if limit is not None else ""
-    return catalog.query(sql, list(used.values()))
+from tasks.resolving import UNATTENDED, UNATTENDED_REASON, answers_in_force, decisions_in_force, resolution, settle
 
 
 def decision_records_in_force(catalog: Catalog, **filters: str | None) -> list[Record]:
@@ -66,26 +36,22 @@ def open_counts(catalog: Catalog, benchmark: str | None = None) -> dict[str, int
 
 def decide(catalog: Catalog, item: Record, *, annotator: str, verdict: Literal["accept", "reject", "correct"],
            note: str = "", correction: dict | None = None, shown: dict | None = None, required_answers: int = 1,
-           agreement: str = "majority") -> Record:
-    """Store one decision; resolve the item when it has enough answers. Returns the decision record. A ``correct``
-    verdict carries the annotator's corrected content; it counts against accepting the target as it was, and the
-    stage that owns the queue turns the correction into a new record (for scenes: ``apply_scene_corrections``).
-    The annotation app stores its answers itself, in turns (``annotation_ui.work``), from the same records
-    (``decision_record``) and resolutions (``resolution``)."""
+           conflicts: str = "majority") -> Record:
+    """Store one decision; resolve the item when it has enough answers (``tasks.resolving.settle``: a conflict
+    waits for an admin). Returns the decision record. A ``correct`` verdict carries the annotator's corrected
+    content; once the item resolves as that correction, the stage that owns the queue turns it into a new record
+    (for scenes: ``apply_scene_corrections``). The annotation app stores its answers itself, in turns
+    (``annotation_ui.work``), with the same records and the same rule."""
     earlier = catalog.query(
         "SELECT count(*) FROM records WHERE kind = 'decision' AND payload->>'item_id' = ? "
         "AND payload->>'annotator' = ?", [item.id, annotator])[0][0]
     decision = decision_record(item, annotator=annotator, verdict=verdict, note=note, correction=correction,
                                shown=shown, sequence=earlier)
     catalog.put_records([decision])
-    latest = dict(decisions_in_force(catalog, "annotator, verdict", item_id=item.id))  # one vote per annotator
+    given = answers_in_force(catalog, [item.id]).get(item.id, {})  # one answer per annotator
     needed = max(required_answers, item.payload.get("required_answers", 1))
-    if len(latest) < needed:
-        return decision
-    votes = Counter(latest.values())
-    accepted = (votes["accept"] == len(latest)) if agreement == "unanimous" else (
-        votes["accept"] > len(latest) / 2)
-    resolve_item(catalog, item, accepted=accepted, who=sorted(latest), corrected=_corrected(votes))
+    settled = settle({name: answer for name, (_, answer, _) in given.items()}, needed, conflicts)
+    catalog.set_statuses(resolution(item, settled, sorted(given)))
     return decision
 
 
@@ -98,33 +64,6 @@ def decision_record(item: Record, *, annotator: str, verdict: str, note: str = "
                  note=note, correction=correction or {}, shown=shown or {}, sequence=sequence),
         benchmark=item.benchmark, producer=Producer(task="review", params={"annotator": annotator}),
         parents=[item.id], status=Status.ACCEPTED)
-
-
-def resolution(item: Record, *, accepted: bool, who: list[str], how: str = "human review", corrected: bool = False
-               ) -> list[tuple[str, Status, str, str]]:
-    """The status changes (record id, status, reason, actor) that accept or reject the item's target and close the
-    item; the reason names who decided (and says so when the unattended policy did, or when people corrected the
-    target rather than rejected it)."""
-    names = ", ".join(who)
-    verdict = "accepted" if accepted else "corrected" if corrected else "rejected"
-    reason = UNATTENDED_REASON if UNATTENDED in who else f"{verdict} by {how} ({names})"
-    if corrected and not accepted and UNATTENDED not in who:
-        reason += "; the corrected version replaces it"
-    return [(item.payload["target_id"], Status.ACCEPTED if accepted else Status.REJECTED, reason, names),
-            (item.id, Status.ACCEPTED, f"resolved: {reason}", names)]
-
-
-def resolve_item(catalog: Catalog, item: Record, *, accepted: bool, who: list[str], how: str = "human review",
-                 corrected: bool = False) -> str:
-    """Resolve the item (see ``resolution``); returns the reason."""
-    changes = resolution(item, accepted=accepted, who=who, how=how, corrected=corrected)
-    catalog.set_statuses(changes)
-    return changes[0][2]
-
-
-def _corrected(votes: Counter) -> bool:
-    """Whether the answers that kept the target out were mostly corrections (its content lives on, changed)."""
-    return votes["correct"] > votes["reject"]
 
 
 def apply_unattended_policy(catalog: Catalog, queue: str | None = None, benchmark: str | None = None) -> int:

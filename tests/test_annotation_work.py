@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from annotation_ui import figures
 from annotation_ui.agreement import cohen_kappa, fleiss_kappa, pairwise_cohen, percent_agreement
 from annotation_ui.work import Work, WorkError
 from schemas import Status
@@ -26,7 +27,7 @@ def test_an_item_is_leased_to_one_annotator_and_answered_once(catalog):
     assert catalog.get_record(first.payload["target_id"]).status == Status.ACCEPTED
     with pytest.raises(WorkError, match="already answered"):
         work.submit(first.id, "ann1", "reject")
-    assert work.progress("ann1")["recheck"] == {"done": 1, "remaining": 1, "mine": 1}
+    assert figures.progress(catalog, "ann1")["recheck"] == {"done": 1, "remaining": 1, "mine": 1}
 
 
 def test_expired_leases_go_back_to_the_queue(catalog):
@@ -52,8 +53,12 @@ def test_overlap_two_collects_two_answers_and_resolves_by_the_rule(catalog):
     work.submit(split.id, "ann3", "accept")
     assert work.next_item("recheck", "ann1").id == split.id
     work.submit(split.id, "ann1", "reject")
-    target = catalog.get_record(split.payload["target_id"])
-    assert target.status == Status.REJECTED and "majority" in target.status_reason  # 1 of 2 is no majority
+    # 1 of 2 is no majority: a conflict for an admin, never a silent rejection
+    assert catalog.get_record(split.payload["target_id"]).status == Status.CANDIDATE
+    assert [(item.id, sorted(given)) for item, given in work.conflicts()] == [(split.id, ["ann1", "ann3"])]
+    reason = work.adjudicate(split.id, "boss", "reject")
+    assert catalog.get_record(split.payload["target_id"]).status == Status.REJECTED
+    assert reason == "rejected by admin adjudication (ann1, ann3, boss)" and work.conflicts() == []
 
 
 def test_admin_adjudicates_conflicts_when_configured(catalog):
@@ -62,10 +67,12 @@ def test_admin_adjudicates_conflicts_when_configured(catalog):
     work.submit(item.id, "ann1", "accept")
     work.submit(item.id, "ann2", "reject")
     assert catalog.get_record(item.id).status == Status.CANDIDATE
-    assert [i.id for i in work.conflicts()] == [item.id]
+    assert [i.id for i, _ in work.conflicts()] == [item.id]
     assert work.next_item("recheck", "ann3") is None  # full: nobody else is asked
+    with pytest.raises(WorkError, match="none of the answers"):
+        work.adjudicate(item.id, "boss", "correct:0123456789ab")
     reason = work.adjudicate(item.id, "boss", "accept")
-    assert "admin adjudication by boss" in reason
+    assert reason == "accepted by admin adjudication (ann1, ann2, boss)"
     assert catalog.get_record(item.payload["target_id"]).status == Status.ACCEPTED and not work.conflicts()
 
 
@@ -82,8 +89,8 @@ def test_undo_takes_back_the_last_answer_and_reopens_the_item(catalog):
     assert sorted(d.status for d in decisions) == [Status.ACCEPTED, Status.REJECTED]  # kept, marked undone
     work.submit(second.id, "ann1", "reject")
     assert catalog.get_record(second.payload["target_id"]).status == Status.REJECTED
-    assert work.throughput()[0][:2] == ("ann1", 2)
-    exported = work.export_decisions().splitlines()
+    assert figures.throughput(catalog)[0][:2] == ("ann1", 2)
+    exported = figures.export_decisions(catalog).splitlines()
     assert len(exported) == 3 and sum('"undone by ann1"' in line for line in exported) == 1
     assert catalog.get_record(first.payload["target_id"]).status == Status.REJECTED
 
@@ -118,7 +125,7 @@ def test_a_restart_loses_no_lease_and_no_answer(catalog):
     assert restarted.next_item("recheck", "ann2") is None
     with pytest.raises(WorkError, match="already answered"):
         restarted.submit(first.id, "ann1", "accept")  # a resubmission after the restart counts nothing
-    assert restarted.progress("ann1")["recheck"] == {"done": 1, "remaining": 1, "mine": 1}
+    assert figures.progress(restarted.catalog, "ann1")["recheck"] == {"done": 1, "remaining": 1, "mine": 1}
 
 
 def _until(condition, what: str) -> None:
@@ -177,9 +184,9 @@ def test_answers_that_wait_together_are_stored_in_one_turn_and_a_refused_one_fai
     assert turns == [["ann0"], ["ann1", "ann1", "ann2", "ann3"]]  # everyone waiting shared the second turn
     assert results["leader"] is None  # asked for nothing but skipped items
     assert list(errors) == ["ann1 again"] and "already answered" in str(errors["ann1 again"])
-    # items[0] got its two answers in the turn and was resolved by them (1 accept of 2 is no majority)
-    target = catalog.get_record(items[0].payload["target_id"])
-    assert target.status == Status.REJECTED and "majority" in target.status_reason
+    # items[0] got its two answers in the turn, which disagree: 1 of 2 is no majority, so it waits for an admin
+    assert catalog.get_record(items[0].payload["target_id"]).status == Status.CANDIDATE
+    assert [item.id for item, _ in work.conflicts()] == [items[0].id]
     assert catalog.get_record(items[1].id).status == Status.CANDIDATE  # one answer of two
     # each got the oldest item with room for them, counting the others served before them in the turn:
     # ann1 the second slot of items[1]; items[1] full, so ann2 items[2]; ann3 answered items[1], so items[2]
@@ -224,3 +231,28 @@ def test_an_annotator_who_answered_every_item_read_first_gets_one_read_after(cat
         work.submit(item.id, "ann1", "accept")
     assert work.next_item("recheck", "ann1").id == items[4].id
     assert work.next_item("recheck", "ann2").id == items[0].id
+
+
+@pytest.mark.parametrize(("answers", "conflicts", "outcome"), [
+    ({"a": "accept", "b": "accept"}, "majority", "accepted"),
+    ({"a": "accept", "b": "reject"}, "majority", "conflict"),  # a tie is never a silent rejection
+    ({"a": "reject", "b": "reject", "c": "accept"}, "majority", "rejected"),
+    ({"a": "reject", "b": "reject", "c": "accept"}, "admin", "conflict"),
+    ({"a": "correct:1", "b": "correct:1", "c": "reject"}, "majority", "corrected"),
+    ({"a": "correct:1", "b": "correct:2", "c": "reject"}, "majority", "conflict"),  # corrections that differ
+])
+def test_one_rule_settles_every_queue(answers, conflicts, outcome):
+    from tasks.resolving import settle
+
+    settled = settle(answers, len(answers), conflicts)
+    assert settled.outcome == outcome
+    assert settle(answers, len(answers) + 1, conflicts).outcome == "waiting"  # not all its answers yet
+    assert settle(answers, 3, conflicts, adjudicated="reject").outcome == "rejected"  # an admin's choice decides
+
+
+def test_a_correction_is_named_by_its_content_whatever_the_key_order():
+    from tasks.resolving import answer_of
+
+    assert answer_of("correct", {"objects": [{"a": 1, "b": 2}]}) == answer_of("correct", '{"objects":[{"b":2,"a":1}]}')
+    assert answer_of("correct", {"objects": []}) != answer_of("correct", {"objects": [{}]})
+    assert answer_of("accept", {"ignored": 1}) == "accept"

@@ -189,3 +189,52 @@ def test_the_chat_backend_path_validates_asks_again_and_quarantines(clips, stora
         reason = broken.quarantined[0].status_reason
         assert "attributes: no valid answer after 3 tries" in reason and "malformed" in reason
         assert broken.quarantined[0].payload["raw"].count("[{\"not\": json") == 3
+
+
+def test_scene_corrections_reach_a_release_only_through_their_items_resolution(clips, storage):
+    """Overlap 2 on the scene queue: a lone correction waits; two different corrections are a conflict that
+    releases nothing until an admin chooses one, then exactly that one; a correction outvoted is never applied."""
+    from annotation_ui.agreement import percent_agreement
+    from annotation_ui.figures import answers_by_item
+    from annotation_ui.work import Work
+    from schemas.config import AnnotationSettings, BlobSettings
+    from tasks.explore.stages import apply_scene_corrections
+    from tasks.resolving import answer_of
+    from tasks.review import open_items
+
+    _build(clips, storage)
+    catalog = storage.catalog
+    settings = Settings(catalog=catalog_settings(catalog), blobs=BlobSettings(uri=f"file://{storage.blobs.root}"))
+    work = Work(catalog, AnnotationSettings(overlap={SCENE_QUEUE: 3}))
+    disputed, outvoted, *_ = open_items(catalog, SCENE_QUEUE)
+
+    def corrected(item, description):
+        objects = [dict(o) for o in catalog.get_record(item.payload["target_id"]).payload["objects"]]
+        objects[0]["description"] = description
+        return {"objects": objects}
+
+    for name, verdict in (("ann1", "correct"), ("ann2", "reject"), ("ann3", "reject")):
+        work.submit(outvoted.id, name, verdict, correction=corrected(outvoted, "a red bowl") if name == "ann1"
+                    else None)
+    assert catalog.get_record(outvoted.payload["target_id"]).status == Status.REJECTED
+    assert apply_scene_corrections(settings, None)["corrections"] == 0  # rejected by majority: nothing applied
+    mine, theirs = corrected(disputed, "a chipped mug"), corrected(disputed, "a tall glass")
+    work.submit(disputed.id, "ann1", "correct", correction=mine)
+    assert apply_scene_corrections(settings, None)["corrections"] == 0  # one answer of three: it waits
+    work.submit(disputed.id, "ann2", "correct", correction=theirs)
+    work.submit(disputed.id, "ann3", "accept")
+    assert [item.id for item, _ in work.conflicts()] == [disputed.id]  # three different answers, no majority
+    assert apply_scene_corrections(settings, None)["corrections"] == 0
+    # of six pairs of answers only the two rejections agree: two corrections that differ do not
+    assert percent_agreement(answers_by_item(catalog, SCENE_QUEUE)) == pytest.approx(1 / 6)
+    reason = work.adjudicate(disputed.id, "boss", answer_of("correct", theirs))
+    assert reason == ("corrected by admin adjudication (ann1, ann2, ann3, boss); the corrected version "
+                      "replaces it")
+    assert apply_scene_corrections(settings, None)["corrections"] == 1
+    (human,) = [s for s in catalog.find_records(kind="scene", status=Status.ACCEPTED)
+                if s.payload["stage"] == "human"]
+    assert human.payload["objects"][0]["description"] == "a tall glass" and human.payload["annotator"] == "boss"
+    assert catalog.get_record(human.parents[1]).kind == "adjudication"
+    work.undo("ann3", SCENE_QUEUE)  # an answer the adjudication settled is taken back: the item and its correction reopen
+    assert apply_scene_corrections(settings, None)["withdrawn"] == 1
+    assert catalog.get_record(human.id).status == Status.REJECTED

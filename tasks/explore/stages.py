@@ -216,28 +216,30 @@ def annotate_explore(settings: Settings, run_id: str | None, instances: list[str
 
 
 def apply_scene_corrections(settings: Settings, run_id: str | None) -> dict[str, int]:
-    """Each human correction of a scene in force becomes a ``human`` scene record (parents: the machine annotation
-    and the decision); one that breaks the guidelines is quarantined with the reasons and the decision kept. A human
-    version whose decision was undone since is withdrawn (rejected, saying so), so no release takes it."""
+    """Each correction that resolved its item (``tasks.resolving.chosen_corrections``: the item decided by its
+    overlap and majority, or by an admin's adjudication) becomes a ``human`` scene record (parents: the machine
+    annotation and the decision or adjudication); one that breaks the guidelines is quarantined with the reasons.
+    A correction of an item still waiting, in conflict or resolved otherwise makes nothing; a human version whose
+    correction no longer resolves its item (undone, adjudicated otherwise) is withdrawn, so no release takes it."""
     from tasks.quarantine import quarantine
-    from tasks.review import decision_records_in_force
+    from tasks.resolving import chosen_corrections
 
     catalog = open_storage(settings).catalog
     producer = Producer(task="apply-scene-corrections", flow_run_id=run_id)
-    decisions = decision_records_in_force(catalog, queue=SCENE_QUEUE, verdict="correct")
+    chosen = [source for _, source in chosen_corrections(catalog, SCENE_QUEUE)]
     made_before = catalog.find_records(kind="scene", producer_task="apply-scene-corrections")
     done = {p for r in made_before for p in r.parents}
-    withdrawn = _withdraw_undone(catalog, made_before, {d.id for d in decisions})
+    withdrawn = _withdraw_undone(catalog, made_before, {source.id for source in chosen})
     made, rejected = [], []
-    for decision in decisions:
-        if decision.id in done:
+    for source in chosen:
+        if source.id in done:
             continue
-        target = catalog.get_record(decision.payload["target_id"])
-        record, problem = human_version(target, decision, producer)
+        target = catalog.get_record(source.payload["target_id"])
+        record, problem = human_version(target, source, producer)
         if record is None:
-            rejected.append(quarantine(benchmark="explore", source=f"decision {decision.id}",
-                                       locator=decision.payload["annotator"], reason=problem or "",
-                                       raw=json.dumps(decision.payload["correction"]), producer=producer))
+            rejected.append(quarantine(benchmark="explore", source=f"{source.kind} {source.id}",
+                                       locator=source.payload["annotator"], reason=problem or "",
+                                       raw=json.dumps(source.payload["correction"]), producer=producer))
         else:
             made.append(record)
     new = catalog.put_records(made + rejected, run_id=run_id)
@@ -245,12 +247,13 @@ def apply_scene_corrections(settings: Settings, run_id: str | None) -> dict[str,
 
 
 def _withdraw_undone(catalog: Any, human_scenes: list[Any], in_force: set[str]) -> int:
-    """Reject the accepted human scenes made from a decision that is no longer in force; returns how many."""
+    """Reject the accepted human scenes whose correction no longer resolves its item; returns how many."""
     undone = [s for s in human_scenes if s.status == Status.ACCEPTED and not in_force & set(s.parents[1:])]
     for scene in undone:
-        decision = catalog.get_record(scene.parents[1])
-        catalog.set_status([scene.id], Status.REJECTED, actor=decision.payload["annotator"],
-                           reason=f"withdrawn: the correction it came from was {decision.status_reason or 'undone'}")
+        source = catalog.get_record(scene.parents[1])
+        why = source.status_reason if source.status != Status.ACCEPTED else "no longer its item's resolution"
+        catalog.set_status([scene.id], Status.REJECTED, actor=source.payload["annotator"],
+                           reason=f"withdrawn: the correction it came from was {why or 'undone'}")
     return len(undone)
 
 
