@@ -185,7 +185,8 @@ def test_a_worker_handed_several_episodes_returns_each_its_own_result(world, tmp
     from storage import LocalBlobStore
     from tasks.parallel import process_pool
     from tasks.progress.construct import build_several
-    from tasks.sources.episodes import EpisodeError, load_sample_episode
+    from tasks.sources.episode_source import EpisodeError
+    from tasks.sources.episodes import load_sample_episode
 
     source, episodes = world
     good, other = (functools.partial(load_sample_episode, source / name) for name in sorted(episodes))
@@ -380,7 +381,7 @@ def test_robomind_style_hdf5_episodes(world, tmp_path, storage):
 
 
 def test_hdf5_dataset_keys_are_configurable_and_short_cameras_reported(world, tmp_path, storage):
-    from tasks.sources.episodes import Hdf5Layout
+    from tasks.sources.episodes_hdf5 import Hdf5Layout
 
     source, episodes = world
     name = sorted(episodes)[0]

@@ -275,7 +275,8 @@ OWN_READS = {
     ("tasks/webplan/importers.py", "pq.read_table"): "GUIAct's images table, by name from SourceFolder.by_name",
     ("flows/runners.py", "read_text"): "the Dask settings file the configuration names",
 }
-OWN_ROOMS = {"flows/server.py": "the Prefect home's server state", "flows/warm.py": "the warm process's own state"}
+OWN_ROOMS = {"flows/server.py": "the Prefect home's server state", "flows/warm.py": "the warm process's own state",
+             "tasks/sources/door.py": "the door itself"}
 
 
 def raw_reads(source: str) -> list[tuple[int, str]]:
@@ -299,7 +300,7 @@ def raw_reads(source: str) -> list[tuple[int, str]]:
 
 def _reader_sources() -> Iterator[Path]:
     rooms = ("tasks/progress", "tasks/explore", "tasks/vic", "tasks/webplan", "tasks/evaluate", "tasks/exporting",
-             "tasks/models", "flows", "annotation_ui", "tests/toy_benchmark")
+             "tasks/models", "tasks/sources", "flows", "annotation_ui", "tests/toy_benchmark")
     for room in rooms:
         yield from sorted((ROOT / room).rglob("*.py"))
 

@@ -29,7 +29,9 @@ from tasks.progress.sampling import (
     segment_samples,
 )
 from tasks.quarantine import quarantine, resolve_quarantined_many
-from tasks.sources.episodes import LOOKED_FOR, EpisodeError, EpisodeSource, Hdf5Layout, Loader, iter_episodes
+from tasks.sources.episode_source import EpisodeError, EpisodeSource, Loader
+from tasks.sources.episodes import LOOKED_FOR, iter_episodes
+from tasks.sources.episodes_hdf5 import Hdf5Layout
 from tasks.sources.frames import FrameError, encoded_frames
 from tasks.superseding import supersede_replaced
 

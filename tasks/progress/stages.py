@@ -14,7 +14,7 @@ from storage import open_storage
 from tasks.benchmark import BuildContext
 from tasks.progress.options import ProgressBuildOptions
 from tasks.progress.sampling import SamplingPlan
-from tasks.sources.episodes import Hdf5Layout
+from tasks.sources.episodes_hdf5 import Hdf5Layout
 
 SAMPLE_CAMERAS = ("front", "top", "side")
 

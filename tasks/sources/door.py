@@ -1,14 +1,18 @@
-"""The one door in: every file an importer or an answer reader takes from a user's folder is opened here.
+"""The one door in: every file an importer, a construction reader or an answer reader takes from a user's folder
+is opened here.
 
-A ``SourceFolder`` is the folder the user named (``--official DIR``, ``--images DIR``, the folder of a
-``--predictions`` file...). Every path is checked to lie inside it with symlinks resolved (``SourceRoot``: a link
-out is refused unless ``[sources] allow_symlinks_outside`` says the source is laid out with links), and every read
-has its limit: bytes per file, pixels per image (a decompression bomb is refused before it is decoded), nesting
-depth and number range per JSON document (``tasks.sources.rows.loads``: NaN, infinities, ``1e400``, whole numbers
-beyond 64 bits and repeated keys refused). Images are decoded to the last byte. Text is UTF-8, judged per line where
-a file is read line by line, and per entry where a JSON list is read entry by entry, so one bad line or entry is
-refused alone (the caller quarantines it with the file and the line or index) and the rest goes on. Every refusal
-is a ``RowError`` (or ``OutsideRoot``, also a ValueError) whose message names the file.
+A ``SourceFolder`` is the folder the user named (``--official DIR``, ``--images DIR``, a folder of episodes or
+clips, the folder of a ``--predictions`` file...). Every path is checked to lie inside it with symlinks resolved
+(``SourceRoot``: a link out is refused unless ``[sources] allow_symlinks_outside`` says the source is laid out with
+links), and every read has its limit: bytes per file, pixels per image (a decompression bomb is refused before it is
+decoded), nesting depth and number range per JSON document (``tasks.sources.rows.loads``: NaN, infinities,
+``1e400``, whole numbers beyond 64 bits and repeated keys refused). Images are decoded to the last byte. Text is
+UTF-8, judged per line where a file is read line by line, and per entry where a JSON list is read entry by entry, so
+one bad line or entry is refused alone (the caller quarantines it with the file and the line or index) and the rest
+goes on; a JSON object keyed by item (an episode, a video) is read entry by entry too (``keyed_json``). A file a
+decoder opens itself (a video, an HDF5 file, a Parquet table, an MP4 header) is checked first and opened here
+(``by_name``, ``video_capture``, ``open_hdf5``, ``parquet_file``, ``open_binary``). Every refusal is a ``RowError``
+(or ``OutsideRoot``, also a ValueError) whose message names the file.
 
 ``tests/test_source_door.py`` keeps the readers behind it: a guard fails on a raw read (``open``, ``read_text``,
 ``Image.open`` on a path, ``pd.read_*``, ``json.load``...) in the importers, and the attack cases run against them.
@@ -16,21 +20,18 @@ is a ``RowError`` (or ``OutsideRoot``, also a ValueError) whose message names th
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from storage.paths import OutsideRoot, SourceRoot
 from tasks.sources import rows
+from tasks.sources.json_entries import entries_of
 from tasks.sources.rows import RowError
-
-_SPACE = re.compile(r"[ \t\n\r]*")
 
 
 @dataclass(frozen=True)
@@ -140,15 +141,12 @@ class SourceFolder:
 
     def lines(self, *parts: str | Path) -> Iterator[tuple[int, str, str]]:
         """(line, text, reason) per non-blank line, as ``rows.lines``: a line that is not UTF-8 is refused alone."""
-        path = self.path(*parts)
-        self._check_size(path, self.limits.document_bytes)
-        return rows.lines(path)
+        return rows.lines(self._byte_lines(*parts))
 
     def csv_rows(self, *parts: str | Path, required: tuple[str, ...]
                  ) -> Iterator[tuple[int, dict[str, str] | None, str, str]]:
-        path = self.path(*parts)
-        self._check_size(path, self.limits.document_bytes)
-        return rows.csv_rows(path, required)
+        """(line, row or None, reason, raw line) per CSV data row, as ``rows.csv_rows``."""
+        return rows.csv_rows(self._byte_lines(*parts), required, str(self.path(*parts)))
 
     def json_entries(self, *parts: str | Path, list_only: bool = False
                      ) -> list[tuple[int, int, str | None, Any, str]]:
@@ -168,12 +166,72 @@ class SourceFolder:
         data = self.read_bytes(*parts)
         return data, decode_checked(data, str(self.path(*parts)), self.limits.image_pixels)
 
+    def keyed_json(self, *parts: str | Path) -> rows.JsonObject:
+        """A JSON object keyed by item (an episode, a video) read entry by entry, as ``read_json(keyed=True)``
+        returns it, but with every entry parsed alone: an entry that repeats a key, holds NaN, nests too deep or is
+        not UTF-8 is refused alone, listed in ``rows.problems_of(result)`` (its value None), and the others are
+        read. RowError naming the file when it holds no JSON object or is not JSON as a whole."""
+        path = self.path(*parts)
+        text = self.read_bytes(*parts).decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+        if not text.lstrip().startswith("{"):
+            raise RowError(f"{path}: expected a JSON object")
+        result, problems = rows.JsonObject(), {}
+        for _, _, key, value, why in entries_of(text, str(path)):
+            if key is None:  # the document breaks off: not JSON as a whole, as ``read_json`` would say
+                raise RowError(f"{path}: {why.split('; this entry')[0]}")
+            key = key.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+            why = f"{key!r} appears twice" if key in result else f"{key!r}: {why}" if why else ""
+            result[key] = None if why or key in problems else value
+            if why:
+                problems.setdefault(key, why)
+        result.problems = problems
+        return result
+
     def read_table(self, *parts: str | Path) -> Any:
         """A table file (``.xlsx``, ``.tsv``, ``.csv``, ``.parquet``) as a pandas DataFrame of strings (Parquet:
         its own types); RowError naming the file when it cannot be read as one."""
         path = self.path(*parts)
         data = self.read_bytes(*parts)
         return read_table_bytes(data, path.suffix.lower(), str(path))
+
+    def open_binary(self, *parts: str | Path) -> BinaryIO:
+        """A file opened for reading in binary by a parser that reads a few parts of it (an MP4's boxes), with
+        ``by_name``'s checks; the caller closes it. RowError naming the file when it cannot be opened."""
+        path = self.by_name(*parts)
+        try:
+            return open(path, "rb")  # the caller's ``with`` closes it
+        except OSError as error:
+            raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
+
+    def video_capture(self, *parts: str | Path, threads: int = 0) -> Any:
+        """An OpenCV capture of a video, with ``by_name``'s checks, decoding on ``threads`` FFmpeg threads (0:
+        OpenCV's default); the caller releases it and asks ``isOpened`` (OpenCV opens what it cannot read)."""
+        import cv2
+
+        path = str(self.by_name(*parts))
+        if threads:
+            return cv2.VideoCapture(path, cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, threads])
+        return cv2.VideoCapture(path)
+
+    def open_hdf5(self, *parts: str | Path) -> Any:
+        """An HDF5 file opened read-only (``h5py.File``), with ``by_name``'s checks; h5py's OSError when it is not
+        HDF5. Its external links and external datasets are the caller's to refuse (``frames.internal_object``)."""
+        import h5py
+
+        return h5py.File(self.by_name(*parts), "r")
+
+    def parquet_file(self, *parts: str | Path) -> Any:
+        """A Parquet file (``pyarrow.parquet.ParquetFile``, which reads its footer now and its row groups when
+        asked), with ``by_name``'s checks; pyarrow's OSError or ValueError when it is not Parquet."""
+        import pyarrow.parquet as pq
+
+        return pq.ParquetFile(self.by_name(*parts))
+
+    def _byte_lines(self, *parts: str | Path) -> Iterator[bytes]:
+        """A text file's lines as bytes, once it is checked (inside the root, a regular file within the limit)."""
+        path = self.path(*parts)
+        self._check_size(path, self.limits.document_bytes)
+        return _lines_of(path)
 
     def _check_size(self, path: Path, limit: int) -> None:
         """A regular file within ``limit`` bytes (a FIFO or a device reports no size and never ends)."""
@@ -186,6 +244,15 @@ class SourceFolder:
         size = status.st_size
         if size > limit:
             raise RowError(f"{path}: {size:,} bytes, more than the {limit:,} this reader takes")
+
+
+def _lines_of(path: Path) -> Iterator[bytes]:
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 -- closed by the ``with`` below, once open
+    except OSError as error:
+        raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
+    with handle:
+        yield from handle
 
 
 def decode_checked(data: bytes, what: str, max_pixels: int = Limits.image_pixels) -> Any:
@@ -247,82 +314,3 @@ def _check_inflated(data: bytes, what: str) -> None:
         raise RowError(f"{what}: not a readable xlsx file (not a zip archive)") from None
     if inflated > MAX_INFLATED_BYTES:
         raise RowError(f"{what}: inflates to {inflated:,} bytes, more than the {MAX_INFLATED_BYTES:,} a sheet may")
-
-
-def entries_of(text: str, what: str) -> Iterator[tuple[int, int, str | None, Any, str]]:
-    """The entries of the JSON list or object in ``text`` (``SourceFolder.json_entries``); bytes that were not
-    UTF-8 come as surrogate escapes and refuse their entry."""
-    decoder = json.JSONDecoder()
-    index = _SPACE.match(text).end()  # type: ignore[union-attr]
-    if index >= len(text) or text[index] not in "[{":
-        raise RowError(f"{what}: expected a JSON list or object")
-    closing = "]" if text[index] == "[" else "}"
-    index, number, line, counted = index + 1, 0, 1, 0
-    while True:
-        index = _SPACE.match(text, index).end()  # type: ignore[union-attr]
-        if number and text.startswith(",", index):
-            index = _SPACE.match(text, index + 1).end()  # type: ignore[union-attr]
-        if index >= len(text) or text[index] == closing:
-            return
-        line, counted = line + text.count("\n", counted, index), index
-        try:
-            key, start = _entry_key(decoder, text, index, closing)
-            index = _value_end(decoder, text, start)
-        except ValueError as error:
-            yield number, line, None, None, f"not valid JSON ({error}); this entry and any after it cannot be read"
-            return
-        if index < 0:  # nested deeper than a parser reads: skipped by its brackets, refused alone
-            index = -index
-            yield number, line, key, None, "nested too deep to read"
-            number += 1
-            continue
-        yield (number, line, key, *_checked_entry(text[start:index] if key is None or _utf8(key) else "\udcff"))
-        number += 1
-
-
-def _entry_key(decoder: json.JSONDecoder, text: str, index: int, closing: str) -> tuple[str | None, int]:
-    if closing == "]":
-        return None, index
-    key, index = decoder.raw_decode(text, index)
-    index = _SPACE.match(text, index).end()  # type: ignore[union-attr]
-    if not isinstance(key, str) or not text.startswith(":", index):
-        raise ValueError("expected a key and a colon")
-    return key, _SPACE.match(text, index + 1).end()  # type: ignore[union-attr]
-
-
-_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-
-def _value_end(decoder: json.JSONDecoder, text: str, start: int) -> int:
-    """Where the JSON value at ``start`` ends; minus that when it nests too deep for the parser (its end found by
-    matching brackets outside strings). ValueError when it is not JSON."""
-    try:
-        return decoder.raw_decode(text, start)[1]
-    except RecursionError:
-        depth = 0
-        for match in _STRING_OR_BRACKET.finditer(text, start):
-            token = match.group()
-            if token[0] == '"':
-                continue
-            depth += 1 if token in "[{" else -1
-            if depth == 0:
-                return -match.end()
-        raise ValueError("a bracket is never closed") from None
-
-
-def _utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _checked_entry(raw: str) -> tuple[Any, str]:
-    """(value, "") or (None, why): an entry's value parsed again with every check of ``rows.loads``."""
-    if not _utf8(raw):
-        return None, "not UTF-8 text"
-    try:
-        return rows.loads(raw), ""
-    except RowError as error:
-        return None, str(error)

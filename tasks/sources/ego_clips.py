@@ -1,7 +1,8 @@
 """Egocentric clips with timestamped atomic actions, as EXPLORE-Bench reads them: the sample world filmed by its
 head-mounted camera (narrations from its real events, the true final scene known), Ego4D (videos named by uid
 plus ``narration.json``), or a plain folder of videos with an actions JSON/CSV. Every format yields the same
-``ClipSource``; a loader raises ClipError naming the clip and the reason.
+``ClipSource``; a loader raises ClipError naming the clip and the reason. Every file is read through one door
+(``tasks.sources.door.SourceFolder``) on the folder the user named, or on the folder of a narration file they name.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from storage.paths import OutsideRoot, SourceRoot
+from storage.paths import OutsideRoot
+from tasks.sources.door import SourceFolder
 from tasks.sources.frames import VIDEO_SUFFIXES, FrameError, FrameSource, VideoFrames, video_info
 from tasks.sources.narrations import Narrated, Narration, NarrationError, read_actions, read_ego4d
-from tasks.sources.rows import MAX_FPS, RowError, finite, load_json, text_field, whole
+from tasks.sources.rows import MAX_FPS, RowError, finite, text_field, whole
 
 CLIP_FORMATS = ("sample", "ego4d", "folder")
 
@@ -45,17 +47,17 @@ def refused(message: str) -> Loader:
     return load
 
 
-def _video(clip_id: str, path: Path) -> tuple[VideoFrames, int, float]:
+def _video(clip_id: str, path: Path, door: SourceFolder) -> tuple[VideoFrames, int, float]:
     try:
-        count, fps, _ = video_info(path)
+        count, fps, _ = video_info(path, door)
     except FrameError as error:
         raise ClipError(f"{clip_id}: {error}") from None
-    return VideoFrames(path), count, fps if fps and math.isfinite(fps) and fps > 0 else 30.0
+    return VideoFrames(path, door), count, fps if fps and math.isfinite(fps) and fps > 0 else 30.0
 
 
-def _sample_manifest(folder: Path, camera: str) -> dict[str, Any]:
+def _sample_manifest(door: SourceFolder, folder: Path, camera: str) -> dict[str, Any]:
     """The fields of a sample-world episode.json a clip uses, each checked; RowError naming the field."""
-    manifest = load_json(folder / "episode.json")
+    manifest = door.read_json(folder / "episode.json")
     if not isinstance(manifest, dict):
         raise RowError("expected an object")
     missing = [k for k in ("id", "fps", "cameras", "frames", "objects", "goal") if k not in manifest]
@@ -80,16 +82,16 @@ def _sample_manifest(folder: Path, camera: str) -> dict[str, Any]:
             "narrations": narrations, "last": frames[-1], "objects": manifest["objects"], "goal": manifest["goal"]}
 
 
-def load_sample_clip(folder: Path, camera: str = "ego", root: SourceRoot | None = None) -> ClipSource:
-    """A sample-world episode folder rendered with the head camera; the truth is its last frame's state. The
-    video must lie inside ``root`` (default: the folder holding the episode)."""
-    root = root or SourceRoot(folder.parent)
+def load_sample_clip(folder: Path, camera: str = "ego", door: SourceFolder | None = None) -> ClipSource:
+    """A sample-world episode folder rendered with the head camera; the truth is its last frame's state. Its
+    manifest and video are read through ``door`` (default: one on the folder holding the episode)."""
+    door = door if door is not None else SourceFolder(folder.parent)
     try:
-        manifest = _sample_manifest(folder, camera)
-        video = root.inside(folder / manifest["video"])
+        manifest = _sample_manifest(door, folder, camera)
+        video = door.path(folder / manifest["video"])
     except (RowError, OutsideRoot) as error:
         raise ClipError(f"{folder.name}: not a sample-world episode with a {camera!r} camera ({error})") from None
-    frames, count, _ = _video(manifest["id"], video)
+    frames, count, _ = _video(manifest["id"], video, door)
     last = manifest["last"]
     truth = {"objects": manifest["objects"], "support": last["support"], "positions": last["objects"],
              "goal": manifest["goal"]}
@@ -97,12 +99,12 @@ def load_sample_clip(folder: Path, camera: str = "ego", root: SourceRoot | None 
                       narrations=manifest["narrations"], frames=frames, truth=truth)
 
 
-def _videos_in(root: SourceRoot) -> tuple[dict[str, Path], dict[str, str]]:
-    """Videos by file stem, and the stems refused: a video leading outside the root, or two videos with one stem
-    (``uid.mp4`` and ``uid.mkv``: which one is narrated cannot be told)."""
+def _videos_in(door: SourceFolder) -> tuple[dict[str, Path], dict[str, str]]:
+    """Videos by file stem, and the stems refused: a video leading outside the door's folder, or two videos with one
+    stem (``uid.mp4`` and ``uid.mkv``: which one is narrated cannot be told)."""
     found: dict[str, list[Path]] = {}
     problems: dict[str, str] = {}
-    for path, problem in root.entries():
+    for path, problem in door.entries():
         if path.suffix.lower() not in VIDEO_SUFFIXES:
             continue
         if problem:
@@ -115,25 +117,31 @@ def _videos_in(root: SourceRoot) -> tuple[dict[str, Path], dict[str, str]]:
     return {stem: paths[0] for stem, paths in found.items() if stem not in problems}, problems
 
 
-def _narrations_of(root: SourceRoot, clip_format: str, narrations: Path | None, videos: dict[str, Path]
+def _narration_file(door: SourceFolder, clip_format: str, narrations: Path | None) -> tuple[SourceFolder, Path]:
+    """The narration file the user named (through a door on its own folder), or the one in the clips folder."""
+    if narrations is not None:
+        named, name = SourceFolder.of_file(narrations, allow_symlinks_outside=door.root.allow_symlinks_outside)
+        return named, named.folder / name
+    names = ("narration.json",) if clip_format == "ego4d" else ("actions.json", "actions.csv")
+    found = next((door.folder / n for n in names if (door.folder / n).is_file()), door.folder / names[0])
+    try:
+        return door, door.path(found)
+    except (OutsideRoot, RowError) as error:
+        raise NarrationError(str(error)) from None
+
+
+def _narrations_of(door: SourceFolder, clip_format: str, narrations: Path | None, videos: dict[str, Path]
                    ) -> Narrated:
-    folder = root.path
-    if narrations is None:
-        names = ("narration.json",) if clip_format == "ego4d" else ("actions.json", "actions.csv")
-        found = next((folder / n for n in names if (folder / n).is_file()), folder / names[0])
-        try:
-            narrations = root.inside(found)
-        except OutsideRoot as error:
-            raise NarrationError(str(error)) from None
+    narration_door, path = _narration_file(door, clip_format, narrations)
     if clip_format == "ego4d":
-        return read_ego4d(narrations)
+        return read_ego4d(path, door=narration_door)
     fps = {}
     for stem, video in videos.items():
         try:
-            fps[stem] = video_info(video)[1]
+            fps[stem] = video_info(video, door)[1]
         except FrameError:
             continue
-    return read_actions(narrations, fps)
+    return read_actions(path, fps, door=narration_door)
 
 
 def iter_clips(folder: Path, clip_format: str, *, narrations: Path | None = None,
@@ -145,17 +153,19 @@ def iter_clips(folder: Path, clip_format: str, *, narrations: Path | None = None
     comes with a loader raising ClipError; an empty or missing folder yields nothing."""
     if clip_format not in CLIP_FORMATS:
         raise ValueError(f"unknown clip format {clip_format!r}: use {', '.join(CLIP_FORMATS)}")
-    if not folder.is_dir() or not any(folder.iterdir()):
+    if not folder.is_dir():
         return
-    root = SourceRoot(folder, allow_symlinks_outside)
+    door = SourceFolder(folder, allow_symlinks_outside=allow_symlinks_outside)
+    if not door.entries():
+        return
     if clip_format == "sample":
-        for episode, problem in root.entries():
+        for episode, problem in door.entries():
             if episode.is_dir() or problem:
-                yield episode.name, refused(problem) if problem else (lambda e=episode: load_sample_clip(e, root=root))
+                yield episode.name, refused(problem) if problem else (lambda e=episode: load_sample_clip(e, door=door))
         return
-    videos, video_problems = _videos_in(root)
+    videos, video_problems = _videos_in(door)
     try:
-        narrated = _narrations_of(root, clip_format, narrations, videos)
+        narrated = _narrations_of(door, clip_format, narrations, videos)
     except NarrationError as error:
         yield "narrations", refused(str(error))
         return
@@ -165,15 +175,16 @@ def iter_clips(folder: Path, clip_format: str, *, narrations: Path | None = None
             reasons = [video_problems.get(stem, ""), *narrated.problems.get(stem, [])]
             yield stem, refused(f"{stem}: " + "; ".join(r for r in reasons if r))
         else:
-            yield stem, lambda s=stem: _plain_clip(s, videos.get(s), narrated.videos.get(s), clip_format)
+            yield stem, lambda s=stem: _plain_clip(door, s, videos.get(s), narrated.videos.get(s), clip_format)
 
 
-def _plain_clip(stem: str, video: Path | None, narrations: list[Narration] | None, source: str) -> ClipSource:
+def _plain_clip(door: SourceFolder, stem: str, video: Path | None, narrations: list[Narration] | None, source: str
+                ) -> ClipSource:
     if video is None:
         raise ClipError(f"{stem}: narrated, but no video {stem}.mp4 (or {', '.join(VIDEO_SUFFIXES[1:])}) found")
     if not narrations:
         raise ClipError(f"{stem}: no narrated actions for this video")
-    frames, count, fps = _video(stem, video)
+    frames, count, fps = _video(stem, video, door)
     return ClipSource(id=stem, source=source, fps=fps, n_frames=count, narrations=narrations, frames=frames)
 
 

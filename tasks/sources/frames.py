@@ -2,7 +2,9 @@
 clip), a folder of image files, or an image dataset inside an HDF5 file (RoboMind-style episodes).
 
 Every camera of every source is a ``FrameSource`` with a frame count and ``read(indices)``; construction code never
-needs to know which kind it has.
+needs to know which kind it has. Every file is opened through the source door (``SourceFolder``) the source was
+found through: inside its folder, a regular file within the size limit, images within the pixel limit. Called with
+a bare path (a test, a benchmark script), a door on the file's own folder is made.
 """
 
 from __future__ import annotations
@@ -11,6 +13,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from storage.paths import OutsideRoot
+from tasks.sources.door import Limits, SourceFolder, decode_checked
+from tasks.sources.rows import RowError
 
 
 class FrameError(ValueError):
@@ -31,17 +37,24 @@ def decode_on_threads(count: int) -> int:
     return before
 
 
+def _door(path: Path, door: SourceFolder | None) -> SourceFolder:
+    """The door ``path`` is read through: the one given, else one on the file's own folder."""
+    return door if door is not None else SourceFolder(path.parent)
+
+
 @contextmanager
-def open_video(path: Path) -> Iterator[tuple[Any, int]]:
-    """An OpenCV capture and the video's frame count; FrameError when the file is missing or not a video."""
+def open_video(path: Path, door: SourceFolder | None = None) -> Iterator[tuple[Any, int]]:
+    """An OpenCV capture and the video's frame count; FrameError when the file is missing, refused by the door
+    (a link out, not a regular file, too large) or not a video."""
     import cv2
 
-    if not path.is_file():
-        raise FrameError(f"{path}: no such video")
-    if _decode_threads:
-        capture = cv2.VideoCapture(str(path), cv2.CAP_FFMPEG, [cv2.CAP_PROP_N_THREADS, _decode_threads])
-    else:
-        capture = cv2.VideoCapture(str(path))
+    door = _door(path, door)
+    try:
+        if not door.is_file(path):
+            raise FrameError(f"{path}: no such video")
+        capture = door.video_capture(path, threads=_decode_threads)
+    except (RowError, OutsideRoot) as error:
+        raise FrameError(str(error)) from None
     try:
         count = int(capture.get(cv2.CAP_PROP_FRAME_COUNT))
         if not capture.isOpened() or count <= 0:
@@ -51,11 +64,11 @@ def open_video(path: Path) -> Iterator[tuple[Any, int]]:
         capture.release()
 
 
-def video_info(path: Path) -> tuple[int, float, tuple[int, int]]:
+def video_info(path: Path, door: SourceFolder | None = None) -> tuple[int, float, tuple[int, int]]:
     """(frame count, frames per second, (width, height)); raises FrameError when the file is not a readable video."""
     import cv2
 
-    with open_video(path) as (capture, count):
+    with open_video(path, door) as (capture, count):
         ok, _ = capture.read()
         if not ok:
             raise FrameError(f"{path}: the first frame cannot be decoded")
@@ -67,7 +80,7 @@ def video_info(path: Path) -> tuple[int, float, tuple[int, int]]:
 SEEK_GAP = 60
 
 
-def read_frames(path: Path, indices: list[int]) -> dict[int, Any]:
+def read_frames(path: Path, indices: list[int], door: SourceFolder | None = None) -> dict[int, Any]:
     """RGB arrays of the given frames, visited in order: short gaps are read through (grab without conversion),
     long ones seeked, so a few frames of a long video cost a few decodes, not the whole clip."""
     import cv2
@@ -75,7 +88,7 @@ def read_frames(path: Path, indices: list[int]) -> dict[int, Any]:
     wanted = sorted(set(indices))
     if not wanted:
         return {}
-    with open_video(path) as (capture, count):
+    with open_video(path, door) as (capture, count):
         if wanted[0] < 0 or wanted[-1] >= count:
             bad = wanted[-1] if wanted[-1] >= count else wanted[0]
             raise FrameError(f"{path}: frame {bad} is outside its {count} frames")
@@ -140,8 +153,9 @@ class FrameSource:
 class VideoFrames(FrameSource):
     kind = "video"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, door: SourceFolder | None = None) -> None:
         self.path = self.archive = path
+        self.door = _door(path, door)
         self.location = str(path)
 
     def count(self) -> int:
@@ -151,57 +165,51 @@ class VideoFrames(FrameSource):
         from its boxes (``mp4_header``), without opening a capture at all."""
         from tasks.sources.mp4_header import mp4_frame_count
 
-        count = mp4_frame_count(self.path)
+        count = mp4_frame_count(self.path, self.door)
         if count is not None:
             return count
-        with open_video(self.path) as (_, count):
+        with open_video(self.path, self.door) as (_, count):
             return count
 
     def read(self, indices: list[int]) -> dict[int, Any]:
-        return read_frames(self.path, indices)
+        return read_frames(self.path, indices, self.door)
 
 
-def decode_image(data: bytes, what: str) -> Any:
+def decode_image(data: bytes, what: str, max_pixels: int = Limits.image_pixels) -> Any:
     """An encoded image (JPEG, PNG...) decoded to the last byte as an RGB array; FrameError naming ``what`` when
-    it is not an image or is cut short. OpenCV fills a truncated JPEG with grey and says nothing, so PIL decodes."""
-    import io
-
-    import numpy as np
-    from PIL import Image, UnidentifiedImageError
-
+    it is not an image, is cut short or has more than ``max_pixels`` (``door.decode_checked``). OpenCV fills a
+    truncated JPEG with grey and says nothing, so PIL decodes."""
     try:
-        with Image.open(io.BytesIO(data)) as image:
-            image.load()
-            return np.asarray(image.convert("RGB"))
-    except (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError) as error:
-        raise FrameError(f"{what}: not a complete image ({error})") from None
+        return decode_checked(data, what, max_pixels)
+    except RowError as error:
+        raise FrameError(str(error)) from None
 
 
 class ImageFolderFrames(FrameSource):
-    """Frame i is the i-th image file of the folder in natural order (``2.png`` before ``10.png``). With a
-    ``root``, a frame file leading outside it (a symlink) makes the whole folder unusable: skipping it would
-    renumber every later frame."""
+    """Frame i is the i-th image file of the folder in natural order (``2.png`` before ``10.png``), read through
+    ``door`` (default: one on the folder). A frame file the door refuses (a symlink leading out of its folder) makes
+    the whole folder unusable: skipping it would renumber every later frame."""
 
     kind = "image-folder"
 
-    def __init__(self, folder: Path, root: Any = None) -> None:
+    def __init__(self, folder: Path, door: SourceFolder | None = None) -> None:
         self.folder = folder
-        self.root = root
+        self.door = door if door is not None else SourceFolder(folder)
         self.location = str(folder)
         self._files: list[Path] | None = None
 
     def files(self) -> list[Path]:
-        from storage.paths import OutsideRoot
-
         if self._files is None:
-            if not self.folder.is_dir():
-                raise FrameError(f"{self.folder}: no such frame folder")
-            files = sorted((p for p in self.folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES),
-                           key=_natural_key)
             try:
-                self._files = [self.root.inside(p) if self.root is not None else p for p in files]
-            except OutsideRoot as error:
+                if not self.door.path(self.folder).is_dir():
+                    raise FrameError(f"{self.folder}: no such frame folder")
+                listed = self.door.files(self.folder, suffixes=IMAGE_SUFFIXES)
+            except (RowError, OutsideRoot) as error:
                 raise FrameError(str(error)) from None
+            refused = [why for _, why in listed if why]
+            if refused:
+                raise FrameError(refused[0])
+            self._files = sorted((path for path, _ in listed), key=_natural_key)
         return self._files
 
     def count(self) -> int:
@@ -211,16 +219,17 @@ class ImageFolderFrames(FrameSource):
         return count
 
     def read(self, indices: list[int]) -> dict[int, Any]:
-        files = self.files()
+        files, door = self.files(), self.door
         wanted = sorted(set(indices))
         self._check_range(wanted, len(files))
         frames = {}
         for index in wanted:
             try:
-                data = files[index].read_bytes()
-            except OSError as error:
-                raise FrameError(f"{files[index]}: frame {index} is unreadable ({error})") from None
-            frames[index] = decode_image(data, f"{files[index]} (frame {index})")
+                data = door.read_bytes(files[index])
+            except (RowError, OutsideRoot) as error:
+                reason = str(error).removeprefix(f"{files[index]}: ")
+                raise FrameError(f"{files[index]}: frame {index} is unreadable ({reason})") from None
+            frames[index] = decode_image(data, f"{files[index]} (frame {index})", door.limits.image_pixels)
         return frames
 
 
@@ -247,25 +256,30 @@ def internal_object(handle: Any, key: str) -> Any:
 class Hdf5Frames(FrameSource):
     """An image dataset inside an HDF5 file: raw frames (N, H, W, 3) in RGB, or one encoded image (JPEG/PNG bytes)
     per frame, variable-length or zero-padded to a fixed width, as RoboMind stores them. Only the requested rows
-    are read."""
+    are read, and a frame is never larger than the door's pixel limit."""
 
     kind = "hdf5"
 
-    def __init__(self, path: Path, key: str) -> None:
+    def __init__(self, path: Path, key: str, door: SourceFolder | None = None) -> None:
         self.path, self.key = path, key
+        self.door = _door(path, door)
         self.location = f"{path}:{key}"
 
     def _dataset(self, handle: Any) -> Any:
         dataset = internal_object(handle, self.key)
         if not hasattr(dataset, "shape"):
             raise FrameError(f"{self.location}: no such image dataset")
+        shape, limit = tuple(dataset.shape), self.door.limits.image_pixels
+        if len(shape) >= 3 and shape[1] * shape[2] > limit:
+            raise FrameError(f"{self.location}: frames of {shape[2]} x {shape[1]} pixels, more than the {limit:,} "
+                             f"an image may have")
         return dataset
 
     def _open(self) -> Any:
-        import h5py
-
         try:
-            return h5py.File(self.path, "r")
+            return self.door.open_hdf5(self.path)
+        except (RowError, OutsideRoot) as error:
+            raise FrameError(str(error)) from None
         except (OSError, ValueError) as error:
             raise FrameError(f"{self.path}: not a readable HDF5 file ({error})") from None
 
@@ -288,7 +302,8 @@ class Hdf5Frames(FrameSource):
                     frames[index] = np.ascontiguousarray(array[..., :3], dtype=np.uint8)
                     continue
                 data = row if isinstance(row, bytes) else array.tobytes()
-                frames[index] = decode_image(_without_padding(data), f"{self.location}: frame {index}")
+                frames[index] = decode_image(_without_padding(data), f"{self.location}: frame {index}",
+                                             self.door.limits.image_pixels)
         return frames
 
 
@@ -303,6 +318,6 @@ def _without_padding(data: bytes) -> bytes:
     return data.rstrip(b"\0") if data.endswith(b"\0\0") else data
 
 
-def frames_at(path: Path, root: Any = None) -> FrameSource:
-    """A video file or a folder of frame images (each file checked against ``root``), by what ``path`` is."""
-    return ImageFolderFrames(path, root) if path.is_dir() else VideoFrames(path)
+def frames_at(path: Path, door: SourceFolder) -> FrameSource:
+    """A video file or a folder of frame images, read through ``door``, by what ``path`` is."""
+    return ImageFolderFrames(path, door) if path.is_dir() else VideoFrames(path, door)

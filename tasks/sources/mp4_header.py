@@ -5,7 +5,7 @@ streams (and decodes a little) on every open, and a build opened each video twic
 and once to read its frames. The count a capture reports for such a file is the video track's sample count (the
 ``stsz``/``stz2`` box), so that count is read here from the boxes; anything this reader is not sure of (another
 container, two video tracks, an edit list that cuts the track, a fragmented file, a damaged box) gives None and the
-caller asks OpenCV as before.
+caller asks OpenCV as before. The file is opened through the source door (``SourceFolder.open_binary``).
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 from typing import BinaryIO
+
+from tasks.sources.door import SourceFolder
 
 MP4_SUFFIXES = (".mp4", ".m4v", ".mov")
 _MAX_HEADER_BOX = 64 << 20  # a moov box larger than this is not worth reading whole
@@ -96,12 +98,13 @@ def _check_edit_list(moov: bytes, edts: dict[bytes, list[tuple[int, int]]]) -> N
         raise ValueError("an edit list that cuts the track")
 
 
-def mp4_frame_count(path: Path) -> int | None:
-    """The video track's frame count from the file's boxes, or None where only a decoder can tell (see above)."""
+def mp4_frame_count(path: Path, door: SourceFolder | None = None) -> int | None:
+    """The video track's frame count from the file's boxes, or None where only a decoder can tell (see above) or
+    the door refuses the file (the decoder's open then says why). ``door`` defaults to one on the file's folder."""
     if path.suffix.lower() not in MP4_SUFFIXES:
         return None
     try:
-        with open(path, "rb") as handle:
+        with (door or SourceFolder(path.parent)).open_binary(path) as handle:
             handle.seek(0, 2)
             size = handle.tell()
             handle.seek(0)
@@ -114,6 +117,6 @@ def mp4_frame_count(path: Path) -> int | None:
                 return None
             handle.seek(start)
             count = _video_samples(handle.read(end - start))
-    except (OSError, ValueError, struct.error, IndexError):
+    except (OSError, ValueError, struct.error, IndexError):  # ValueError: a RowError or OutsideRoot from the door
         return None
     return count if count > 0 else None

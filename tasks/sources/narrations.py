@@ -4,7 +4,8 @@ Formats: Ego4D's ``narration.json`` (per video, narration passes with ``timestam
 ``narration_text`` such as ``"#C C picks up the knife"``), and a plain actions file next to a video, JSON
 (``{"<video>": [{"time": 2.5, "text": "C picks up the knife"}]}``, times in seconds, or ``"frame"``) or CSV
 (``video,time,text``). Texts are normalised to the actor notation EXPLORE uses: ``C`` for the camera wearer and
-``X`` for anyone else.
+``X`` for anyone else. Files are read through the source door (``SourceFolder``), a JSON file entry by entry
+(``SourceFolder.keyed_json``), so one bad entry refuses its video alone.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tasks.sources.rows import RowError, csv_rows, finite, load_json, problems_of, text_field, whole
+from storage.paths import OutsideRoot
+from tasks.sources.door import SourceFolder
+from tasks.sources.rows import RowError, finite, problems_of, text_field, whole
 
 
 class NarrationError(ValueError):
@@ -98,17 +101,20 @@ def _ego4d_video(result: Narrated, where: str, uid: str, entry: Any, narration_p
     result.add(uid, narrations)
 
 
-def read_ego4d(path: Path, *, narration_pass: str | None = None) -> Narrated:
-    """Narrations per video uid from Ego4D's narration.json. Each video's pass is ``narration_pass`` when given,
-    else the pass with the most narrations. A video with a bad entry (no text, a time that is not a finite
-    number of seconds) or listed twice is refused with the reasons; NarrationError only when the file as a whole
-    cannot be read."""
+def _door(path: Path, door: SourceFolder | None) -> SourceFolder:
+    """The door ``path`` is read through: the one given, else one on the file's own folder."""
+    return door if door is not None else SourceFolder(path.parent)
+
+
+def read_ego4d(path: Path, *, narration_pass: str | None = None, door: SourceFolder | None = None) -> Narrated:
+    """Narrations per video uid from Ego4D's narration.json, read through ``door`` (default: one on its folder).
+    Each video's pass is ``narration_pass`` when given, else the pass with the most narrations. A video with a bad
+    entry (no text, a time that is not a finite number of seconds, NaN, nesting too deep) or listed twice is
+    refused with the reasons; NarrationError only when the file as a whole cannot be read."""
     try:
-        data = load_json(path, keyed=True)
-    except RowError as error:
+        data = _door(path, door).keyed_json(path)
+    except (RowError, OutsideRoot) as error:
         raise NarrationError(f"{path}: unreadable narration file ({error})") from None
-    if not isinstance(data, dict):
-        raise NarrationError(f"{path}: expected an object keyed by video uid")
     result = Narrated()
     for uid, entry in data.items():
         if uid in problems_of(data):
@@ -118,11 +124,11 @@ def read_ego4d(path: Path, *, narration_pass: str | None = None) -> Narrated:
     return result
 
 
-def _action_rows(path: Path, result: Narrated) -> list[tuple[str, str, Any]]:
+def _action_rows(door: SourceFolder, path: Path, result: Narrated) -> list[tuple[str, str, Any]]:
     """(video, where, entry) for every action of a JSON or CSV actions file."""
     if path.suffix.lower() == ".csv":
         entries = []
-        for number, row, reason, _ in csv_rows(path, ("video", "text")):
+        for number, row, reason, _ in door.csv_rows(path, required=("video", "text")):
             video = (row or {}).get("video", "").strip()
             if row is None or not video:
                 result.stray.append((f"{path.name}:{number}", f"{path}:{number}: {reason or 'no video named'}"))
@@ -131,9 +137,7 @@ def _action_rows(path: Path, result: Narrated) -> list[tuple[str, str, Any]]:
             else:
                 entries.append((video, f"{path.name}:{number}", row))
         return entries
-    data = load_json(path, keyed=True)
-    if not isinstance(data, dict):
-        raise RowError("expected an object keyed by video")
+    data = door.keyed_json(path)
     entries = []
     for video, actions in data.items():
         if video in problems_of(data):
@@ -158,20 +162,21 @@ def _seconds(entry: Any, fps: float | None) -> float:
     raise RowError("has neither a time nor a frame")
 
 
-def read_actions(path: Path, fps: dict[str, float] | None = None) -> Narrated:
-    """Actions per video from a plain JSON or CSV file (see the module doc), entry by entry. An entry timed by
-    ``frame`` needs the video's fps in ``fps``. NarrationError only when the file as a whole cannot be read."""
+def read_actions(path: Path, fps: dict[str, float] | None = None, *, door: SourceFolder | None = None) -> Narrated:
+    """Actions per video from a plain JSON or CSV file (see the module doc), entry by entry, read through ``door``
+    (default: one on its folder). An entry timed by ``frame`` needs the video's fps in ``fps``. NarrationError only
+    when the file as a whole cannot be read."""
     result = Narrated()
     collected: dict[str, list[Narration]] = {}
     try:
-        for video, where, entry in _action_rows(path, result):
+        for video, where, entry in _action_rows(_door(path, door), path, result):
             try:
                 collected.setdefault(video, []).append(
                     _narration(entry.get("text") if isinstance(entry, dict) else None,
                                _seconds(entry, (fps or {}).get(video))))
             except RowError as error:
                 result.refuse(video, f"{where}: {error}")
-    except RowError as error:
+    except (RowError, OutsideRoot) as error:
         message = str(error)
         raise NarrationError(message if str(path) in message else f"{path}: unreadable actions file ({message})"
                              ) from None

@@ -1,9 +1,10 @@
 """Reading input files row by row, so one bad row is reported with its file and line instead of stopping a run.
 
-Every importer reads its JSON, JSON Lines and CSV through these helpers: bytes that are not UTF-8, malformed JSON,
-``NaN``/``Infinity`` (which Python's json accepts and a catalog would store as null), duplicated keys (which
-json.loads silently resolves to the last one) and numbers out of range each become a ``RowError`` naming the
-problem; the caller quarantines the row, file or episode and goes on.
+Every importer reads its JSON, JSON Lines and CSV through the source door (``tasks.sources.door.SourceFolder``),
+which opens the file and parses it with these helpers (they never open a file themselves): bytes that are not
+UTF-8, malformed JSON, ``NaN``/``Infinity`` (which Python's json accepts and a catalog would store as null),
+duplicated keys (which json.loads silently resolves to the last one) and numbers out of range each become a
+``RowError`` naming the problem; the caller quarantines the row, file or episode and goes on.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ from __future__ import annotations
 import csv
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -154,47 +154,29 @@ def loads(text: str, *, keyed: bool = False) -> Any:
     return data
 
 
-def read_text(path: Path) -> str:
-    """A whole file as UTF-8; RowError naming the file and the first bad byte."""
-    try:
-        return path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise RowError(f"{path}: not UTF-8 text (byte {error.start}: {error.reason})") from None
-    except OSError as error:
-        raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
+def lines(raw: Iterable[bytes]) -> Iterator[tuple[int, str, str]]:
+    """(line number, text, reason) for every non-blank line of ``raw`` (a file's lines as bytes, as the source
+    door reads them: ``SourceFolder.lines``); reason is empty unless the line is not UTF-8, when the text has the bad
+    bytes replaced (enough to tell which item the line belongs to, never to use it)."""
+    for number, line in enumerate(raw, start=1):
+        reason = ""
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            text = line.decode("utf-8", "replace")
+            reason = f"not UTF-8 text (byte {error.start} of the line: {error.reason})"
+        text = text.rstrip("\r\n")
+        if text.strip():
+            yield number, text, reason
 
 
-def load_json(path: Path, *, keyed: bool = False) -> Any:
-    """A JSON file (see ``loads``); RowError naming the file and the problem."""
-    try:
-        return loads(read_text(path), keyed=keyed)
-    except RowError as error:
-        message = str(error)
-        raise RowError(message if message.startswith(str(path)) else f"{path}: {message}") from None
-
-
-def lines(path: Path) -> Iterator[tuple[int, str, str]]:
-    """(line number, text, reason) for every non-blank line; reason is empty unless the line is not UTF-8, when
-    the text has the bad bytes replaced (enough to tell which item the line belongs to, never to use it)."""
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            reason = ""
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                text = raw.decode("utf-8", "replace")
-                reason = f"not UTF-8 text (byte {error.start} of the line: {error.reason})"
-            text = text.rstrip("\r\n")
-            if text.strip():
-                yield number, text, reason
-
-
-def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str] | None, str, str]]:
-    """(line number, row or None, reason, raw line) per CSV data row; the header must name ``required``. A row
-    with a reason is bad (not UTF-8: its fields read with the bad bytes replaced). Rows are one line each (a quoted
-    field spanning lines is reported as a bad row)."""
+def csv_rows(raw: Iterable[bytes], required: tuple[str, ...], what: str
+             ) -> Iterator[tuple[int, dict[str, str] | None, str, str]]:
+    """(line number, row or None, reason, raw line) per CSV data row of ``raw`` (as ``lines``); the header must name
+    ``required``, else RowError naming ``what`` (the file). A row with a reason is bad (not UTF-8: its fields read
+    with the bad bytes replaced). Rows are one line each (a quoted field spanning lines is reported as a bad row)."""
     header: list[str] | None = None
-    for number, text, reason in lines(path):
+    for number, text, reason in lines(raw):
         try:
             fields = next(csv.reader([text]))
         except csv.Error as error:
@@ -204,7 +186,7 @@ def csv_rows(path: Path, required: tuple[str, ...]) -> Iterator[tuple[int, dict[
             header = [name.strip().lstrip("\ufeff") for name in fields]
             missing = [name for name in required if name not in header]
             if missing:
-                raise RowError(f"{path}: the header names no {', '.join(missing)} column (has {', '.join(header)})")
+                raise RowError(f"{what}: the header names no {', '.join(missing)} column (has {', '.join(header)})")
             continue
         if len(fields) > len(header):
             yield number, None, f"{len(fields)} fields, the header has {len(header)}", text
