@@ -89,6 +89,7 @@ class Adjudication(Payload):
     verdict: Literal["accept", "reject", "correct"]
     correction: dict[str, Any] = Field(default_factory=dict)
     chosen: str = ""  # the decision whose correction was chosen
+    author: str = ""  # ... and the annotator who wrote it
     answers: list[str] = Field(default_factory=list)  # the annotators whose answers it settled
     note: str = ""
 

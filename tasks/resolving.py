@@ -119,15 +119,15 @@ def adjudication_record(item: Record, admin: str, answer: str, answers: dict[str
                         note: str = "") -> Record:
     """An admin's settlement of a conflict: ``answer`` is ``accept``, ``reject`` or the ``answer_of`` of one of the
     annotators' corrections (``answers``: annotator -> (decision id, answer, correction))."""
-    chosen = next(((decision, correction) for decision, given, correction in answers.values() if given == answer),
-                  None)
+    chosen = next(((decision, correction, name) for name, (decision, given, correction) in answers.items()
+                   if given == answer), None)
     if answer not in ("accept", "reject") and chosen is None:
         raise ValueError(f"{answer!r} is none of the answers to item {item.id[:12]}: choose accept, reject or one "
                          f"of {', '.join(sorted({a for _, a, _ in answers.values() if a.startswith(CORRECTED)}))}")
-    decision, correction = chosen if chosen and answer.startswith(CORRECTED) else ("", {})
+    decision, correction, author = chosen if chosen and answer.startswith(CORRECTED) else ("", {}, "")
     payload = Adjudication(item_id=item.id, target_id=item.payload["target_id"], annotator=admin,
                            verdict="correct" if decision else answer, correction=correction, chosen=decision,
-                           note=note, answers=sorted(answers))
+                           author=author, note=note, answers=sorted(answers))
     return make_record(payload, benchmark=item.benchmark, producer=Producer(task="adjudicate",
                                                                            params={"admin": admin}),
                        parents=[item.id, *([decision] if decision else [])], status=Status.ACCEPTED)

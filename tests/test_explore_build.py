@@ -233,8 +233,8 @@ def test_scene_corrections_reach_a_release_only_through_their_items_resolution(c
     assert apply_scene_corrections(settings, None)["corrections"] == 1
     (human,) = [s for s in catalog.find_records(kind="scene", status=Status.ACCEPTED)
                 if s.payload["stage"] == "human"]
-    assert human.payload["objects"][0]["description"] == "a tall glass" and human.payload["annotator"] == "boss"
+    assert human.payload["objects"][0]["description"] == "a tall glass" and human.payload["annotator"] == "ann2"
     assert catalog.get_record(human.parents[1]).kind == "adjudication"
-    work.undo("ann3", SCENE_QUEUE)  # an answer the adjudication settled is taken back: the item and its correction reopen
+    work.undo("ann3", SCENE_QUEUE)  # an answer the adjudication settled is taken back: the item reopens
     assert apply_scene_corrections(settings, None)["withdrawn"] == 1
     assert catalog.get_record(human.id).status == Status.REJECTED

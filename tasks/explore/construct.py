@@ -177,7 +177,7 @@ def human_version(target: Record, decision: Record, producer: Producer) -> tuple
     problems = guideline_problems(objects)
     if problems:
         return None, "; ".join(problems)
-    annotator = decision.payload["annotator"]
+    annotator = decision.payload.get("author") or decision.payload["annotator"]  # an adjudication names its author
     return make_record(
         SceneAnnotation(instance_id=target.payload["instance_id"], stage="human", tags=target.payload["tags"],
                         objects=objects, annotator=annotator),
