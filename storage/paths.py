@@ -63,6 +63,10 @@ class SourceRoot:
                                   f"refused (allow it with [sources] allow_symlinks_outside)")
         return Path(lexical)
 
+    def holds(self, real: str) -> bool:
+        """Whether a path with its links resolved lies inside the root (with its links resolved)."""
+        return under(real, self._real)
+
     def entries(self, folder: Path | None = None) -> Iterator[tuple[Path, str | None]]:
         """The entries of ``folder`` (default the root) in name order, each with None or the reason it is refused
         (a symlink leading out), so a listing reports what it skips instead of reading it."""

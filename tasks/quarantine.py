@@ -15,9 +15,16 @@ def quarantine(*, benchmark: str, source: str, locator: str, reason: str, raw: s
 
     Its id depends on the source, locator and raw text, so re-importing the same bad input quarantines it once.
     """
-    payload = QuarantinedInput(source=source, locator=locator, reason=reason, raw=raw[:_RAW_LIMIT])
+    source, locator, reason, raw = (_storable(text) for text in (source, locator, reason, raw[:_RAW_LIMIT]))
+    payload = QuarantinedInput(source=source, locator=locator, reason=reason, raw=raw)
     return make_record(payload, benchmark=benchmark, producer=producer, status=Status.QUARANTINED,
                        status_reason=f"{source}:{locator}: {reason}")
+
+
+def _storable(text: str) -> str:
+    """``text`` with NUL characters shown as U+FFFD: bad input is kept to be read by people, and PostgreSQL cannot
+    read a NUL back out of a JSON column (the quarantine record of a line holding one could not be queried)."""
+    return text.replace("\x00", "\ufffd")
 
 
 def resolve_quarantined(catalog: Any, *, source: str, locator: str, run_id: str | None) -> int:

@@ -441,3 +441,21 @@ def test_bad_input_is_quarantined_and_the_rest_built(case, kind, mutate, item, r
 def test_the_corpus_covers_every_importer_with_30_kinds():
     assert len({c[0] for c in CASES}) >= 30
     assert {c[1] for c in CASES} == set(SOURCES)
+
+
+def test_a_line_holding_a_nul_is_quarantined_on_every_catalog(catalog, tmp_path):
+    """PostgreSQL cannot read a NUL back out of a JSON column (``->>`` fails on it): the line is refused by the JSON
+    reader and its quarantine record shows the NUL as U+FFFD, so both catalogs keep and query it."""
+    from schemas import Producer
+    from tasks.progress.published import import_folder
+
+    (tmp_path / "text-normal.jsonl").write_bytes(b'{"id": "a\\u0000b"}\n' + b'{"id": "x\x00y"}\n')
+    result = import_folder(tmp_path, Producer(task="test"))
+    reasons = [q.payload["reason"] for q in result.quarantined]
+    assert "NUL character" in reasons[0] and len(reasons) == 2
+    assert catalog.put_records(result.quarantined) == 2
+    stored = catalog.get_records([q.id for q in result.quarantined])
+    assert "\x00" not in stored[1].payload["raw"] and "\ufffd" in stored[1].payload["raw"]
+    # the fields read in SQL (PostgreSQL's ->> fails on a NUL escape in a json column)
+    raws = catalog.query("SELECT payload->>'raw' FROM records WHERE kind = 'quarantined_input' ORDER BY 1")
+    assert [raw for raw, in raws] == sorted(q.payload["raw"] for q in result.quarantined)

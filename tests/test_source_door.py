@@ -184,7 +184,8 @@ def _entry_attacks(file: str) -> list[Attack]:
     inside = [("nan", b'"x": NaN', "NaN"), ("1e400", b'"x": 1e400', "1e400"),
               ("64-bit", b'"x": 123456789012345678901234567890', "beyond 64 bits"),
               ("repeated-key", b'"x": 1, "x": 2', "appears twice"), ("not-utf8", b'"x": "\xff\xfe"', "not UTF-8"),
-              ("deep", b'"x": ' + b"[" * 50_000 + b"]" * 50_000, "nested too deep")]
+              ("deep", b'"x": ' + b"[" * 50_000 + b"]" * 50_000, "nested too deep"),
+              ("nul", b'"x": "a\\u0000b"', "NUL character")]
     return [(name, _first_entry(file, raw), reason, None) for name, raw, reason in inside]
 
 
@@ -250,7 +251,7 @@ def test_an_empty_source_imports_nothing_and_says_nothing_went_wrong_with_a_trac
 
 def test_every_importer_faces_every_kind_of_attack() -> None:
     kinds = {attack for _, attack, *_ in MATRIX}
-    assert {"nan", "1e400", "64-bit", "repeated-key", "not-utf8", "deep", "image-link-out", "image-truncated",
+    assert {"nan", "1e400", "64-bit", "repeated-key", "not-utf8", "deep", "nul", "image-link-out", "image-truncated",
             "image-empty", "image-bomb", "file-link-out", "table-corrupt", "two-files-one-stem"} <= kinds
     names = {sample.name for sample, *_ in MATRIX}
     assert {"progress-published", "explore-official", "vic-crowd", "vic-jigsaw-pool", "webplan-jsonl",
@@ -365,3 +366,41 @@ def test_pipes_devices_long_names_bom_and_zip_bombs_are_refused_in_one_line(tmp_
     (folder / "bomb.xlsx").write_bytes(bomb.getvalue())
     with pytest.raises(RowError, match="inflates to 629,145,600 bytes"):
         door.read_table("bomb.xlsx")
+
+
+def test_a_file_swapped_for_a_link_out_after_the_check_is_not_read(tmp_path: Path, secret: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The race: the name is checked, then replaced by a symlink leading out before the file is opened."""
+    from storage.paths import SourceRoot
+
+    folder = tmp_path / "source"
+    folder.mkdir()
+    door = SourceFolder(folder)
+    checked = SourceRoot.inside
+
+    def swapped_after_the_check(root: SourceRoot, candidate: Any) -> Path:
+        path = checked(root, candidate)
+        path.unlink()
+        path.symlink_to(secret / "outside.txt")
+        return path
+
+    monkeypatch.setattr(SourceRoot, "inside", swapped_after_the_check)
+    for read in (lambda: door.read_bytes("rows.jsonl"), lambda: list(door.lines("rows.jsonl")),
+                 lambda: door.open_binary("rows.jsonl").read()):
+        (folder / "rows.jsonl").unlink(missing_ok=True)
+        (folder / "rows.jsonl").write_text('{"a": 1}\n')
+        with pytest.raises(OutsideRoot, match="since it was checked"):
+            read()
+
+
+def test_an_answers_file_rewritten_after_the_run_key_was_made_is_refused(tmp_path: Path) -> None:
+    from tasks.evaluate.answer_files import read_predictions
+    from tasks.sources.rows import RowError
+
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text(json.dumps({"key": "keep", "answer": "<score>50%</score>"}) + "\n")
+    named = hashlib.sha256(answers.read_bytes()).hexdigest()  # what prepare-evaluation put in the run key
+    assert set(read_predictions(answers, _items(), "progress", named)[0].answers) == {"keep"}
+    answers.write_text(json.dumps({"key": "keep", "answer": "<score>90%</score>"}) + "\n")
+    with pytest.raises(RowError, match="changed since this evaluation began"):
+        read_predictions(answers, _items(), "progress", named)

@@ -8,6 +8,7 @@ line of the file it starts on, so a problem names the line a person opens the fi
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -15,8 +16,8 @@ from typing import Any
 from tasks.evaluate.items import item_aliases
 from tasks.evaluate.run import Collected
 from tasks.sources import rows
-from tasks.sources.door import SourceFolder, entries_of
-from tasks.sources.rows import RowError
+from tasks.sources.door import SourceFolder, entries_of, read_table_bytes
+from tasks.sources.rows import RowError, lines
 
 # What the official EXPLORE-Bench harness strips from a raw response before scoring (infer_utils.remove_tags),
 # every closing brace included, as it does.
@@ -42,25 +43,31 @@ def _last(answer: Any) -> Any:
     return answer[-1] if isinstance(answer, list) and answer else answer
 
 
-def answer_rows(door: SourceFolder, name: str) -> list[tuple[int, str, Any]]:
+def answer_rows(door: SourceFolder, name: str, sha256: str | None = None) -> list[tuple[int, str, Any]]:
     """(line, the entry as text, parsed row or None) of an answers file, read through the source door. The official
     EXPLORE-Bench harness's files are read as they are: its scored file, one JSON object ``{start_frame:
     description or [descriptions]}``, gives one row per entry; its ``results.json``, a JSON list of
     ``{start_frame, response, success}``, one row per element (the response cleaned as the harness cleans it); the
     last description of a list is the answer. Its per-chunk ``results_<k>.json`` are JSONL with the same keys. A
     VLMEvalKit prediction file (.xlsx, .tsv) gives a row per spreadsheet row. An entry or line that cannot be read
-    (not UTF-8, NaN, a repeated key, nested too deep) is a row of its own, ``Unreadable`` with the reason."""
+    (not UTF-8, NaN, a repeated key, nested too deep) is a row of its own, ``Unreadable`` with the reason. The file is
+    read once; with ``sha256``, what was read must be the content an evaluation's run key named (a file rewritten
+    between the two is refused, never scored under the earlier content's key)."""
     from tasks.exporting.predictions import TABLE_SUFFIXES, table_rows
 
+    data = door.read_bytes(name)
+    if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
+        raise RowError(f"{door.path(name)}: changed since this evaluation began (its run key names the content read "
+                       f"then); run the evaluation again")
     if Path(name).suffix in TABLE_SUFFIXES:
-        return table_rows(door.read_table(name))
-    text = door.read_bytes(name).decode("utf-8", "surrogateescape")
+        return table_rows(read_table_bytes(data, Path(name).suffix.lower(), str(door.path(name))))
+    text = data.decode("utf-8", "surrogateescape")
     if _one_document(text):
         keyed = text.lstrip().startswith("{")
         entries = entries_of(text, str(door.path(name)))
         return [(line, _shown(key, value), ({"key": key, "answer": _last(value)} if keyed else value)
                  if not why else Unreadable(why)) for _, line, key, value, why in entries]
-    return [(number, line, _row(line, why)) for number, line, why in door.lines(name)]
+    return [(number, line, _row(line, why)) for number, line, why in lines(data.splitlines(keepends=True))]
 
 
 def _one_document(text: str) -> bool:
@@ -113,12 +120,13 @@ _NEEDS = ("needs a \"key\" and an \"answer\" string (or the official \"start_fra
           "\"index\" and \"prediction\", lmms-eval's \"doc\".\"index\" and \"filtered_resps\")")
 
 
-def read_predictions(path: Path, items: list[Any], benchmark: str) -> tuple[Collected, list[tuple[int, str, str]]]:
+def read_predictions(path: Path, items: list[Any], benchmark: str, sha256: str | None = None
+                     ) -> tuple[Collected, list[tuple[int, str, str]]]:
     """The answers of an answers file, by item, and the lines that could not be used: (line, the line, why).
     A key is any of an item's aliases (its record id, its published ``<file>:<line>``, an EXPLORE clip id, its
     ``start_frame``...); an answer goes to every item of the release that the key names (the official EXPLORE
     evaluation scores two rows of one ``start_frame`` against the one answer), and an answer whose key names no
-    item of the release is listed in ``Collected.elsewhere``, not refused."""
+    item of the release is listed in ``Collected.elsewhere``, not refused. ``sha256``: see ``answer_rows``."""
     by_alias: dict[str, list[Any]] = {}
     for item in items:
         for alias in item_aliases(item, benchmark):
@@ -127,7 +135,7 @@ def read_predictions(path: Path, items: list[Any], benchmark: str) -> tuple[Coll
     problems: list[tuple[int, str, str]] = []
     seen: set[str] = set()  # items an earlier line answered, an empty answer included
     door, name = SourceFolder.of_file(path)
-    for number, line, row in answer_rows(door, name):
+    for number, line, row in answer_rows(door, name, sha256):
         why, key, answer = _unusable(row)
         if why:
             problems.append((number, line, why))

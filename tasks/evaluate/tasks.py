@@ -48,6 +48,7 @@ class EvaluationPlan:
     settings: EvalSettings
     key: str
     predictions: str | None = None
+    predictions_sha256: str | None = None  # the answers file's content the run key names
 
 
 @task(name="prepare-evaluation", cache_policy=NONE)
@@ -74,7 +75,7 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
         digest = hashlib.sha256(door.read_bytes(name)).hexdigest()
         label = model or f"file:{Path(predictions).stem}"
         key = run_key(manifest.tag, manifest.sha256(), f"file:{label}", chosen, digest)
-        return EvaluationPlan(manifest, benchmark, items, None, label, chosen, key, predictions)
+        return EvaluationPlan(manifest, benchmark, items, None, label, chosen, key, predictions, digest)
     if not model:
         raise ValueError("name a model (--model) or a file of answers (--predictions)")
     spec = parse_model_spec(model)
@@ -90,7 +91,8 @@ def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool
     """The model's answers (cached ones first; fresh ones cached as they arrive), or the file's."""
     storage = open_storage(settings)
     if plan.predictions:
-        collected, problems = read_predictions(Path(plan.predictions), plan.items, plan.benchmark)
+        collected, problems = read_predictions(Path(plan.predictions), plan.items, plan.benchmark,
+                                               plan.predictions_sha256)
         collected.problems = [f"{plan.predictions}:{n}: {why}" for n, _, why in problems]
         producer = eval_producer("evaluate-read-predictions", None, plan.label, plan.settings, plan.key)
         storage.catalog.put_records([

@@ -117,11 +117,11 @@ class SourceFolder:
 
     def read_bytes(self, *parts: str | Path, limit: int | None = None) -> bytes:
         path = self.path(*parts)
-        self._check_size(path, limit or self.limits.document_bytes)
-        try:
-            return path.read_bytes()
-        except OSError as error:
-            raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
+        with self._opened(path, limit or self.limits.document_bytes) as handle:
+            try:
+                return handle.read()
+            except OSError as error:
+                raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
 
     def read_text(self, *parts: str | Path) -> str:
         data = self.read_bytes(*parts)
@@ -197,11 +197,7 @@ class SourceFolder:
     def open_binary(self, *parts: str | Path) -> BinaryIO:
         """A file opened for reading in binary by a parser that reads a few parts of it (an MP4's boxes), with
         ``by_name``'s checks; the caller closes it. RowError naming the file when it cannot be opened."""
-        path = self.by_name(*parts)
-        try:
-            return open(path, "rb")  # the caller's ``with`` closes it
-        except OSError as error:
-            raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
+        return self._opened(self.path(*parts), self.limits.file_bytes)  # the caller's ``with`` closes it
 
     def video_capture(self, *parts: str | Path, threads: int = 0) -> Any:
         """An OpenCV capture of a video, with ``by_name``'s checks, decoding on ``threads`` FFmpeg threads (0:
@@ -229,9 +225,34 @@ class SourceFolder:
 
     def _byte_lines(self, *parts: str | Path) -> Iterator[bytes]:
         """A text file's lines as bytes, once it is checked (inside the root, a regular file within the limit)."""
-        path = self.path(*parts)
-        self._check_size(path, self.limits.document_bytes)
-        return _lines_of(path)
+        handle = self._opened(self.path(*parts), self.limits.document_bytes)
+        return _lines_of(handle)
+
+    def _opened(self, path: Path, limit: int) -> BinaryIO:
+        """``path`` opened for reading, then judged by what was opened, not by its name: a regular file within
+        ``limit`` bytes that lies inside the root (``/proc/self/fd`` names the file itself), so a link swapped in
+        between ``path``'s check and the open (a race) is refused, not read. ``O_NONBLOCK``: opening a FIFO for
+        reading would otherwise wait for a writer."""
+        try:
+            descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except OSError as error:
+            raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
+        handle = os.fdopen(descriptor, "rb")
+        try:
+            status = os.fstat(descriptor)
+            if not stat.S_ISREG(status.st_mode):
+                raise RowError(f"{path}: not a regular file (a folder, a pipe or a device); refused")
+            if status.st_size > limit:
+                raise RowError(f"{path}: {status.st_size:,} bytes, more than the {limit:,} this reader takes")
+            opened = _opened_name(descriptor)
+            if opened is not None and not self.root.allow_symlinks_outside and not self.root.holds(opened):
+                raise OutsideRoot(f"{path}: leads outside the source root {self.folder} (to {opened}) since it was "
+                                  f"checked; refused")
+            os.set_blocking(descriptor, True)
+            return handle
+        except BaseException:
+            handle.close()
+            raise
 
     def _check_size(self, path: Path, limit: int) -> None:
         """A regular file within ``limit`` bytes (a FIFO or a device reports no size and never ends)."""
@@ -246,13 +267,17 @@ class SourceFolder:
             raise RowError(f"{path}: {size:,} bytes, more than the {limit:,} this reader takes")
 
 
-def _lines_of(path: Path) -> Iterator[bytes]:
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 -- closed by the ``with`` below, once open
-    except OSError as error:
-        raise RowError(f"{path}: unreadable ({error.strerror or error})") from None
+def _lines_of(handle: BinaryIO) -> Iterator[bytes]:
     with handle:
         yield from handle
+
+
+def _opened_name(descriptor: int) -> str | None:
+    """The real path of an open file (Linux's ``/proc/self/fd``); None where the system does not say."""
+    try:
+        return os.readlink(f"/proc/self/fd/{descriptor}")
+    except OSError:
+        return None
 
 
 def decode_checked(data: bytes, what: str, max_pixels: int = Limits.image_pixels) -> Any:

@@ -95,7 +95,11 @@ def _checked_quickly(text: str) -> Any:
 def loads(text: str, *, keyed: bool = False) -> Any:
     """JSON without NaN/Infinity and without duplicated keys; RowError naming the problem. With ``keyed`` (a file
     keyed by episode or video), a top-level key repeated or holding NaN/Infinity is not an error for the file:
-    it is listed in ``problems_of(result)``, so the caller refuses that one item instead of the whole file."""
+    it is listed in ``problems_of(result)``, so the caller refuses that one item instead of the whole file. A
+    ``\\u0000`` (NUL) anywhere is refused: PostgreSQL cannot read it back out of a JSON column (``->>``)
+    (raw NUL bytes are not JSON at all)."""
+    if "\\u0000" in text:
+        raise RowError("holds a NUL character (\\u0000), which a catalog cannot query")
     quick = _checked_quickly(text)
     if quick is not None:
         return quick
