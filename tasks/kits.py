@@ -79,6 +79,14 @@ def everything_stored(storage: Any, quarantined: tuple[Any, ...] | list[Any] = (
     return blobs + json.dumps([q.payload for q in quarantined], default=str).encode()
 
 
+def stored_outcome(storage: Any, good: set[str], quarantined: list[Any]) -> Imported:
+    """The ``Imported`` of an import that stored into ``storage`` and made quarantine records: each refusal as
+    ``<file> <locator>: <reason>``."""
+    return Imported(good=good, problems=[f"{q.payload['source']} {q.payload['locator']}: {q.payload['reason']}"
+                                         for q in quarantined],
+                    taken=everything_stored(storage, quarantined))
+
+
 def sample_png(shade: int, size: int = 240) -> bytes:
     """A plain picture of one colour, distinct per ``shade``."""
     from PIL import Image

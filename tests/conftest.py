@@ -80,6 +80,18 @@ def s3_endpoint() -> Iterator[str]:
     server.stop()
 
 
+def write_world(folder: Path, tasks: tuple[str, ...] = ("pick_place", "pick_place"),
+                size: tuple[int, int] = (160, 120)) -> tuple[Path, dict[str, Any]]:
+    """Sample-world episodes (seeds 1, 2, ... of ``tasks``) with a front and a top camera, written into ``folder``;
+    (the folder, episode id -> episode)."""
+    from tasks.sources.sample_world import generate_episode, write_episode
+
+    episodes = [generate_episode(seed, task) for seed, task in enumerate(tasks, start=1)]
+    for episode in episodes:
+        write_episode(episode, folder, cameras=("front", "top"), size=size)
+    return folder, {e.id: e for e in episodes}
+
+
 def solid_png(shade: int, size: tuple[int, int] = (24, 16)) -> bytes:
     """A small PNG of one colour; different shades give different images (and different blobs)."""
     import io

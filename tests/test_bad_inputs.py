@@ -20,7 +20,7 @@ from tasks.progress.construct import build_folder
 from tasks.progress.published import SAMPLE_DIR, import_into_catalog
 from tasks.progress.sampling import SamplingPlan
 from tasks.sources.sample_world import generate_episode, write_episode
-from tests.conftest import catalog_settings
+from tests.conftest import catalog_settings, write_world
 from tests.test_progress_construct import _camera_frames, to_lerobot, write_hdf5
 
 PLAN = SamplingPlan(interval_per_segment=1, boundary_offsets=(), demo_camera="front", cross_cameras=("top",))
@@ -30,11 +30,7 @@ MAGENTA = (255, 0, 255)
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    folder = tmp_path_factory.mktemp("world")
-    episodes = [generate_episode(seed, "pick_place") for seed in (1, 2)]
-    for episode in episodes:
-        write_episode(episode, folder, cameras=("front", "top"), size=(160, 120))
-    return folder, {e.id: e for e in episodes}
+    return write_world(tmp_path_factory.mktemp("world"))
 
 
 @pytest.fixture(scope="module")

@@ -21,6 +21,7 @@ from tasks.sources.episodes import iter_episodes
 from tasks.sources.frames import FrameError, Hdf5Frames, VideoFrames
 from tasks.sources.narrations import read_ego4d
 from tasks.sources.sample_world import generate_episode, write_episode
+from tests.conftest import write_world
 from tests.test_progress_construct import to_lerobot, write_hdf5
 
 SECRET = "TOP SECRET: must never be read"
@@ -29,11 +30,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    folder = tmp_path_factory.mktemp("world")
-    episodes = [generate_episode(seed, "pick_place") for seed in (1, 2)]
-    for episode in episodes:
-        write_episode(episode, folder, cameras=("front", "top"), size=(160, 120))
-    return folder, {e.id: e for e in episodes}
+    return write_world(tmp_path_factory.mktemp("world"))
 
 
 @pytest.fixture(scope="module")

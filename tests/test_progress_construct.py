@@ -18,7 +18,8 @@ from tasks.progress.sampling import (
     segment_samples,
 )
 from tasks.sources.frames import read_frames
-from tasks.sources.sample_world import generate_episode, render, write_episode
+from tasks.sources.sample_world import render
+from tests.conftest import write_world
 
 SIZE = (160, 120)
 PLAN = SamplingPlan(interval_per_segment=2, boundary_offsets=(0.1,), demo_camera="front", cross_cameras=("top",))
@@ -45,11 +46,7 @@ def test_interpolation_is_exact_for_the_frame_taken():
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("world")
-    episodes = [generate_episode(seed, task) for seed, task in ((1, "pick_place"), (2, "stack"))]
-    for episode in episodes:
-        write_episode(episode, folder, cameras=("front", "top"), size=SIZE)
-    return folder, {e.id: e for e in episodes}
+    return write_world(tmp_path_factory.mktemp("world"), ("pick_place", "stack"), SIZE)
 
 
 def test_records_agree_with_the_world(world, storage):

@@ -10,7 +10,7 @@ from typing import Any
 from schemas import Producer
 from schemas.config import Settings
 from storage.output import OutputFolder
-from tasks.kits import Imported, ImporterSample, Kit, accept_and_release, everything_stored, kit_settings, sample_png
+from tasks.kits import Imported, ImporterSample, Kit, accept_and_release, kit_settings, sample_png, stored_outcome
 
 
 def _official_row(uid: str, actions: int) -> dict[str, Any]:
@@ -33,10 +33,8 @@ def run_official(source: Path, work: Path) -> Imported:
 
     storage = open_storage(kit_settings(work))
     result = import_official(source, storage, Producer(task="kit"))
-    return Imported(good={r.payload["clip_id"] for r in result.records if r.kind == "explore_instance"},
-                    problems=[f"{q.payload['source']} {q.payload['locator']}: {q.payload['reason']}"
-                              for q in result.quarantined],
-                    taken=everything_stored(storage, result.quarantined))
+    return stored_outcome(storage, {r.payload["clip_id"] for r in result.records if r.kind == "explore_instance"},
+                          result.quarantined)
 
 
 def release(settings: Settings, work: Path) -> str:

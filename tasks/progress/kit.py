@@ -10,7 +10,7 @@ from typing import Any
 from schemas import Producer
 from schemas.config import Settings
 from storage.output import OutputFolder
-from tasks.kits import Imported, ImporterSample, Kit, accept_and_release, everything_stored, kit_settings, sample_png
+from tasks.kits import Imported, ImporterSample, Kit, accept_and_release, kit_settings, sample_png, stored_outcome
 
 FRAMES = "frames"  # below the source: ``frames/<trajectory id>/<frame>``
 
@@ -42,10 +42,7 @@ def run_published(source: Path, work: Path) -> Imported:
 
     storage = open_storage(kit_settings(work))
     records, quarantined = _imported(source, storage)
-    return Imported(good={r.payload["trajectory_id"] for r in records if r.kind == "demo"},
-                    problems=[f"{q.payload['source']} {q.payload['locator']}: {q.payload['reason']}"
-                              for q in quarantined],
-                    taken=everything_stored(storage, quarantined))
+    return stored_outcome(storage, {r.payload["trajectory_id"] for r in records if r.kind == "demo"}, quarantined)
 
 
 def release(settings: Settings, work: Path) -> str:

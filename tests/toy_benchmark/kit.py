@@ -9,7 +9,7 @@ from pathlib import Path
 from schemas import Producer
 from schemas.config import Settings
 from storage.output import OutputFolder
-from tasks.kits import Imported, ImporterSample, Kit, accept_and_release, everything_stored, kit_settings
+from tasks.kits import Imported, ImporterSample, Kit, accept_and_release, kit_settings, stored_outcome
 
 
 def write_counts(out: OutputFolder) -> None:
@@ -27,10 +27,7 @@ def run_counts(source: Path, work: Path) -> Imported:
 
     storage = open_storage(kit_settings(work))
     records, quarantined = import_counts(source, storage, Producer(task="kit"))
-    return Imported(good={r.payload["name"] for r in records},
-                    problems=[f"{q.payload['source']} {q.payload['locator']}: {q.payload['reason']}"
-                              for q in quarantined],
-                    taken=everything_stored(storage, quarantined))
+    return stored_outcome(storage, {r.payload["name"] for r in records}, quarantined)
 
 
 def release(settings: Settings, work: Path) -> str:
