@@ -1,7 +1,10 @@
 """What a caller is told when a request fails, and what the server log keeps.
 
 A refusal (a ``WorkError``, a right the caller lacks, a ``ValueError`` or ``KeyError`` about what they sent) reaches
-them as its message, with any server path in it replaced. Anything else is the server's own failure: the caller
+them as its message, with any server path in it replaced, and the log as one line without a traceback (``refused``:
+WARNING for a right the caller lacks, which may be someone probing the admin routes; INFO for a mistake such as
+adjudicating an item that is not in conflict): the people running the app see who was refused what, without the
+noise of a traceback for what is no failure of the server. Anything else is the server's own failure: the caller
 gets a short message with a reference and nothing of the exception, the log (logger ``annotation_ui``) one error
 line with that reference, and the traceback only at DEBUG level. Every Gradio handler goes through ``guarded``
 (``layout.build`` refuses one that does not); the front door (``guard.Guard``) does the same for every HTTP route.
@@ -43,6 +46,14 @@ def refusal_text(error: BaseException) -> str:
     return without_paths(str(said))
 
 
+def refused(error: BaseException, where: str, user: str | None = None) -> str:
+    """Log a refusal (one line, no traceback) and return what the caller is told."""
+    said = refusal_text(error) if is_refusal(error) else str(error)
+    level = logging.WARNING if isinstance(error, PermissionError) else logging.INFO
+    log.log(level, "refused %s%s: %s", where, f" for {user}" if user else "", " ".join(said.split())[:500])
+    return said
+
+
 def internal(error: BaseException, where: str) -> str:
     """Log a failure of the server's (one error line; the traceback at DEBUG) and return what the caller is told."""
     reference = secrets.token_hex(4)
@@ -62,15 +73,25 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     def call(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except gr.Error as error:  # the handler's own message
+        except gr.Error as error:  # the handler's own message: a refusal it words itself
             error.print_exception = False
+            refused(error, fn.__name__, _user(gr, args, kwargs))
             raise
         except Exception as error:
-            said = refusal_text(error) if is_refusal(error) else internal(error, f"the handler {fn.__qualname__}")
+            said = (refused(error, fn.__name__, _user(gr, args, kwargs)) if is_refusal(error)
+                    else internal(error, f"the handler {fn.__qualname__}"))
             raise gr.Error(said, print_exception=False) from None
 
     call.guarded = True  # type: ignore[attr-defined]
     return call
+
+
+def _user(gr: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
+    """Who called: the name on the handler's ``gr.Request``, when it takes one."""
+    for value in (*args, *kwargs.values()):
+        if isinstance(value, gr.Request):
+            return getattr(value, "username", None)
+    return None
 
 
 def is_guarded(fn: Any) -> bool:

@@ -1,13 +1,14 @@
 """The app's front door, an ASGI middleware inside Gradio's FastAPI app: logins, sessions, the login wall, sizes.
 
-- ``POST /login`` is answered here, not by Gradio: the limiter (see ``limits``) refuses early with 429 and
-  Retry-After, and the scrypt check runs on a small thread pool of its own, so a burst of guesses neither blocks the
-  event loop nor takes the threads that serve logged-in users.
+- ``POST /login`` is answered here, not by Gradio: the limiter (see ``limits``) refuses early with 429, the reason
+  and when to retry (Retry-After; the login page shows both: ``login_page``), and the scrypt check runs on a small
+  thread pool of its own, so a burst of guesses neither blocks the event loop nor takes the threads that serve
+  logged-in users.
 - Sessions expire (``session_s``) and the cookie carries HttpOnly, SameSite and, per ``cookie_secure``, Secure.
   They are the tokens Gradio itself looks up (``App.tokens``), so its handlers see the same user.
 - Every request without a live session gets 401, whatever Gradio's own route would do (``/openapi.json``, the
   heartbeat stream, ``/gradio_api/startup-events``...), except the login page and the files it is drawn with. The
-  login page is Gradio's, but without the API description Gradio writes into it.
+  login page is Gradio's, but without the API description Gradio writes into it, and with ``login_page``'s script.
 - ``/api/v1/`` (``rest``: plain JSON routes and the page's images) is answered beside Gradio, for a caller with a
   live session only.
 - Request bodies over ``max_request_bytes`` (uploads: ``max_upload_bytes``) get 413 before the app reads them.
@@ -34,6 +35,7 @@ from typing import Any
 from annotation_ui.accounts import Accounts
 from annotation_ui.failures import internal
 from annotation_ui.limits import LoginLimiter, Refusal
+from annotation_ui.login_page import with_login_script
 from annotation_ui.origins import MAX_JSON_DEPTH, foreign_origin, is_json, too_deep, without_cors
 from annotation_ui.proxies import Proxies
 
@@ -225,7 +227,7 @@ class Guard:
 
         lock, waiting = self._queues.get(key, (None, 0))
         if waiting >= queue:
-            yield Refusal(f"too many logins at once for this {key.split(':')[0]}", 1)
+            yield Refusal(f"too many logins at once for this {key.split(':')[0]}: try again in 1 s", 1)
             return
         lock = lock or asyncio.Lock()
         self._queues[key] = (lock, waiting + 1)
@@ -337,7 +339,8 @@ async def _limited(app: Any, scope: Scope, receive: Any, send: Any, limit: int) 
 
 def _without_api_info(send: Any) -> Any:
     """The anonymous login page with Gradio's description of the API (every endpoint's name and arguments)
-    emptied; held whole to do so. Fails closed: a page that still names endpoints is not sent."""
+    emptied, and the script that shows why a login is refused for a while (``login_page``); held whole to do so.
+    Fails closed: a page that still names endpoints is not sent."""
     held: dict[str, Any] = {"start": None, "body": b""}
 
     async def rewrite(message: Message) -> None:
@@ -355,6 +358,7 @@ def _without_api_info(send: Any) -> Any:
         if body.count(b"\"named_endpoints\"") > replaced:
             await send_json(send, 500, {"detail": "the login page would describe the API; refused"})
             return
+        body = with_login_script(body)
         headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
         await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})

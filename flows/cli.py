@@ -17,7 +17,9 @@ from rich.table import Table
 from rich.text import Text
 
 from flows.server import server_app
+from flows.stage_lines import review_line, stage_lines
 from schemas.config import Settings, config_source, load_settings, masked
+from schemas.text import one_line
 
 app = typer.Typer(
     help="Build, human-filter, version and evaluate vision-language reasoning benchmarks.\n\n"
@@ -71,7 +73,7 @@ def _settings() -> Settings:
     try:
         return load_settings()
     except Exception as error:  # a broken config file should read as one line, not a traceback
-        err.print(Text.assemble(("configuration error: ", "red"), str(error)))
+        err.print(Text.assemble(("configuration error: ", "red"), one_line(str(error))))
         raise typer.Exit(2) from None
 
 
@@ -83,14 +85,18 @@ def _storage():
 
 @contextmanager
 def _failures_as_messages() -> Iterator[None]:
+    from pydantic import ValidationError
+
     from storage.releases import ReleaseError
 
     try:
         yield
     except (ReleaseError, KeyError, ValueError, FileNotFoundError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+        if isinstance(error, ValidationError):  # pydantic's dump is several lines and a link: its messages
+            message = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in error.errors())
         # the message as written: "[vic] tasks" is a section's name, not markup for rich to swallow
-        err.print(Text.assemble(("error: ", "red"), str(message)))
+        err.print(Text.assemble(("error: ", "red"), one_line(str(message), 2000)))
         raise typer.Exit(1) from None
 
 
@@ -205,11 +211,10 @@ def run(
 def _print_main_job(summary: dict[str, Any]) -> None:
     _print_built(summary)
     _print_releases(summary["releases"])
-    for benchmark, sources in summary["built"].items():
-        decided = sources.get("review", {}).get("decided by policy")
-        if decided:
-            console.print(f"{benchmark}: {decided} review items accepted by the unattended demo policy (marked as "
-                          "not human-reviewed)")
+    for benchmark, stages in summary["built"].items():  # what people's decisions did (stage_lines)
+        said = review_line(benchmark, stages, waiting=False)
+        if said:
+            console.print(said, soft_wrap=True, markup=False)
     for benchmark, outcome in summary.get("benchmarks", {}).items():
         _print_outcome(benchmark, outcome)
     for evaluation in summary.get("evaluations", []):
@@ -272,9 +277,9 @@ def _metric(benchmark: str, value: float | None) -> str:
     return f"{100 * value:.1f}" if registry.get(benchmark).evaluation.percent_metrics else f"{value:.2f}"
 
 
-def _print_counts(result: dict[str, dict[str, Any]]) -> None:
-    for source, counts in result.items():
-        console.print(f"{source}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+def _print_counts(benchmark: str, result: dict[str, dict[str, Any]]) -> None:
+    for line in stage_lines(benchmark, result):
+        console.print(line, soft_wrap=True, markup=False)
 
 
 def _build_runner(name: str) -> Any:
@@ -300,7 +305,7 @@ def _build_runner(name: str) -> Any:
                 at_the_terminal(settings):
             result = build(name, settings, stages=stages, units=units, options=given,
                            unattended_review=unattended_review)
-        _print_counts(result)
+        _print_counts(name, result)
     return run_build
 
 
@@ -512,9 +517,9 @@ def release_create(
     from storage.releases import create_release, statuses_from_names
 
     storage = _storage()
-    selection = ReleaseSelection(benchmarks=tuple(benchmark or ()), kinds=tuple(kind or ()),
-                                 **({"statuses": statuses_from_names(status)} if status else {}))
     with _failures_as_messages():
+        selection = ReleaseSelection(benchmarks=tuple(benchmark or ()), kinds=tuple(kind or ()),
+                                     **({"statuses": statuses_from_names(status)} if status else {}))
         manifest = create_release(storage.catalog, storage.blobs, name, selection=selection)
     console.print(f"created [bold]{manifest.tag}[/bold]: {len(manifest.records)} records, "
                   f"{len(manifest.blobs)} blobs, content {manifest.content_hash()[:16]}, "
@@ -623,46 +628,18 @@ def records_show(record_id: Annotated[str, typer.Argument(help="Record id or an 
 @records_app.command("lineage")
 def records_lineage(record_id: Annotated[str, typer.Argument(help="Record id or an unambiguous prefix.")]) -> None:
     """Draw the record's ancestors (what it was made from) and descendants (what was made from it) as trees, each
-    record with its kind, the stage (producer task) that made it, and its status."""
-    from rich.tree import Tree
+    record with its kind, the stage (producer task) that made it, and its status; a review decision or an admin's
+    adjudication also with its verdict and who gave it."""
+    from flows.lineage import lineage_trees
 
     catalog = _storage().catalog
     with _failures_as_messages():
         rid = catalog.resolve_id(record_id)
-    ancestors, descendants = catalog.ancestors(rid), catalog.descendants(rid)
-    records = {r.id: r for r in catalog.get_records([rid, *(i for i, _ in ancestors), *(i for i, _ in descendants)])}
-    children: dict[str, list[str]] = {}
-    for record in records.values():
-        for parent in record.parents:
-            children.setdefault(parent, []).append(record.id)
-    below = {i for i, _ in descendants}
-    up = _lineage_tree(Tree(_lineage_label(records, rid)), rid, records,
-                       lambda r: list(records[r].parents) if r in records else [], {rid})
-    down = _lineage_tree(Tree(_lineage_label(records, rid)), rid, records,
-                         lambda r: sorted(c for c in children.get(r, []) if c in below), {rid})
-    console.print(f"[bold]ancestors[/bold] ({len(ancestors)})")
+    up, down, above, below = lineage_trees(catalog, rid)
+    console.print(f"[bold]ancestors[/bold] ({above})")
     console.print(up)
-    console.print(f"[bold]descendants[/bold] ({len(descendants)})")
+    console.print(f"[bold]descendants[/bold] ({below})")
     console.print(down)
-
-
-def _lineage_label(records: dict[str, Any], rid: str) -> str:
-    record = records.get(rid)
-    if record is None:
-        return f"{rid} [dim]not stored[/dim]"
-    stage = record.producer.task + (f" / {record.payload['stage']}" if record.kind == "scene" else "")
-    return f"{rid} [bold]{record.kind}[/bold] [cyan]{escape(stage)}[/cyan] [dim]{record.status.value}[/dim]"
-
-
-def _lineage_tree(tree: Any, rid: str, records: dict[str, Any], next_of: Any, seen: set[str]) -> Any:
-    """``tree`` with a branch per record ``next_of`` gives, recursively; a record reached twice (two paths lead to
-    it) is drawn again but not expanded again."""
-    for other in next_of(rid):
-        branch = tree.add(_lineage_label(records, other) + (" [dim](shown above)[/dim]" if other in seen else ""))
-        if other not in seen:
-            seen.add(other)
-            _lineage_tree(branch, other, records, next_of, seen)
-    return tree
 
 
 @records_app.command("list")
@@ -681,7 +658,7 @@ def records_list(
     table = _table(("id", "benchmark", "kind", "status", "reason"))
     for record in found:
         table.add_row(record.id[:16], record.benchmark, record.kind, record.status.value,
-                      record.status_reason or "")
+                      Text(one_line(record.status_reason or "", 500)))  # as written: "[sources]" is no markup
     console.print(table)
 
 
@@ -794,26 +771,15 @@ def hash_password_command() -> None:
 @annotate_app.command("unlock")
 def annotate_unlock(names: Annotated[list[str] | None, typer.Argument(
         help="Accounts or client addresses to unlock; none: list the lockouts.")] = None) -> None:
-    """Lift login lockouts (a running app sees it at the next attempt), or list them. An account or address is
-    locked after \\[annotation] lockout_failures / lockout_address_failures failed logins, for lockout_s seconds."""
-    from datetime import UTC, datetime
+    """Lift login lockouts and clear the failure counts behind them (a running app sees it at the next attempt),
+    or list them. An account is locked after \\[annotation] lockout_failures failed logins, for lockout_s seconds;
+    an address with lockout_address_failures is marked (every account waits from its first failure from it)."""
+    from flows.login_admin import unlock
 
-    from annotation_ui.limits import LockoutStore, lockouts_path
-
-    store = LockoutStore(lockouts_path(_settings()))
-    if not names:
-        for lockout in store.current():
-            until = datetime.fromtimestamp(lockout.until, UTC).isoformat(timespec="seconds")
-            typer.echo(f"{lockout.key}\tuntil {until}\t{lockout.failures} failures")
-        return
-    missing = []
-    for name in names:
-        lifted = store.lift_name(name)
-        typer.echo(f"{name}: unlocked ({', '.join(lifted)})" if lifted else f"{name}: no lockout")
-        missing += [] if lifted else [name]
+    with _failures_as_messages():  # a lockout file that cannot be used: one line
+        missing = unlock(_settings(), list(names or ()), typer.echo)
     if missing:
         raise typer.Exit(1)
-
 
 
 # -- review -------------------------------------------------------------------------------------------------------
@@ -1001,12 +967,14 @@ def leaderboard(
         console.print(table)
         sections.append(f"## {name}\n\n{leaderboard_markdown(chosen)}")
         if out:
-            plot_leaderboard(chosen, out / f"leaderboard-{name}.png")
-            registry.get(name).evaluation.leaderboard_plots(chosen, catalog, out)
+            with _failures_as_messages():  # a link or a device where a chart goes: one line, nothing written there
+                plot_leaderboard(chosen, out / f"leaderboard-{name}.png")
+                registry.get(name).evaluation.leaderboard_plots(chosen, catalog, out)
     if out:
         from storage.output import OutputFolder
 
-        OutputFolder(out).save_text("# Leaderboard\n\n" + "\n\n".join(sections) + "\n", "leaderboard.md")
+        with _failures_as_messages():
+            OutputFolder(out).save_text("# Leaderboard\n\n" + "\n\n".join(sections) + "\n", "leaderboard.md")
         _print_path("written to", out)
 
 if __name__ == "__main__":

@@ -21,5 +21,6 @@ def main() -> Any:
     if status is not None:
         sys.exit(status)
     from flows.cli import app
+    from flows.last_resort import reported
 
-    return app()
+    return reported(app)

@@ -369,10 +369,11 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> None:
     from rich.console import Console
 
     import flows.cli
+    from flows.last_resort import reported
 
     setup_logging(incremental=False)  # Prefect's console handler on this stderr, not the warm log
     flows.cli.console, flows.cli.err = Console(), Console(stderr=True)  # the terminal's colours and width
-    flows.cli.app(args=request["argv"], prog_name="benchwright")
+    reported(lambda: flows.cli.app(args=request["argv"], prog_name="benchwright"))
 
 
 def _reopen_standard_streams() -> None:

@@ -8,12 +8,22 @@ registered benchmark adds its own section (``[progress]``, ``[explore]``), read 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, create_model, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    create_model,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -122,9 +132,10 @@ class AnnotationSettings(Section):
     cookie_secure: Literal["auto"] | bool = "auto"
     cookie_samesite: Literal["lax", "strict", "none"] = "lax"
     # logins, counted per account and per client address: after login_free_failures failures in a row each further
-    # attempt waits login_delay_s, doubled per failure up to login_max_delay_s; lockout_failures (account) or
-    # lockout_address_failures (address) lock it for lockout_s, or until an admin lifts it. Failures are
-    # forgotten after login_window_s without one.
+    # attempt at that account waits login_delay_s, doubled per failure up to login_max_delay_s; lockout_failures
+    # lock the account for lockout_s, or until an admin lifts it; lockout_address_failures mark an address, from which
+    # every account waits after its first wrong password (an address never refuses another account's right password).
+    # Failures are forgotten after login_window_s without one.
     login_free_failures: int = Field(default=3, ge=0)
     login_delay_s: float = Field(default=1.0, gt=0)
     login_max_delay_s: float = Field(default=60.0, gt=0)
@@ -156,13 +167,36 @@ class AnnotationSettings(Section):
         return max(1, int(self.overlap.get(queue, 1)))
 
 
+# The roles a ``[models.<role>]`` section may name (tasks/models/registry.py's BACKENDS; a test keeps them equal):
+# a misspelt role would otherwise be ignored and the stage would use its offline default.
+MODEL_ROLES = ("chat", "editor", "detector", "tagger", "embedder", "scorer")
+# Backend parameters whose range is known: (smallest, largest) allowed; every number must be finite.
+PARAM_RANGES: dict[str, tuple[float, float]] = {
+    "max_concurrency": (1, 1024), "timeout_s": (0.001, 86_400), "max_retries": (0, 100), "malformed_retries": (0, 100),
+    "backoff_s": (0, 3_600), "batch_size": (1, 65_536), "top_k": (1, 10_000), "box_threshold": (0, 1),
+    "text_threshold": (0, 1), "min_probability": (0, 1)}
+
+
 class ModelRole(Section):
-    """Which backend serves a role and with what parameters; filled per role by the model-backends work."""
+    """Which backend serves a role and with what parameters (``params``: the backend's own, see the README)."""
 
     backend: str = "offline"
     model: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     api_key: SecretStr | None = None
+
+    @field_validator("params")
+    @classmethod
+    def _numbers_in_range(cls, params: dict[str, Any]) -> dict[str, Any]:
+        for key, value in params.items():
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                continue
+            if not math.isfinite(value):
+                raise ValueError(f"params.{key} = {value} is not a finite number")
+            low, high = PARAM_RANGES.get(key, (-math.inf, math.inf))
+            if not low <= value <= high:
+                raise ValueError(f"params.{key} = {value} is outside {low:g}-{high:g}")
+        return params
 
 
 class NlpSettings(Section):
@@ -227,6 +261,10 @@ class Settings(BaseSettings):
                              f"{', '.join(f'[{k}]' for k in sections) or 'none'}; settings: "
                              f"{', '.join(cls.model_fields)})")
         data = dict(data)
+        roles = sorted(set(data.get("models") or {}) - set(MODEL_ROLES))
+        if roles:
+            raise ValueError(f"unknown model role(s) {', '.join(f'[models.{r}]' for r in roles)}; roles: "
+                             f"{', '.join(MODEL_ROLES)}")
         for section, model in sections.items():
             try:
                 data[section] = model.model_validate(data.get(section, {}))

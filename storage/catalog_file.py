@@ -86,16 +86,26 @@ def hold_file(path: Path) -> bool:
     return True
 
 
+class CatalogUnusable(ValueError):
+    """The configured catalog file cannot be one (a folder, a device, another program's file); one line."""
+
+
 def connection_to(path: Path) -> duckdb.DuckDBPyConnection:
     """A connection whose default database is the catalog file, attached if this is its first user here. Call under
     OPEN_CLOSE, holding the file (``hold_file``); raises DuckDB's error when another program has the file."""
     hold = _HOLDS[str(path.resolve())]
     host = _host()
     if not hold.attached:
+        if os.path.exists(path) and not os.path.isfile(path):  # DuckDB waits forever on a FIFO
+            raise CatalogUnusable(f"[catalog] path {path} is not a regular file (a folder, a pipe or a device)")
         quoted = str(path.resolve()).replace("'", "''")
         # an in-memory database spills to ./.tmp of whatever folder the process runs in: beside the catalog instead
         host.execute(f"SET temp_directory = '{quoted}.tmp'")
-        host.execute(f"ATTACH '{quoted}' AS {hold.alias}")
+        try:
+            host.execute(f"ATTACH '{quoted}' AS {hold.alias}")
+        except duckdb.IOException as error:  # not a DuckDB file, a device, no room: the configuration's problem
+            raise CatalogUnusable(f"[catalog] path {path} cannot be opened as a catalog: "
+                                  f"{str(error).splitlines()[0][:300]}") from None
         hold.attached = True
     return cursor_on(host, path)
 

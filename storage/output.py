@@ -82,6 +82,9 @@ class OutputFolder:
         _made(lambda: _make_folders(path.parent, self.root), path.parent)
         folder = _descend(self.top, path.parent.relative_to(self.top).parts)
         try:
+            if _is(folder, path.name, lambda mode: not stat.S_ISREG(mode) and not stat.S_ISLNK(mode)):
+                raise OutputError(f"{str(path)[:200]} exists and is not a regular file (a device, a pipe, a "
+                                  f"folder): it is left as it is and nothing is written")
             with suppress(FileNotFoundError):
                 os.unlink(path.name, dir_fd=folder)  # never followed; its other hard links keep their data
             descriptor = os.open(path.name, _WRITE_FLAGS, 0o644, dir_fd=folder)

@@ -20,6 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from schemas.text import one_line
+
 
 class OutsideRoot(ValueError):
     """A path from input data that leads out of its declared root; the message names the path and the root."""
@@ -55,11 +57,12 @@ class SourceRoot:
         root = str(self.path)
         lexical = os.path.normpath(os.path.join(root, candidate))  # an absolute candidate stays itself
         if not (under(lexical, root) or under(lexical, self._real)):
-            raise OutsideRoot(f"{candidate}: outside the source root {self.path}; refused")
+            raise OutsideRoot(f"{one_line(str(candidate), 300)}: outside the source root {self.path}; refused")
         if not self.allow_symlinks_outside:
             real = os.path.realpath(lexical)
             if not under(real, self._real):
-                raise OutsideRoot(f"{candidate}: a symlink leading outside the source root {self.path} (to {real}); "
+                raise OutsideRoot(f"{one_line(str(candidate), 300)}: a symlink leading outside the source root "
+                                  f"{self.path} (to {one_line(real, 300)}); "
                                   f"refused (allow it with [sources] allow_symlinks_outside)")
         return Path(lexical)
 

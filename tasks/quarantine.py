@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from schemas import Producer, QuarantinedInput, Record, Status, make_record
+from schemas.text import one_line
 
 _RAW_LIMIT = 2000
 
@@ -15,7 +16,9 @@ def quarantine(*, benchmark: str, source: str, locator: str, reason: str, raw: s
 
     Its id depends on the source, locator and raw text, so re-importing the same bad input quarantines it once.
     """
-    source, locator, reason, raw = (_storable(text) for text in (source, locator, reason, raw[:_RAW_LIMIT]))
+    # what people read on one line (a list, a log) cannot be broken or forged by the input it names
+    source, locator, reason = one_line(source, 2000), one_line(locator, 500), one_line(reason, 2000)
+    raw = _storable(raw[:_RAW_LIMIT])
     payload = QuarantinedInput(source=source, locator=locator, reason=reason, raw=raw)
     return make_record(payload, benchmark=benchmark, producer=producer, status=Status.QUARANTINED,
                        status_reason=f"{source}:{locator}: {reason}")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from schemas import Status
 from schemas.config import Settings
-from storage import open_storage
+from storage import Catalog, open_storage
 from tasks.benchmark import BuildContext
+
+RECHECK_QUEUE = "recheck"  # tasks.review.publish_rechecks: released records sent back to people
 
 
 def review_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
@@ -17,7 +20,8 @@ def apply_review(settings: Settings, policy: str, wait_s: float = 0.0, benchmark
                  ) -> dict[str, Any]:
     """With policy ``accept``, the unattended demo policy decides every open item of ``benchmark``; with ``wait``
     people do, and the task waits up to ``wait_s`` seconds for their decisions before the flow goes on to release
-    what is decided. Returns what was decided by the policy and what still awaits people, per queue."""
+    what is decided. Returns what was decided by the policy, what still awaits people (per queue), and how many
+    released records people rejected on recheck (``rejected on recheck``: the next release leaves them out)."""
     from tasks.review import apply_unattended_policy, open_counts, wait_for_decisions
 
     catalog = open_storage(settings).catalog
@@ -27,4 +31,32 @@ def apply_review(settings: Settings, policy: str, wait_s: float = 0.0, benchmark
     if wait_s > 0:
         wait_for_decisions(catalog, wait_s, benchmark=benchmark)
     waiting = open_counts(catalog, benchmark)
-    return {"decided by policy": decided, "awaiting review": sum(waiting.values()), "queues": waiting}
+    return {"decided by policy": decided, "awaiting review": sum(waiting.values()), "queues": waiting,
+            "rejected on recheck": len(rejected_on_recheck(catalog, benchmark))}
+
+
+def rejected_on_recheck(catalog: Catalog, benchmark: str | None = None) -> list[str]:
+    """Ids of records that people rejected in the recheck queue and that the newest version of the release they
+    were sent from still holds: the next version leaves them out (a record rejected after the release that left it
+    out already is counted no more)."""
+    from storage.releases import ReleaseError, load_release
+
+    items = [i for i in catalog.find_records(kind="review_item", benchmark=benchmark)
+             if i.payload["queue"] == RECHECK_QUEUE]
+    rejected = {t.id for t in catalog.get_records(sorted({i.payload["target_id"] for i in items}))
+                if t.status == Status.REJECTED}
+    released: dict[str, set[str]] = {}  # release name -> ids in its newest version
+    found = set()
+    for item in items:
+        target, tag = item.payload["target_id"], str(item.payload.get("suggestion", {}).get("release", ""))
+        if target not in rejected or not tag:
+            continue
+        name = tag.split("@")[0]
+        if name not in released:
+            try:
+                released[name] = {entry.id for entry in load_release(catalog, name).records}
+            except ReleaseError:  # a release since deleted holds nothing
+                released[name] = set()
+        if target in released[name]:
+            found.add(target)
+    return sorted(found)

@@ -1,12 +1,10 @@
-"""The annotation app under attack, over real HTTP against the real app: guessing passwords, anonymous calls, answers
-a queue does not allow, oversized notes, uploads and bodies, and the session cookie."""
+"""The annotation app under attack, over real HTTP against the real app: anonymous calls, answers a queue does not
+allow, oversized notes, uploads and bodies, and the session cookie (guessing passwords: test_login_throttle.py)."""
 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections import Counter
 
 import httpx
 
@@ -42,81 +40,7 @@ def call(http: httpx.Client, endpoint: str, *args: object) -> tuple[str, object]
 # -- logins ------------------------------------------------------------------------------------------------------
 
 
-def test_guesses_are_slowed_then_locked_and_the_right_password_refused_until_an_admin_unlocks(running):
-    settings, url = running(login_free_failures=2, login_delay_s=2, login_max_delay_s=2, lockout_failures=5)
-    statuses: list[int] = []
-    for i in range(40):
-        last = login(url, "ann1", f"guess{i}", address="10.6.6.6")
-        statuses.append(last.status_code)
-        if last.status_code == 429:
-            if "locked" in last.json()["detail"]:
-                break
-            assert int(last.headers["retry-after"]) >= 1
-            time.sleep(2.1)  # honour the wait configured here; the counts, not the times, are asserted
-    assert Counter(statuses)[400] == 5  # five passwords checked, then the lock
-    assert statuses[:2] == [400, 400]  # the free failures
-    assert 429 in statuses[2:-1]  # a guess right after a counted failure waits
-    locked = login(url, "ann1")  # the right password, from another address
-    assert locked.status_code == 429 and "account ann1 is locked" in locked.json()["detail"]
-    assert int(locked.headers["retry-after"]) > settings.annotation.lockout_s - 60
-    assert login(url, "ann2").status_code == 200  # other accounts log in
-
-    boss = session(url, "boss")
-    annotator = session(url, "ann2")
-    kind, data = call(annotator, "unlock", "ann1")
-    assert kind == "error" and "not an admin" in str(data)
-    assert login(url, "ann1").status_code == 429  # still locked
-    kind, data = call(boss, "unlock", "ann1")
-    assert kind == "complete" and "account:ann1 unlocked by boss" in data[0], data
-    assert login(url, "ann1").status_code == 200
-
-
-def test_a_burst_of_parallel_guesses_gets_no_more_checks_than_the_rules_allow(running):
-    settings, url = running(login_free_failures=3, login_delay_s=60)
-    statuses: list[int] = []
-
-    def guess(i: int) -> None:
-        statuses.append(login(url, "ann3", f"wrong{i}").status_code)
-
-    threads = [threading.Thread(target=guess, args=(i,)) for i in range(40)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    counts = Counter(statuses)
-    assert counts[400] == settings.annotation.login_free_failures + 1  # then the 60 s wait refuses the rest
-    assert counts[429] == 40 - counts[400]
-    assert login(url, "ann3").status_code == 429  # the right password waits too
-    assert login(url, "ann4").status_code == 429  # nor does anyone from the guessing address
-    assert login(url, "ann4", address="10.0.0.4").status_code == 200  # anyone else logs in
-
-
-def test_an_address_spraying_accounts_is_locked_and_the_cli_lifts_it(running, monkeypatch, tmp_path):
-    from typer.testing import CliRunner
-
-    from flows.cli import app as cli
-
-    settings, url = running(login_free_failures=100, lockout_failures=100, lockout_address_failures=6)
-    names = ["ann1", "ann2", "ann3", "ann4", "nobody", "ann5", "ann6"]
-    statuses = [login(url, name, "wrong", address="10.9.9.9").status_code for name in names]
-    assert statuses == [400] * 6 + [429]
-    refused = login(url, "ann7", address="10.9.9.9")  # the right password, from the locked address
-    assert refused.status_code == 429 and "address 10.9.9.9 is locked" in refused.json()["detail"]
-    assert login(url, "ann7", address="10.9.9.10").status_code == 200  # the account itself is fine
-
-    import tomli_w
-
-    config = tmp_path / "benchwright.toml"
-    config.write_text(tomli_w.dumps(settings.model_dump(mode="json", include={"catalog", "blobs", "annotation"},
-                                                        exclude_none=True)))
-    monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(config))  # restored after the test; --config sets it too
-    listed = CliRunner().invoke(cli, ["--config", str(config), "annotate", "unlock"])
-    assert listed.exit_code == 0 and "address:10.9.9.9" in listed.output
-    lifted = CliRunner().invoke(cli, ["--config", str(config), "annotate", "unlock", "10.9.9.9"])
-    assert lifted.exit_code == 0 and "unlocked (address:10.9.9.9)" in lifted.output
-    again = CliRunner().invoke(cli, ["--config", str(config), "annotate", "unlock", "10.9.9.9"])
-    assert again.exit_code == 1 and "no lockout" in again.output
-    assert login(url, "ann7", address="10.9.9.9").status_code == 200
+# how logins are counted, slowed and locked, and what the login page says then: tests/test_login_throttle*.py
 
 
 # -- the login wall ------------------------------------------------------------------------------------------------

@@ -263,3 +263,35 @@ def test_stats_prints_settings_and_draws_a_chart(project, tmp_path):
     assert cells["visual cross-view"] == ["2", "30"] and cells["all"][1] == "120"  # the bundled sample files
     assert "franka" in result.output and "agilex" in result.output
     assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.mark.parametrize("kind", ["folder", "fifo", "junk"])
+def test_a_catalog_path_that_cannot_be_a_catalog_is_one_line_from_the_command(tmp_path, kind):
+    """Through the installed entry point, as a user runs it: no traceback, no hang on a FIFO."""
+    import os
+    import subprocess
+    import sys
+
+    target = tmp_path / "cat.duckdb"
+    {"folder": target.mkdir, "fifo": lambda: os.mkfifo(target), "junk": lambda: target.write_text("junk")}[kind]()
+    (tmp_path / "benchwright.toml").write_text(f'[catalog]\npath = "{target}"\n')
+    done = subprocess.run([sys.executable, "-c", "from flows.entry import main; main()", "release", "list"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "BENCHWRIGHT_WARM": "0", "BENCHWRIGHT_CONFIG": ""})
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"error: [catalog] path {target}")
+
+
+def test_records_list_shows_a_reason_as_written_on_one_line(project, monkeypatch):
+    storage, root, _ = project
+    storage.catalog.set_status([root.id], Status.QUARANTINED, reason="x: refused (allow it with [sources] "
+                                                                        "allow_symlinks_outside)\nFORGED LINE")
+    shown = invoke("records", "list", "--status", "quarantined").output
+    assert "[sources] allow_symlinks_outside" in shown and "\\nFORGED LINE" in shown and "\nFORGED" not in shown
+
+
+def test_release_create_with_a_name_that_cannot_be_one_is_one_line(project):
+    result = invoke("release", "create", "../../evil")
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "errors.pydantic.dev" not in result.output

@@ -18,7 +18,7 @@ from tasks.sources.door import SourceFolder
 from tasks.sources.ego_clips import ClipError, iter_clips
 from tasks.sources.episode_source import EpisodeError
 from tasks.sources.episodes import iter_episodes
-from tasks.sources.frames import FrameError, Hdf5Frames, VideoFrames
+from tasks.sources.frames import FrameError, Hdf5Frames, VideoFrames, internal_object
 from tasks.sources.narrations import read_ego4d
 from tasks.sources.sample_world import generate_episode, write_episode
 from tests.conftest import write_world
@@ -195,4 +195,32 @@ def test_a_bad_narration_entry_is_refused_alone_and_the_others_import(secret, tm
     for uid, reason in expected.items():
         assert uid in refused[uid] and reason in refused[uid], refused[uid]
         assert ("narration.json" if uid != "uid-linked" else "uid-linked.mp4") in refused[uid]
+    assert_nothing_from(secret, loaded, refused)
+
+
+def test_an_hdf5_soft_link_to_an_external_link_reads_nothing_outside(world, secret, tmp_path):
+    """A soft link inside the file naming an external link is the external link: refused, as is a loop."""
+    import h5py
+
+    source = tmp_path / "h5"
+    names = sorted(world[1])
+    write_hdf5(world[0], names[0], world[1][names[0]], source / "ep0.h5", encoded=False, goal=False)
+    with h5py.File(secret / "goal.h5", "w") as outside:
+        outside.create_dataset("s", data=[SECRET.encode()])
+    with h5py.File(source / "ep0.h5", "a") as handle:
+        handle["ext"] = h5py.ExternalLink(str(secret / "goal.h5"), "/s")
+        handle["language_raw"] = h5py.SoftLink("/ext")
+        handle["observations/rgb_images/side"] = h5py.SoftLink("/ext")
+        handle["loop"] = h5py.SoftLink("/loop")
+    door = SourceFolder(source)
+    with pytest.raises(FrameError, match="links to another file"):
+        Hdf5Frames(source / "ep0.h5", "observations/rgb_images/side", door).count()
+    with door.open_hdf5("ep0.h5") as handle:
+        for key, reason in (("language_raw", "links to another file"), ("loop", "more than 16 soft links")):
+            with pytest.raises(FrameError, match=reason):
+                internal_object(handle, key)
+    steps = [{"frame": s.frame, "text": s.text} for s in world[1][names[0]].key_steps]
+    (source / "key_steps.json").write_text(json.dumps({"ep0": steps}))
+    loaded, refused = load_all(iter_episodes(source, "hdf5"))
+    assert loaded == {} and "links to another file" in refused["ep0"]
     assert_nothing_from(secret, loaded, refused)

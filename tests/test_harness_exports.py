@@ -405,9 +405,10 @@ def test_a_harness_row_with_an_unknown_index_or_no_prediction_is_reported_and_th
                       predictions=str(tmp_path / "pred.tsv"))[2]
     assert result.counts["scored"] == len(frame) - 2
     # an index of no item is listed with its row as not in this release; the empty cell leaves its item unanswered
-    assert any("pred.tsv: 1 answer(s) to items not in" in p and "not-an-item (line 2)" in p for p in result.problems)
+    assert any("pred.tsv: 1 answer(s) to items not in" in p and "not-an-item (line 2)" in p for p in result.problems), \
+        result.problems
     assert any("pred.tsv: 1 empty answer(s), their items not answered:" in p and "(line 3)" in p
-               for p in result.problems)
+               for p in result.problems), result.problems
     assert result.counts["lines quarantined"] == 0 and result.counts["not in this release"] == 1
     assert result.counts["empty answers"] == 1 and result.counts["quarantined"] == 0
     assert result.counts["skipped"] == len(items) - result.counts["scored"]

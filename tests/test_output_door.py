@@ -203,7 +203,9 @@ def raw_writes(source: str) -> list[tuple[int, str]]:
 
 def _writing_mode(node: ast.Call) -> bool:
     if isinstance(node.func, ast.Attribute) and node.func.attr == "open" and getattr(node.func.value, "id", "") == "os":
-        return True
+        flags = ast.dump(node.args[1]) if len(node.args) > 1 else ""  # read-only: O_RDONLY and no writing flag
+        return "O_RDONLY" not in flags or any(f in flags for f in ("O_WRONLY", "O_RDWR", "O_CREAT", "O_APPEND",
+                                                                   "O_TRUNC"))
     modes = [a for a in node.args[1:2]] + [k.value for k in node.keywords if k.arg == "mode"]
     return any(isinstance(m, ast.Constant) and isinstance(m.value, str) and set(m.value) & set("wax+") for m in modes)
 
@@ -223,8 +225,9 @@ def test_every_write_goes_through_the_door() -> None:
 
 def test_the_guard_sees_a_raw_write() -> None:
     planted = 'def export(out_dir):\n    with open(out_dir / "x.jsonl", "w") as f:\n        f.write("1")\n' \
-              '    (out_dir / "y").write_text("2")\n    frame.to_csv(out_dir / "z.tsv")\n'
-    assert [call for _, call in raw_writes(planted)] == ["open", "write_text", "to_csv"]
+              '    (out_dir / "y").write_text("2")\n    frame.to_csv(out_dir / "z.tsv")\n' \
+              '    os.open(out_dir / "w", os.O_RDONLY | os.O_CREAT)\n    os.open(out_dir / "r", os.O_RDONLY)\n'
+    assert [call for _, call in raw_writes(planted)] == ["open", "write_text", "to_csv", "open"]
 
 
 def test_a_hard_link_or_an_overlong_name_never_writes_outside(tmp_path: Path) -> None:
@@ -268,3 +271,14 @@ def test_a_folder_swapped_for_a_symlink_after_the_check_is_not_written_through(t
     with pytest.raises(OutsideRoot):
         sub.save_text("attack", "x.txt")
     assert list((tmp_path / "elsewhere").iterdir()) == []
+
+
+def test_a_device_or_a_pipe_where_a_file_goes_is_left_alone(tmp_path: Path) -> None:
+    """``--png /dev/null``: the name is a device, never unlinked and replaced (as root that would remove it)."""
+    out = OutputFolder(tmp_path / "out")
+    os.mkfifo(out.root / "chart.png")
+    (out.root / "folder.png").mkdir()
+    for name in ("chart.png", "folder.png"):
+        with pytest.raises(OutputError, match="exists and is not a regular file"):
+            out.save_bytes(b"png", name)
+    assert (out.root / "chart.png").is_fifo() and (out.root / "folder.png").is_dir()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -186,3 +187,17 @@ def test_a_wrong_key_or_value_in_any_section_is_one_line_naming_it(tmp_path, mon
     with pytest.raises(ValueError) as refused:
         load_settings()
     assert message in str(refused.value) and "\n" not in str(refused.value)
+
+
+def test_a_misspelt_model_role_or_a_backend_number_out_of_range_is_refused_by_name():
+    from schemas.config import MODEL_ROLES, Settings
+    from tasks.models.registry import BACKENDS
+
+    assert set(MODEL_ROLES) == set(BACKENDS)  # the configuration knows every role the registry serves
+    with pytest.raises(ValueError, match=r"unknown model role\(s\) \[models.bogus\]"):
+        Settings.model_validate({"models": {"bogus": {"backend": "x"}}})
+    for params, said in (({"timeout_s": float("inf")}, "params.timeout_s = inf is not a finite number"),
+                         ({"max_concurrency": -3}, "params.max_concurrency = -3 is outside 1-1024")):
+        with pytest.raises(ValueError, match=re.escape(said)):
+            Settings.model_validate({"models": {"chat": {"backend": "openai", "params": params}}})
+    assert Settings.model_validate({"models": {"chat": {"backend": "openai", "params": {"max_concurrency": 4}}}})

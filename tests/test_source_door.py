@@ -362,9 +362,9 @@ def test_pipes_devices_long_names_bom_and_zip_bombs_are_refused_in_one_line(tmp_
     assert [value for *_, value, _ in door.json_entries("bom.json")] == [{"key": "a"}]
     bomb = io.BytesIO()
     with zipfile.ZipFile(bomb, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("xl/big.xml", b" " * (600 * 1024**2))
+        archive.writestr("xl/big.xml", b" " * (100 * 1024**2))
     (folder / "bomb.xlsx").write_bytes(bomb.getvalue())
-    with pytest.raises(RowError, match="inflates to 629,145,600 bytes"):
+    with pytest.raises(RowError, match="inflates to 104,857,600 bytes"):
         door.read_table("bomb.xlsx")
 
 
@@ -404,3 +404,39 @@ def test_an_answers_file_rewritten_after_the_run_key_was_made_is_refused(tmp_pat
     answers.write_text(json.dumps({"key": "keep", "answer": "<score>90%</score>"}) + "\n")
     with pytest.raises(RowError, match="changed since this evaluation began"):
         read_predictions(answers, _items(), "progress", named)
+
+
+def test_a_bad_row_of_a_prediction_table_is_refused_alone_and_suffixes_are_read_in_any_case(tmp_path: Path) -> None:
+    """VLMEvalKit's TSV: a row with a field too many, or with bytes that are not UTF-8, is its own refusal; a
+    prediction spanning lines (quoted) is one row. An ``.XLSX`` is a sheet, not text."""
+    import pandas as pd
+
+    from tasks.evaluate.answer_files import read_predictions
+
+    (tmp_path / "answers.tsv").write_bytes(b'index\tprediction\nbad\t40%\textra\nkeep\t"<score>50%\nsure</score>"\n'
+                                           b"other\t\xff\n")
+    collected, problems = read_predictions(tmp_path / "answers.tsv", _items(), "progress")
+    assert collected.answers == {"keep": "<score>50%\nsure</score>"}
+    assert [(n, why) for n, _, why in problems] == [(2, "3 fields, the header has 2"), (4, "not UTF-8 text")]  # rows
+    pd.DataFrame({"index": ["keep"], "prediction": ["<score>50%</score>"]}).to_excel(tmp_path / "UP.XLSX", index=False)
+    assert read_predictions(tmp_path / "UP.XLSX", _items(), "progress")[0].answers == {"keep": "<score>50%</score>"}
+
+
+def test_a_name_from_a_row_cannot_break_or_forge_a_line(tmp_path: Path) -> None:
+    """A frame name holding a newline and an escape sequence is refused in a reason that stays one line."""
+    from schemas import Producer
+    from tasks.progress.kit import write_published
+    from tasks.progress.published import FrameFolder, import_folder
+
+    write_published(OutputFolder(tmp_path))
+    text = (tmp_path / "visual_same_view.jsonl").read_text()
+    forged = "../../secret/\nFAKE LINE: everything fine\n\x1b[31m../x.png"
+    (tmp_path / "visual_same_view.jsonl").write_text(text.replace('"o1.png"', json.dumps(forged), 1))
+    from storage import open_storage
+    from tasks.kits import kit_settings
+
+    storage = open_storage(kit_settings(tmp_path / "work"))
+    result = import_folder(tmp_path, Producer(task="t"), FrameFolder(tmp_path / "frames", storage))
+    (refused,) = result.quarantined
+    for text in (refused.payload["reason"], refused.status_reason):
+        assert "\n" not in text and "\x1b" not in text and "\\nFAKE LINE" in text

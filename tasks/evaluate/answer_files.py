@@ -17,7 +17,7 @@ from tasks.evaluate.items import item_aliases
 from tasks.evaluate.run import Collected
 from tasks.sources import rows
 from tasks.sources.door import SourceFolder, entries_of, read_table_bytes
-from tasks.sources.rows import RowError, lines
+from tasks.sources.rows import RowError, delimited_records, lines
 
 # What the official EXPLORE-Bench harness strips from a raw response before scoring (infer_utils.remove_tags),
 # every closing brace included, as it does.
@@ -59,8 +59,12 @@ def answer_rows(door: SourceFolder, name: str, sha256: str | None = None) -> lis
     if sha256 is not None and hashlib.sha256(data).hexdigest() != sha256:
         raise RowError(f"{door.path(name)}: changed since this evaluation began (its run key names the content read "
                        f"then); run the evaluation again")
-    if Path(name).suffix in TABLE_SUFFIXES:
-        return table_rows(read_table_bytes(data, Path(name).suffix.lower(), str(door.path(name))))
+    suffix = Path(name).suffix.lower()
+    if suffix == ".tsv":
+        return _tsv_rows(data)
+    if suffix in TABLE_SUFFIXES:
+        frame = read_table_bytes(data, suffix, str(door.path(name)))
+        return table_rows(list(enumerate(frame.to_dict(orient="records"), 2)))
     text = data.decode("utf-8", "surrogateescape")
     if _one_document(text):
         keyed = text.lstrip().startswith("{")
@@ -68,6 +72,27 @@ def answer_rows(door: SourceFolder, name: str, sha256: str | None = None) -> lis
         return [(line, _shown(key, value), ({"key": key, "answer": _last(value)} if keyed else value)
                  if not why else Unreadable(why)) for _, line, key, value, why in entries]
     return [(number, line, _row(line, why)) for number, line, why in lines(data.splitlines(keepends=True))]
+
+
+def _tsv_rows(data: bytes) -> list[tuple[int, str, Any]]:
+    """The rows of a VLMEvalKit TSV, each record parsed alone (``rows.delimited_records``): one that cannot be
+    parsed, is not UTF-8 or has another number of fields than the header is ``Unreadable``, the rest scored."""
+    from tasks.exporting.predictions import table_rows
+
+    header: list[str] | None = None
+    good: list[tuple[int, dict[str, Any]]] = []
+    refused: list[tuple[int, str, Any]] = []
+    # rows are numbered as a spreadsheet shows them (the header is row 1), whatever lines their cells span
+    for row, (_, fields, why, raw) in enumerate(delimited_records(data, "\t"), 1):
+        if header is None:
+            if fields is None:
+                return [(row, raw, Unreadable(f"the header row: {why}"))]
+            header = [name.strip() for name in fields]
+        elif fields is None or len(fields) != len(header):
+            refused.append((row, raw, Unreadable(why or f"{len(fields or ())} fields, the header has {len(header)}")))
+        else:
+            good.append((row, dict(zip(header, fields, strict=True))))
+    return sorted([*table_rows(good), *refused], key=lambda row: row[0])
 
 
 def _one_document(text: str) -> bool:

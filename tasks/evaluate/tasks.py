@@ -16,6 +16,7 @@ from prefect.cache_policies import NONE
 from schemas import EvaluationRun, MetricRow, Prediction, Status, make_record
 from schemas.config import Settings
 from schemas.releases import ReleaseManifest
+from schemas.text import one_line
 from storage import open_storage
 from storage.output import OutputFolder
 from storage.releases import load_release
@@ -84,6 +85,13 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
     answerer = build_answerer(spec, settings, storage.catalog, items, evaluation)
     key = run_key(manifest.tag, manifest.sha256(), answerer.fingerprint(), chosen)
     return EvaluationPlan(manifest, benchmark, items, answerer, answerer.label, chosen, key)
+
+
+def _listed(keyed: list[tuple[int, str]], shown: int = 10) -> str:
+    """The first ``shown`` keys with their lines, each on the line it is printed on (a key is the answers file's
+    text: it may hold newlines or escape sequences), and how many more."""
+    listed = ", ".join(f"{one_line(key, 80)} (line {n})" for n, key in keyed[:shown])
+    return listed + (f" and {len(keyed) - shown:,} more" if len(keyed) > shown else "")
 
 
 @task(name="ask-model", cache_policy=NONE)
@@ -187,10 +195,10 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
     store_run(catalog, plan, [*predictions, *metric_rows, evaluation], failures, set(parsed), run_id)
     names = {item.key: item_name(item, benchmark) for item in plan.items}
     elsewhere = [f"{plan.predictions}: {len(collected.elsewhere)} answer(s) to items not in {tag}, not scored: "
-                 + ", ".join(f"{key} (line {n})" for n, key in collected.elsewhere)] if collected.elsewhere else []
+                 + _listed(collected.elsewhere)] if collected.elsewhere else []
     elsewhere += [f"{plan.predictions}: {len(collected.empty)} empty answer(s), their items not answered: "
-                  + ", ".join(f"{key} (line {n})" for n, key in collected.empty)] if collected.empty else []
-    problems = [*collected.problems, *elsewhere,
+                  + _listed(collected.empty)] if collected.empty else []
+    problems = [*(one_line(problem, 2000) for problem in collected.problems), *elsewhere,
                 *[f"{names[key]}: request failed: {why}" for key, why in collected.failed.items()],
                 *[f"quarantined {why}" for why in collected.unshowable.values()],
                 *[f"{names[key]}: not answered: {why}" for key, why in list(collected.skipped.items())[:20]]]

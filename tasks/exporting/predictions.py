@@ -14,14 +14,14 @@ from typing import Any
 TABLE_SUFFIXES = (".xlsx", ".tsv")
 
 
-def table_rows(frame: Any) -> list[tuple[int, str, Any]]:
-    """(row number, the row as text, the row as a dict or None) of a VLMEvalKit prediction table (read through the
-    source door, every cell as written)."""
-    shown = [c for c in ("index", "prediction") if c in frame.columns]
+def table_rows(records: list[tuple[int, dict[str, Any]]]) -> list[tuple[int, str, Any]]:
+    """(row number, the row as text, the row as a dict) of a VLMEvalKit prediction table's rows (row number, cells
+    by column, every cell as written): ``{}`` for a row without an ``index`` and a ``prediction``."""
     rows = []
-    for number, record in enumerate(frame.to_dict(orient="records"), 2):
+    for number, record in records:
+        shown = [c for c in ("index", "prediction") if c in record]
         text = "\t".join(str(record[c]) for c in shown) or str(record)
-        if "index" not in record or "prediction" not in record:
+        if len(shown) < 2:
             rows.append((number, text, {}))
             continue
         rows.append((number, text, {"index": record["index"], "prediction": record["prediction"]}))

@@ -326,7 +326,9 @@ def read_table_bytes(data: bytes, suffix: str, what: str) -> Any:
         raise RowError(f"{what}: not a readable {suffix.lstrip('.') or 'table'} file ({reason})") from None
 
 
-MAX_INFLATED_BYTES = 512 * 1024**2  # what an .xlsx (a zip) may inflate to; a prediction sheet is far smaller
+# What an .xlsx (a zip) may inflate to: a prediction sheet of every PROGRESS-BENCH row is a few MB, while a 300 MB
+# sheet (1 MB zipped) took pandas 6.5 minutes and 2.7 GB.
+MAX_INFLATED_BYTES = 64 * 1024**2
 
 
 def _check_inflated(data: bytes, what: str) -> None:

@@ -37,7 +37,7 @@ def _hdf5_goal(handle: Any, key: str) -> str | None:
     import numpy as np
 
     value = handle.attrs.get(key)
-    if value is None and key in handle:
+    if value is None and handle.get(key, getlink=True) is not None:
         value = internal_object(handle, key)[()]
     if value is None:
         return None
@@ -54,7 +54,8 @@ def load_hdf5_episode(door: SourceFolder, path: Path, episode_id: str, annotatio
         with door.open_hdf5(path) as handle:
             keys = dict(layout.cameras)
             if not keys:
-                group = internal_object(handle, layout.image_group) if layout.image_group in handle else None
+                present = handle.get(layout.image_group, getlink=True) is not None  # ``in`` would follow links
+                group = internal_object(handle, layout.image_group) if present else None
                 if group is None or not hasattr(group, "keys"):
                     raise EpisodeError(f"{episode_id}: no image group {layout.image_group!r} in {path.name}; "
                                        f"name the camera datasets")

@@ -234,23 +234,46 @@ class ImageFolderFrames(FrameSource):
 
 
 def internal_object(handle: Any, key: str) -> Any:
-    """The group or dataset at ``key`` inside this HDF5 file; FrameError when any part of the way is an external
-    link, or the dataset keeps its data in other files (external storage, virtual datasets), since those read
-    files the source root does not contain."""
+    """The group or dataset at ``key`` inside this HDF5 file; FrameError when any part of the way, soft links
+    followed, is an external link, or the dataset keeps its data in other files (external storage, virtual
+    datasets), since those read files the source root does not contain."""
     import h5py
 
-    parts = [p for p in key.split("/") if p]
-    for depth in range(1, len(parts) + 1):
+    resolved = _internal_path(handle, key)
+    target = handle["/" + resolved]
+    if target.file.filename != handle.filename:  # however it got there, it is another file's
+        raise FrameError(f"{handle.filename}:{key}: leads into another file; refused")
+    if isinstance(target, h5py.Dataset) and (target.external or target.is_virtual):
+        raise FrameError(f"{handle.filename}:{key}: the dataset keeps its data in other files; refused")
+    return target
+
+
+_SOFT_LINK_HOPS = 16  # a chain longer than this (a loop) is refused
+
+
+def _internal_path(handle: Any, key: str) -> str:
+    """``key`` with every soft link on the way replaced by what it names, each part checked to be no external
+    link: a soft link to an external link is the external link."""
+    import h5py
+
+    parts, depth, hops = [p for p in key.split("/") if p], 1, 0
+    while depth <= len(parts):
         prefix = "/".join(parts[:depth])
-        link = handle.get(prefix, getlink=True)
+        link = handle.get("/" + prefix, getlink=True)
         if link is None:
             raise FrameError(f"{handle.filename}:{key}: no such object")
         if isinstance(link, h5py.ExternalLink):
             raise FrameError(f"{handle.filename}:{key}: {prefix} links to another file ({link.filename}); refused")
-    target = handle[key]
-    if isinstance(target, h5py.Dataset) and (target.external or target.is_virtual):
-        raise FrameError(f"{handle.filename}:{key}: the dataset keeps its data in other files; refused")
-    return target
+        if isinstance(link, h5py.SoftLink):
+            hops += 1
+            if hops > _SOFT_LINK_HOPS:
+                raise FrameError(f"{handle.filename}:{key}: more than {_SOFT_LINK_HOPS} soft links; refused")
+            named = [p for p in link.path.split("/") if p]
+            parts = (named if link.path.startswith("/") else parts[:depth - 1] + named) + parts[depth:]
+            depth = 1
+            continue
+        depth += 1
+    return "/".join(parts)
 
 
 class Hdf5Frames(FrameSource):

@@ -10,6 +10,7 @@ duplicated keys (which json.loads silently resolves to the last one) and numbers
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 from collections.abc import Iterable, Iterator
@@ -196,6 +197,30 @@ def csv_rows(raw: Iterable[bytes], required: tuple[str, ...], what: str
             yield number, None, f"{len(fields)} fields, the header has {len(header)}", text
             continue
         yield number, dict(zip(header, fields + [""] * (len(header) - len(fields)), strict=True)), reason, text
+
+
+def delimited_records(data: bytes, delimiter: str) -> Iterator[tuple[int, list[str] | None, str, str]]:
+    """(first line, fields or None, reason, raw text) per record of a delimited file (a TSV a harness wrote), quoted
+    fields spanning lines included (a model's answer often has several): a record that cannot be parsed, or holds
+    bytes that are not UTF-8, is refused alone and the next one read."""
+    text = data.decode("utf-8", "surrogateescape").removeprefix("\ufeff")
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    start = 1
+    while True:
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            yield start, None, f"not a delimited row ({error})", ""
+            start = reader.line_num + 1
+            continue
+        raw = delimiter.join(fields)
+        shown = raw.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        bad = shown != raw
+        if fields:
+            yield start, None if bad else fields, "not UTF-8 text" if bad else "", shown
+        start = reader.line_num + 1
 
 
 def finite(value: Any, what: str, *, low: float | None = None, high: float | None = None,
