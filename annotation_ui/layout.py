@@ -18,7 +18,7 @@ def build(settings: Settings, app: App | None = None) -> Any:
     """The Gradio Blocks of the app (not launched). Refuses to build one with a handler that does not go through
     ``failures.guarded``, which keeps tracebacks and server paths from the page."""
     app = app or App(settings)
-    with gr.Blocks(title="benchwright annotation", fill_width=True) as blocks:  # room for two images at 2x
+    with gr.Blocks(title="benchwright annotation", fill_width=True) as blocks:  # the images' room: views.WIDTH_PX
         gr.Markdown("## benchwright annotation\nKeys: **y** yes/accept · **n** no/reject · **s** skip · **u** undo "
                     "(not while a field or the table has focus: press Esc or click outside first)")
         wire = functools.partial(wire_queue, app, blocks)

@@ -1,7 +1,10 @@
 """The queue tabs: one per benchmark review view (``tasks.benchmark.ReviewView``: text, images, verdict buttons, an
-editable table whose edits are the correction) and the shared recheck queue, with the wiring every queue shares
-(verdicts, skip, undo, next item, and what opening the page shows). Every handler goes through
-``failures.guarded``.
+editable table whose edits are the correction) and the shared recheck queue, which draws each record with the view
+declaring its kind, with the wiring every queue shares (verdicts, skip, undo, next item, and what opening the page
+shows). Every handler goes through ``failures.guarded``.
+
+What a button answers (a refusal, a confirmation) is written just below the row of buttons pressed: the queue's
+notice under the verdict buttons, the table's under the table's own buttons.
 """
 
 from __future__ import annotations
@@ -14,24 +17,28 @@ from typing import Any
 import gradio as gr
 
 from annotation_ui.failures import guarded
-from annotation_ui.service import App
-from annotation_ui.views import FIT_PX, RECHECK_HELP, SINGLE_FIT_PX, default_zoom, escaped, frame, zoomable
-from annotation_ui.work import WorkError
+from annotation_ui.service import App, view_for_kind, view_of
+from annotation_ui.views import RECHECK_HELP, default_zoom, escaped, frame, item_line, size_and_type, zoomable
+from annotation_ui.work import RECHECK, WorkError
 from tasks.benchmark import Picture, ReviewCheck, ReviewTable, ReviewView
+from tasks.review_screen import table_html
 
 Show = Callable[..., tuple[Any, ...]]
+ROUND_AGAIN = ("You have skipped every open item once: they come round again, oldest first.")
 
 
 @dataclass
 class _Queue:
-    """A queue tab as the shared wiring sees it. ``show(request, skipped, lease=, notice=)`` draws ``outputs``
-    (the last is the notice line); ``inputs`` reach handlers as one dict, the item id first; ``pending(data,
-    action)`` names what ``action`` would lose (unsaved edits), None when nothing."""
+    """A queue tab as the shared wiring sees it. ``show(request, skipped, lease=, notice=, undone=)`` draws
+    ``outputs`` (the first is the item id, the last the notice line; ``undone``: the verdict an undo took back);
+    ``inputs`` reach handlers as one dict, the item id first; ``skipped`` keeps the items skipped in this round;
+    ``pending(data, action)`` names what ``action`` would lose (unsaved edits), None when nothing."""
 
     queue: str
     show: Show
     inputs: list[Any]
     outputs: list[Any]
+    skipped: Any
     pending: Callable[[dict[Any, Any], str], str | None] = lambda data, action: None
 
 
@@ -45,19 +52,32 @@ def _nothing(lease: bool) -> str:
 def wire_queue(app: App, blocks: Any, q: _Queue, answer: Callable[[str, dict[Any, Any], Any], str | None],
                verdicts: dict[str, Any], buttons: dict[str, Any]) -> None:
     """One button per verdict (``answer(verdict, data, request)`` stores it, or returns why not), skip, undo and
-    next item; every one redraws ``q.outputs``. Opening the page shows only an item the person already holds."""
+    next item; every one redraws ``q.outputs`` and the round of skipped items. Skip moves through every open item
+    in order (the ones skipped in this round are not offered again) and starts a new round only when each was
+    skipped once. Opening the page shows only an item the person already holds."""
+    outputs = [*q.outputs, q.skipped]
+
     def keep(notice: str) -> tuple[Any, ...]:
-        return (*[gr.skip()] * (len(q.outputs) - 1), notice)
+        return (*[gr.skip()] * (len(q.outputs) - 1), notice, gr.skip())
+
+    def fetch(request: Any, skipped: list[str], avoid: str | None = None, notice: str = "") -> tuple[Any, ...]:
+        shown = q.show(request, tuple(skipped), notice=notice)
+        if shown[0] is not None or not skipped:
+            return (*shown, skipped)
+        again = q.show(request, (avoid,) if avoid else (), notice=f"{notice} {ROUND_AGAIN}".strip())
+        if again[0] is None and avoid:  # the one item left is the one just skipped
+            again = q.show(request, (), notice=f"{notice} {ROUND_AGAIN}".strip())
+        return (*again, [])
 
     def answering(verdict: str) -> Any:
         def handler(data: dict[Any, Any], request: gr.Request) -> tuple[Any, ...]:
             if not data[q.inputs[0]]:
-                return q.show(request)
+                return fetch(request, data[q.skipped])
             lost = q.pending(data, verdict)
             if lost:
                 return keep(f"**Not answered:** {lost}")
             refusal = answer(verdict, data, request)
-            return keep(refusal) if refusal else q.show(request)
+            return keep(refusal) if refusal else fetch(request, data[q.skipped])
         return guarded(handler)
 
     def skip(data: dict[Any, Any], request: gr.Request) -> tuple[Any, ...]:
@@ -65,9 +85,10 @@ def wire_queue(app: App, blocks: Any, q: _Queue, answer: Callable[[str, dict[Any
         lost = q.pending(data, "skip")
         if lost:
             return keep(f"**Not skipped:** {lost}")
-        if item_id:
-            app.skip(item_id, request)
-        return q.show(request, (item_id,) if item_id else ())
+        if not item_id:
+            return fetch(request, data[q.skipped])
+        app.skip(item_id, request)
+        return fetch(request, [*(s for s in data[q.skipped] if s != item_id), item_id], avoid=item_id)
 
     def undo(data: dict[Any, Any], request: gr.Request) -> tuple[Any, ...]:
         lost = q.pending(data, "undo")
@@ -75,44 +96,62 @@ def wire_queue(app: App, blocks: Any, q: _Queue, answer: Callable[[str, dict[Any
             return keep(f"**Not undone:** {lost}")
         if data[q.inputs[0]]:
             app.skip(data[q.inputs[0]], request)
-        return q.show(request, notice=app.undo_in(q.queue, request))
+        said, verdict = app.undo_answer(q.queue, request)
+        return (*q.show(request, notice=said, undone=verdict), [])  # the item undone is held: shown first
 
     def opened(request: gr.Request) -> tuple[Any, ...]:
-        return q.show(request, lease=False)
+        return (*q.show(request, lease=False), [])
 
-    def next_item(request: gr.Request) -> tuple[Any, ...]:
-        return q.show(request)
+    def next_item(data: dict[Any, Any], request: gr.Request) -> tuple[Any, ...]:
+        return fetch(request, data[q.skipped])
 
-    inputs = set(q.inputs)
+    inputs = {*q.inputs, q.skipped}
     for verdict, button in verdicts.items():
-        button.click(answering(verdict), inputs, q.outputs, api_visibility="private")
-    buttons["skip"].click(guarded(skip), inputs, q.outputs, api_visibility="private")
-    buttons["undo"].click(guarded(undo), inputs, q.outputs, api_visibility="private")
-    buttons["next"].click(guarded(next_item), None, q.outputs, api_visibility="private")
-    blocks.load(guarded(opened), None, q.outputs, api_visibility="private")
+        button.click(answering(verdict), inputs, outputs, api_visibility="private")
+    buttons["skip"].click(guarded(skip), inputs, outputs, api_visibility="private")
+    buttons["undo"].click(guarded(undo), inputs, outputs, api_visibility="private")
+    buttons["next"].click(guarded(next_item), inputs, outputs, api_visibility="private")
+    blocks.load(guarded(opened), None, outputs, api_visibility="private")
 
 
-def _queue_buttons(prefix: str, answers: list[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(verdict buttons, the skip, undo and next buttons) in one row; ``answers``: (verdict, label). A button's id
-    ends with its verdict: the page's keys press ``-accept`` and ``-reject``."""
+def _queue_buttons(prefix: str, answers: list[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, Any], Any]:
+    """(verdict buttons, the skip, undo and next buttons, the notice just below them) in one row; ``answers``:
+    (verdict, label). A button's id ends with its verdict: the page's keys press ``-accept`` and ``-reject``."""
     with gr.Row():
         verdicts = {verdict: gr.Button(label, elem_id=f"{prefix}-{verdict}", variant="primary" if i == 0 else
                                        "secondary") for i, (verdict, label) in enumerate(answers)}
         buttons = {"skip": gr.Button("Skip (s)", elem_id=f"{prefix}-skip"),
                    "undo": gr.Button("Undo (u)", elem_id=f"{prefix}-undo"),
                    "next": gr.Button("Next item", elem_id=f"{prefix}-next")}
-    return verdicts, buttons
+    notice = gr.Markdown(elem_id=f"{prefix}-notice")
+    return verdicts, buttons, notice
 
 
 def _pictures(app: App, pictures: list[Picture]) -> str:
-    """A view's images side by side at one zoom; a view's only image gets the room of two, for its small objects
-    and their labels. Each image is linked by its hash (the app's cached route), not inlined: a page redraw sends
-    no image bytes, and one the browser has seen comes from its cache."""
+    """A view's images at one zoom, wrapping onto further rows, the zoom chosen so they fit a 1440 x 900 window
+    (``views.default_zoom``). Each image is linked by its hash (the app's cached route), not inlined: a page redraw
+    sends no image bytes, and one the browser has seen comes from its cache."""
     if not pictures:
         return ""
-    zoom = default_zoom([p.data for p in pictures], SINGLE_FIT_PX if len(pictures) == 1 else FIT_PX)
+    zoom = default_zoom([size_and_type(p.data)[:2] for p in pictures])
     return zoomable([frame(p.data, p.caption, zoom, p.boxes, source=app.image_source(p.data)) for p in pictures],
                     zoom, box_toggle=any(p.boxes is not None for p in pictures))
+
+
+def drawn(app: App, data: dict[str, Any], *, with_table: bool = False) -> tuple[str, str, Any]:
+    """(the item's text, its images, the record to show as JSON or None) as its queue's view draws it (the recheck
+    queue: the view declaring the record's kind), after the line naming the item; ``with_table``: the view's
+    table, read-only, below the text. A record no view draws is shown as stored, with every image."""
+    view = view_of(data["queue"]) if data["queue"] != RECHECK else view_for_kind(data["target_kind"])
+    line = item_line(data["item_id"], data["target_id"], data["target_kind"])
+    if view is None:
+        shown = [Picture(role.replace("_", " "), found) for role, sha in data["images"].items()
+                 if (found := app.image(sha)) is not None]
+        return line + f"<p>{escaped(data['question'])}</p>", _pictures(app, shown), data["target"]
+    text, images = view.render(data, app.image)
+    table = (table_html(view.table.columns, view.table.rows(data)) if with_table and view.table is not None
+             else "")
+    return line + text + table, _pictures(app, images), None
 
 
 def _element_prefix(queue: str) -> str:
@@ -123,33 +162,46 @@ def _element_prefix(queue: str) -> str:
 @dataclass
 class _Table:
     """A view's editable table as drawn: the table, the rows it was shown with (to tell edits from what was shown,
-    and to revert them), and the view's declaration."""
+    and to revert them), the line that answers its buttons, and the view's declaration."""
 
     rows: Any
     shown: Any
+    notice: Any
     spec: ReviewTable
 
 
 def _editable_table(prefix: str, spec: ReviewTable) -> _Table:
-    """The table with its delete-row and revert controls, wired."""
+    """The table with its add-row, delete-row and revert controls, wired; each says what it did just below."""
     shown = gr.State([])
     table = gr.Dataframe(headers=list(spec.columns), datatype=["str"] * len(spec.columns), interactive=True,
                          type="array", static_columns=list(spec.fixed_columns), show_row_numbers=True, wrap=True,
                          elem_id=f"{prefix}-table", label=spec.label or None)
     with gr.Row():
+        add = gr.Button("Add row", elem_id=f"{prefix}-add-row")
         row_number = gr.Number(None, label="row number to delete", precision=0, elem_id=f"{prefix}-row")
         delete = gr.Button("Delete row", elem_id=f"{prefix}-delete-row")
         revert = gr.Button("Revert edits", elem_id=f"{prefix}-revert")
+    notice = gr.Markdown(elem_id=f"{prefix}-table-notice")
 
-    def delete_row(rows: Any, number: float | None) -> Any:
+    def add_row(rows: Any) -> tuple[Any, str]:
+        rows = [*(rows or []), [""] * len(spec.columns)]
+        return rows, f"Added row {len(rows)} at the bottom: fill in its cells (its id is given when it is saved)."
+
+    def delete_row(rows: Any, number: float | None) -> tuple[Any, str]:
         rows = list(rows or [])
         if number is None or not 1 <= int(number) <= len(rows):
-            raise gr.Error(f"no row {number}: the table has rows 1 to {len(rows)}", print_exception=False)
-        return rows[:int(number) - 1] + rows[int(number):]
+            return gr.skip(), f"**Not deleted:** no row {escaped(number)}; the table has rows 1 to {len(rows)}."
+        gone = rows[int(number) - 1]
+        return (rows[:int(number) - 1] + rows[int(number):],
+                f"Deleted row {int(number)} ({escaped(' · '.join(str(c) for c in gone[:2] if c))}).")
 
-    delete.click(guarded(delete_row), [table, row_number], table, api_visibility="private")
-    revert.click(guarded(lambda rows: rows), shown, table, api_visibility="private")
-    return _Table(table, shown, spec)
+    def reverted(rows: Any) -> tuple[Any, str]:
+        return rows, f"Reverted: the table is back to the {len(rows or [])} rows the item came with."
+
+    add.click(guarded(add_row), table, [table, notice], api_visibility="private")
+    delete.click(guarded(delete_row), [table, row_number], [table, notice], api_visibility="private")
+    revert.click(guarded(reverted), shown, [table, notice], api_visibility="private")
+    return _Table(table, shown, notice, spec)
 
 
 def review_tab(app: App, wire: Any, review: ReviewCheck, view: ReviewView) -> None:
@@ -161,26 +213,30 @@ def review_tab(app: App, wire: Any, review: ReviewCheck, view: ReviewView) -> No
         raise ValueError(f"the {queue} view has buttons for {', '.join(unknown) or 'correct'}, which the queue does "
                          f"not take (a correction is an edited table)")
     with gr.Tab(view.title):
-        item = gr.State(None)
+        item, skipped = gr.State(None), gr.State([])
         progress = gr.Markdown(elem_id=f"{prefix}-progress")
-        notice = gr.Markdown(elem_id=f"{prefix}-notice")
         text = gr.HTML(elem_id=f"{prefix}-text")
         pictures = gr.HTML(elem_id=f"{prefix}-images")
         table = _editable_table(prefix, view.table) if view.table else None
-        verdicts, buttons = _queue_buttons(prefix, list(view.buttons))
-        with gr.Accordion("What the columns and answers mean" if table else "What the answers mean", open=False):
+        verdicts, buttons, notice = _queue_buttons(prefix, list(view.buttons))
+        with gr.Accordion("What the columns and answers mean" if table else "What the answers mean", open=True):
             gr.Markdown(view.instructions)
     edits = [table.rows, table.shown] if table else []
+    drawn_edits = [*edits, table.notice] if table else []
 
-    def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = ""
-             ) -> tuple[Any, ...]:
+    def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = "",
+             undone: str | None = None) -> tuple[Any, ...]:
         data = app.take(queue, request, skipped, lease=lease)
         line = app.progress_line(queue, request)
         if data is None:
-            return None, line, _nothing(lease), "", *[[]] * len(edits), notice
-        html_text, images = view.render(data, app.image)
-        rows = table.spec.rows(data) if table else []
-        return data["item_id"], line, html_text, _pictures(app, images), *[rows] * len(edits), notice
+            return None, line, _nothing(lease), "", *([[], [], ""] if table else []), notice
+        html_text, images, _ = drawn(app, data)
+        if not table:
+            return data["item_id"], line, html_text, images, notice
+        rows = table.spec.rows(data)
+        said = (f"The table shows the {len(rows)} rows the item came with"
+                f"{': your saved correction is withdrawn' if undone == 'correct' else ''}." if undone else "")
+        return data["item_id"], line, html_text, images, rows, rows, "", f"{notice} {said}".strip()
 
     def edited(data: dict[Any, Any]) -> dict[str, Any] | None:
         return table.spec.correction(data[table.rows], data[table.shown]) if table else None
@@ -203,42 +259,43 @@ def review_tab(app: App, wire: Any, review: ReviewCheck, view: ReviewView) -> No
         return (f"the table has unsaved edits. Press **{labels.get('correct', 'correct')}** to keep them, or "
                 "**Revert edits** to drop them and answer again.")
 
-    wire(_Queue(queue, show, [item, *edits], [item, progress, text, pictures, *edits, notice], pending), answer,
-         verdicts, buttons)
+    wire(_Queue(queue, show, [item, *edits], [item, progress, text, pictures, *drawn_edits, notice], skipped,
+                pending), answer, verdicts, buttons)
 
 
 def recheck_tab(app: App, wire: Any) -> None:
+    """The shared recheck queue: each released record drawn by the view that declares its kind (as its own queue
+    draws it, the table read-only), else as its stored JSON with every image."""
     with gr.Tab("Recheck"):
-        item = gr.State(None)
+        item, skipped = gr.State(None), gr.State([])
         progress = gr.Markdown(elem_id="rc-progress")
-        notice = gr.Markdown(elem_id="rc-notice")
         text = gr.HTML(elem_id="rc-text")
-        record = gr.JSON(label="record")
+        record = gr.JSON(label="the record as stored (no review view draws its kind)", visible=False,
+                         elem_id="rc-record")
         picture = gr.HTML(elem_id="rc-image")
         comment = gr.Textbox(label="comment (stored with the answer)", elem_id="rc-comment",
                              max_length=app.settings.annotation.max_note_chars or None)
-        verdicts, buttons = _queue_buttons("rc", [("accept", "Accept (y)"), ("reject", "Reject (n)")])
-        with gr.Accordion("What the answers mean", open=False):
+        verdicts, buttons, notice = _queue_buttons("rc", [("accept", "Accept (y)"), ("reject", "Reject (n)")])
+        with gr.Accordion("What the answers mean", open=True):
             gr.Markdown(RECHECK_HELP)
 
-    def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = ""
-             ) -> tuple[Any, ...]:
-        view = app.take("recheck", request, skipped, lease=lease)
-        line = app.progress_line("recheck", request)
-        if view is None:
-            return None, line, _nothing(lease), None, "", "", notice
-        first = app.image(next(iter(view["images"].values()), None))
-        picture = _pictures(app, [Picture("image", first)] if first else [])
-        return view["item_id"], line, f"<p>{escaped(view['question'])}</p>", view["target"], picture, "", notice
+    def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = "",
+             undone: str | None = None) -> tuple[Any, ...]:
+        data = app.take(RECHECK, request, skipped, lease=lease)
+        line = app.progress_line(RECHECK, request)
+        if data is None:
+            return None, line, _nothing(lease), gr.JSON(value=None, visible=False), "", "", notice
+        html_text, images, stored = drawn(app, data, with_table=True)
+        return (data["item_id"], line, html_text, gr.JSON(value=stored, visible=stored is not None), images, "",
+                notice)
 
     def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> None:
-        app.answer(data[item], verdict, request, note=data[comment] or "", shown={"queue": "recheck"})
+        app.answer(data[item], verdict, request, note=data[comment] or "", shown={"queue": RECHECK})
 
     def pending(data: dict[Any, Any], action: str) -> str | None:
         if action in ("skip", "undo") and (data[comment] or "").strip():
             return "your comment is not saved yet: answer with it, or clear it first."
         return None
 
-    wire(_Queue("recheck", show, [item, comment], [item, progress, text, record, picture, comment, notice],
+    wire(_Queue(RECHECK, show, [item, comment], [item, progress, text, record, picture, comment, notice], skipped,
                 pending), answer, verdicts, buttons)
-

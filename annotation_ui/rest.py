@@ -10,7 +10,9 @@ handlers and rules as the page (``app.App``):
 - ``POST /api/v1/answer`` ``{"item_id", "verdict", "note"?, "next"?: queue}`` -> ``{"decision", "next"}``: the
   answer, and with ``next`` the following item of that queue in the same request;
 - ``GET /api/v1/blob/<sha256>``: an image a page showed, as stored, cached by the browser for good (the address is
-  the content's hash, so it never changes).
+  the content's hash, so it never changes);
+- ``GET /api/v1/alive`` -> ``{"boot"}``: the app's boot id, which a page watches to notice a restart (another id,
+  or 401 once the session is gone) and load itself again.
 
 A refusal is ``400 {"detail": why}`` (no server path in it); a right the caller lacks, 403; an unknown route, 404;
 any other failure, the front door's 500 (``failures``).
@@ -29,6 +31,7 @@ from annotation_ui.guard import read_body, send_json
 from annotation_ui.origins import is_json
 
 BLOB = re.compile(r"/api/v1/blob/([0-9a-f]{64})")
+ALIVE = "/api/v1/alive"
 BLOB_ROUTE = "api/v1/blob/"  # relative: a page served under a proxy's path prefix fetches under it too
 IMMUTABLE = "private, max-age=31536000, immutable"
 
@@ -80,6 +83,9 @@ class Routes:
         import anyio
 
         path, method = scope["path"], scope.get("method", "GET")
+        if path == ALIVE and method == "GET":  # the page's watch for a restart (views.HEAD)
+            await send_json(send, 200, {"boot": self.app.boot})
+            return
         blob = BLOB.fullmatch(path)
         if blob and method in ("GET", "HEAD"):
             await self._blob(scope, send, blob.group(1))

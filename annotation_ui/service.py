@@ -7,6 +7,7 @@ Gradio.
 from __future__ import annotations
 
 import hashlib
+import secrets
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ from annotation_ui.guard import ADMIN_FILES
 from annotation_ui.limits import LockoutStore, LoginLimiter, lockouts_path, regular_or_none
 from annotation_ui.rest import BLOB_ROUTE, ShownImages
 from annotation_ui.views import escaped, size_and_type
-from annotation_ui.work import Work, WorkError, queues
+from annotation_ui.work import RECHECK, Work, WorkError, queues
 from schemas import Record
 from schemas.config import Settings
 from storage import open_storage
@@ -44,6 +45,7 @@ class App:
         self.lockout_store = LockoutStore(lockouts_path(settings))
         self.limiter = LoginLimiter(settings, self.lockout_store)
         self.shown_images = ShownImages()
+        self.boot = secrets.token_hex(8)  # a page that sees another one knows the app was restarted under it
 
     # -- who is asking ---------------------------------------------------------------------------------------
 
@@ -78,7 +80,7 @@ class App:
                                  "suggestion": item.payload["suggestion"], "target_id": target.id,
                                  "target_kind": target.kind, "target": target.payload,
                                  "images": {b.role: b.sha256 for b in target.blobs}}
-        view = view_of(queue)
+        view = view_of(queue) if queue != RECHECK else view_for_kind(target.kind)
         if view is not None and view.gather is not None:  # what the queue's benchmark shows besides the item
             found = view.gather(found, self.storage.catalog)
         return found
@@ -148,13 +150,18 @@ class App:
 
     def undo_in(self, queue: str, request: Any) -> str:
         """Take back the caller's newest answer in ``queue``; says what was undone (or that nothing was)."""
+        return self.undo_answer(queue, request)[0]
+
+    def undo_answer(self, queue: str, request: Any) -> tuple[str, str | None]:
+        """``undo_in``, and the verdict undone (None when nothing was)."""
         undone = self.work.undo(self.user(request), queue=queue)
         if undone is None:
-            return "Nothing to undo: you have no answer in force in this queue."
+            return "Nothing to undo: you have no answer in force in this queue.", None
         decision, item = undone
         when = decision.created_at.strftime("%H:%M:%S")
-        return (f"Undone: your **{escaped(decision.payload['verdict'])}** of item `{item.id[:12]}` (answered "
-                f"{when} UTC); the item is back with you, shown below.")
+        verdict = decision.payload["verdict"]
+        return (f"Undone: your **{escaped(verdict)}** of item `{item.id[:12]}` (answered {when} UTC); the item is "
+                f"back with you, shown below."), verdict
 
     def progress_line(self, queue: str, request: Any) -> str:
         name = self.user(request)
@@ -217,6 +224,15 @@ class App:
             raise ValueError(f"no lockout for {name!r}")
         return f"{escaped(', '.join(lifted))} unlocked by {escaped(admin)}"
 
+    def conflict_views(self, request: Any, item_id: str | None = None) -> list[dict[str, Any]]:
+        """Each item waiting for adjudication (or only ``item_id``) as its queue shows it, with every annotator's
+        answer: ``{"view", "answers": {annotator: {"answer", "verdict", "correction"}}}``, oldest first."""
+        self.admin(request)
+        return [{"view": self._view(item.payload["queue"], item),
+                 "answers": {name: {"answer": answer, "verdict": answer if not correction else "correct",
+                                    "correction": correction} for name, (_, answer, correction) in given.items()}}
+                for item, given in self.work.conflicts() if item_id in (None, item.id)]
+
     def adjudicate(self, item_id: str, answer: str, request: Any) -> str:
         """Settle a conflict with accept, reject or one annotator's correction (as the conflict lists it)."""
         name = self.admin(request)
@@ -239,3 +255,7 @@ def review_views() -> list[tuple[ReviewCheck, ReviewView]]:
 def view_of(queue: str) -> ReviewView | None:
     return next((view for review, view in review_views() if review.queue == queue), None)
 
+
+def view_for_kind(kind: str) -> ReviewView | None:
+    """The first view (registry order) that declares it draws records of ``kind``; None: no view does."""
+    return next((view for _, view in review_views() if kind in view.kinds), None)

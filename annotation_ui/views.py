@@ -1,6 +1,8 @@
-"""What the queue tabs draw, apart from Gradio's own components: images at full resolution with a zoom shared by
-the images of one view, labelled boxes that can be hidden, the recheck queue's help text, and the page script for
-keys and zoom. What a benchmark's queue shows is its own (``tasks/<name>/review_view.py``).
+"""What the queue tabs draw, apart from Gradio's own components: images at full resolution, wrapping onto rows at
+a zoom shared by the images of one view and chosen to fit a 1440 x 900 window, labelled boxes that can be hidden,
+the line naming each item, the recheck queue's help text, the styles of the review-screen kit
+(``tasks.review_screen``) and the page script (keys, Esc, zoom, the tab remembered, loading again after a restart).
+What a benchmark's queue shows is its own (``tasks/<name>/review_view.py``).
 
 Images are sent as the stored bytes (no resampling), so an inpainting smear looks as it is; enlarging is the
 browser's, pixelated, so a zoomed pixel stays one visible pixel instead of a blur.
@@ -11,18 +13,25 @@ from __future__ import annotations
 import base64
 import html
 import io
+import json
 from typing import Any
 
 ZOOMS = (1, 2, 3, 4)
-FIT_PX = 640  # the default zoom shows the widest image of a view at most this wide (two side by side fit a screen)
-SINGLE_FIT_PX = 1280  # ... and a view's only image, whose small objects and their labels need the room
+# The room an item's images have in a 1440 x 900 window: the tab's width less the page's margins, no image taller
+# than the window less the page's header and buttons, and all of them, wrapped into rows, about one more window.
+WIDTH_PX = 1300
+IMAGE_HEIGHT_PX = 620
+IMAGES_HEIGHT_PX = 1200
+GAP_PX, CAPTION_PX = 16, 28
 
 # Keys act only when nothing that takes typing has focus: no field, no editor, no table (a selected cell takes
-# letters to start an edit, so a `y` there must neither answer nor overwrite the cell). Zoom and the box toggle are
-# the page's own.
+# letters to start an edit, so a `y` there must neither answer nor overwrite the cell); Esc lets go of the table.
+# Zoom and the box toggle are the page's own. The page remembers its tab (sessionStorage, per browser tab) and,
+# when the app it came from is gone and back (a restart: another boot id, or the session is no longer known), loads
+# again: to the same tab, through the login page when the session did not survive.
 HEAD = """
 <style>
-.bw-zoomable .bw-row { display: flex; gap: 16px; align-items: flex-start; overflow: auto; }
+.bw-zoomable .bw-row { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; overflow-x: auto; }
 .bw-zoomable figure { margin: 0; flex: none; }  /* never shrunk: every image of a view at one scale */
 .bw-zoomable figcaption { font-weight: 600; margin-bottom: 4px; }
 .bw-frame { position: relative; cursor: zoom-in; }
@@ -32,43 +41,99 @@ HEAD = """
   sans-serif; padding: 0 4px; white-space: nowrap; }
 .bw-zoomable.bw-nobox .bw-box { display: none; }
 .bw-controls { margin-bottom: 6px; }
+.bw-id { font-size: 13px; opacity: .85; margin: 0 0 4px; }
+.bw-screen p { margin: 2px 0; }
+.bw-question h4 { margin: 8px 0 2px; }
+.bw-prompt { white-space: pre-wrap; word-break: break-word; margin: 2px 0; padding: 6px 8px; font-size: 13px;
+  background: var(--background-fill-secondary); border-radius: 4px; max-width: 100%; }
+.bw-options { margin: 2px 0 2px 1.2em; padding: 0; }
+.bw-marked { font-weight: 600; }
+.bw-mark { background: #1a7f37; color: #fff; border-radius: 3px; padding: 0 5px; font-size: 12px; }
+.bw-ask { margin-top: 6px !important; }
+.bw-table { border-collapse: collapse; font-size: 13px; width: 100%; }
+.bw-table td, .bw-table th { border: 1px solid var(--border-color-primary); padding: 2px 6px; text-align: left;
+  overflow-wrap: anywhere; }  /* a narrow column wraps its words rather than hide the last columns */
+.bw-changed { background: rgba(255, 196, 0, .35); }
+.bw-answers { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
+.bw-answers > div { flex: 1 1 420px; min-width: 0; overflow-x: auto; }
 </style>
 <script>
-document.addEventListener("keydown", (event) => {
-  const action = {y: "accept", n: "reject", s: "skip", u: "undo"}[event.key.toLowerCase()];
-  if (!action || event.ctrlKey || event.metaKey || event.altKey) return;
-  const target = event.target;
-  const near = (selector) => target.closest && target.closest(selector);
-  if (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable || near(".cm-editor")) {
-    return;  // typing
-  }
-  if (near("table, [role=grid], [role=gridcell]")) {
-    // a selected table cell: the letter would start an edit that replaces the cell, so it does nothing at all
-    event.preventDefault();
-    event.stopPropagation();
-    return;
-  }
-  const buttons = [...document.querySelectorAll(`[id$="-${action}"]`)].filter((b) => b.offsetParent !== null);
-  if (buttons.length) { event.preventDefault(); buttons[0].click(); }
-}, true);  // capture: before the table's own handler
-document.addEventListener("click", (event) => {
-  const frame = event.target.closest && event.target.closest(".bw-frame");
-  if (!frame) return;
-  const group = frame.closest(".bw-zoomable");
-  const zooms = [1, 2, 3, 4];
-  const zoom = zooms[(zooms.indexOf(Number(group.dataset.zoom)) + 1) % zooms.length];
-  group.dataset.zoom = zoom;
-  group.querySelectorAll(".bw-frame").forEach((f) => { f.style.width = `${Number(f.dataset.w) * zoom}px`; });
-  group.querySelector(".bw-zoom-label").textContent = `${zoom}x`;
-});
-document.addEventListener("change", (event) => {
-  if (!event.target.classList.contains("bw-toggle")) return;
-  event.target.closest(".bw-zoomable").classList.toggle("bw-nobox", !event.target.checked);
-});
+(() => {
+  const near = (target, selector) => target.closest && target.closest(selector);
+  const letGo = () => {  // the table lets go of its cell: a click outside it is what deselects a cell
+    if (document.activeElement) document.activeElement.blur();
+    document.body.dispatchEvent(new MouseEvent("mousedown", {bubbles: true}));
+    document.body.dispatchEvent(new MouseEvent("mouseup", {bubbles: true}));
+    document.body.dispatchEvent(new MouseEvent("click", {bubbles: true}));
+  };
+  document.addEventListener("keydown", (event) => {
+    const target = event.target;
+    const inTable = near(target, "table, [role=grid], [role=gridcell], .table-wrap");
+    if (event.key === "Escape" && inTable) {
+      setTimeout(letGo, 0);  // after the table's own Esc (which ends an edit in progress)
+      return;
+    }
+    const action = {y: "accept", n: "reject", s: "skip", u: "undo"}[event.key.toLowerCase()];
+    if (!action || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (["INPUT", "TEXTAREA", "SELECT"].includes(target.tagName) || target.isContentEditable
+        || near(target, ".cm-editor")) {
+      return;  // typing
+    }
+    if (inTable) {
+      // a selected table cell: the letter would start an edit that replaces the cell, so it does nothing at all
+      event.preventDefault();
+      event.stopPropagation();
+      return;
+    }
+    const buttons = [...document.querySelectorAll(`[id$="-${action}"]`)].filter((b) => b.offsetParent !== null);
+    if (buttons.length) { event.preventDefault(); buttons[0].click(); }
+  }, true);  // capture: before the table's own handler
+  document.addEventListener("click", (event) => {
+    const tab = near(event.target, "[role=tab]");
+    if (tab) sessionStorage.setItem("bw-tab", tab.textContent.trim());
+    const frame = near(event.target, ".bw-frame");
+    if (!frame) return;
+    const group = frame.closest(".bw-zoomable");
+    const zooms = JSON.parse(group.dataset.zooms);
+    const zoom = zooms[(zooms.indexOf(Number(group.dataset.zoom)) + 1) % zooms.length];
+    group.dataset.zoom = zoom;
+    group.querySelectorAll(".bw-frame").forEach((f) => { f.style.width = `${Math.round(f.dataset.w * zoom)}px`; });
+    group.querySelector(".bw-zoom-label").textContent = `${zoom}x`;
+  }, true);
+  document.addEventListener("change", (event) => {
+    if (!event.target.classList.contains("bw-toggle")) return;
+    event.target.closest(".bw-zoomable").classList.toggle("bw-nobox", !event.target.checked);
+  });
+  const app = () => document.querySelector('[id$="-progress"]');  // none on the login page
+  const wanted = sessionStorage.getItem("bw-tab");
+  let tries = 0;
+  const restore = setInterval(() => {
+    const tab = [...document.querySelectorAll("[role=tab]")].find((t) => t.textContent.trim() === wanted);
+    if (tab && tab.getAttribute("aria-selected") !== "true") tab.click();
+    if (!wanted || tab || ++tries > 60) clearInterval(restore);
+  }, 500);
+  let boot = null, lost = false;
+  setInterval(async () => {
+    if (!app()) return;
+    let response;
+    try {
+      response = await fetch("api/v1/alive", {cache: "no-store", credentials: "same-origin"});
+    } catch (error) {
+      lost = true;  // the app is gone, for now
+      return;
+    }
+    if (response.status === 401) { location.reload(); return; }  // back, but without this session: log in again
+    if (!response.ok) { lost = true; return; }
+    const said = await response.json();
+    boot = boot || said.boot;
+    if (lost || said.boot !== boot) location.reload();
+  }, 2000);
+})();
 </script>
 """
 
 RECHECK_HELP = """
+Each record is shown as its benchmark's own queue shows it (a kind no view draws: as stored).
 **Accept (y)**: the record is right as it is. **Reject (n)**: it is wrong; say why in the comment; a rejected
 record leaves the next release. **Skip (s)**, **Undo (u)** as in the other queues.
 """
@@ -85,13 +150,32 @@ def size_and_type(data: bytes) -> tuple[int, int, str]:
         return image.width, image.height, Image.MIME.get(image.format or "", "image/png")
 
 
-def default_zoom(images: list[bytes], fit_px: int = FIT_PX) -> int:
-    """The largest zoom at which the widest image still fits ``fit_px`` (at least 1)."""
-    widest = max((size_and_type(data)[0] for data in images), default=fit_px)
-    return max(1, min(ZOOMS[-1], fit_px // max(1, widest)))
+def default_zoom(sizes: list[tuple[int, int]]) -> float:
+    """The largest zoom (1x to 4x) at which every image fits the width and the image height, and all of them
+    wrapped into rows fit the images' height; an image larger than the room at 1x gets the fraction that fits it."""
+    if not sizes:
+        return 1
+    widest, tallest = max(w for w, _ in sizes), max(h for _, h in sizes)
+    shrink = min(1.0, WIDTH_PX / max(1, widest), IMAGE_HEIGHT_PX / max(1, tallest))
+    if shrink < 1:
+        return max(0.05, int(shrink * 20) / 20)  # a step of 1/20 below what fits
+    return max([z for z in ZOOMS if widest * z <= WIDTH_PX and tallest * z <= IMAGE_HEIGHT_PX
+                and laid_out_height(sizes, z) <= IMAGES_HEIGHT_PX] or [1])
 
 
-def frame(data: bytes, caption: str, zoom: int, boxes: dict[str, Any] | None = None, *,
+def laid_out_height(sizes: list[tuple[int, int]], zoom: float) -> float:
+    """How tall the images are at ``zoom`` when they wrap into rows of ``WIDTH_PX``, each with its caption."""
+    total, row_width, row_height = 0.0, 0.0, 0.0
+    for width, height in sizes:
+        if row_width and row_width + GAP_PX + width * zoom > WIDTH_PX:
+            total += row_height + GAP_PX
+            row_width, row_height = 0.0, 0.0
+        row_width += (GAP_PX if row_width else 0) + width * zoom
+        row_height = max(row_height, height * zoom + CAPTION_PX)
+    return total + row_height
+
+
+def frame(data: bytes, caption: str, zoom: float, boxes: dict[str, Any] | None = None, *,
           source: str | None = None) -> str:
     """One image at ``zoom`` times its stored size, with a labelled box per entry of ``boxes`` (label: [x0, y0,
     x1, y1] in image pixels); box positions are relative, so they follow the zoom. The image is fetched from
@@ -107,14 +191,23 @@ def frame(data: bytes, caption: str, zoom: int, boxes: dict[str, Any] | None = N
                      f'</div>')
     source = source or f"data:{media_type};base64,{base64.b64encode(data).decode()}"
     return (f'<figure><figcaption>{escaped(caption)} <small>({width}x{height} px)</small></figcaption>'
-            f'<div class="bw-frame" data-w="{width}" style="width:{width * zoom}px">'
+            f'<div class="bw-frame" data-w="{width}" style="width:{round(width * zoom)}px">'
             f'<img src="{source}" alt="{escaped(caption)}">{"".join(marks)}</div></figure>')
 
 
-def zoomable(frames: list[str], zoom: int, *, box_toggle: bool = False) -> str:
-    """Images side by side at one scale; a click on any of them steps the zoom of all (1x to 4x and back)."""
+def zoomable(frames: list[str], zoom: float, *, box_toggle: bool = False) -> str:
+    """Images at one scale, wrapping onto further rows; a click on any of them steps the zoom of all (the default,
+    1x to 4x, and back)."""
+    zooms = sorted({zoom, *ZOOMS})
     toggle = (' · <label><input type="checkbox" class="bw-toggle" checked> show boxes</label>' if box_toggle
               else "")
-    return (f'<div class="bw-zoomable" data-zoom="{zoom}"><div class="bw-controls">zoom <b class="bw-zoom-label">'
-            f'{zoom}x</b>: click an image to enlarge (all images together, 1x to 4x){toggle}</div>'
+    return (f'<div class="bw-zoomable" data-zoom="{zoom:g}" data-zooms="{escaped(json.dumps(zooms))}">'
+            f'<div class="bw-controls">zoom <b class="bw-zoom-label">{zoom:g}x</b>: click an image to enlarge (all '
+            f'images together, {" / ".join(f"{z:g}x" for z in zooms)}){toggle}</div>'
             f'<div class="bw-row">{"".join(frames)}</div></div>')
+
+
+def item_line(item_id: str, target_id: str, target_kind: str) -> str:
+    """The line every item's screen starts with: which item it is, and which record it is about."""
+    return (f'<p class="bw-id">item <code>{escaped(item_id)}</code> · about the {escaped(target_kind)} '
+            f'<code>{escaped(target_id[:12])}</code></p>')

@@ -201,6 +201,9 @@ class ReviewView:
     # record's image, an instance's actions)
     gather: Callable[[ReviewItemView, Any], ReviewItemView] | None = None
     table: ReviewTable | None = None
+    # the record kinds it can draw wherever they are reviewed: the shared recheck queue draws a released record with
+    # the view declaring its kind (shared screens: ``tasks.review_screen``)
+    kinds: tuple[str, ...] = ()
 
 
 def load_target(target: str) -> Any:

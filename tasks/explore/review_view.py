@@ -1,5 +1,6 @@
-"""How the annotation app shows EXPLORE-Bench's scene corrections: the final frame with a box per object, and the
-machine's scene as an editable table of objects; an edited table is the correction.
+"""How the annotation app shows EXPLORE-Bench's scene corrections: the question as the model reads it, the initial
+frame it sees and the final frame with a box per object, and the machine's scene as an editable table of objects;
+an edited table is the correction. Drawn with the shared kit (``tasks.review_screen``).
 
 Declared as data (``tasks.benchmark.ReviewView``) and drawn by the app's one generic tab; imported only when the
 app is built, so the plugin module stays light. The correction is checked against the annotation guidelines by the
@@ -8,15 +9,16 @@ plugin's ``scene_correction_problems`` before it is saved.
 
 from __future__ import annotations
 
-import html
 from typing import Any
 
-from tasks.benchmark import ImageLoader, Picture, ReviewItemView, ReviewTable, ReviewView
+from tasks.benchmark import ImageLoader, ReviewItemView, ReviewTable, ReviewView
+from tasks.review_screen import Asking, Question, Screen, asked, blob_loader, pictures, render, role_names
 
 COLUMNS = ("id", "category", "description", "relation (; between phrases)", "key_state")
 
 INSTRUCTIONS = """
-Each row is one object in the **final** frame; the label on each box is the row's **id**.
+Each row is one object in the **final** frame; the label on each box is the row's **id**. The initial frame beside
+it is what the model is shown, with the actions, to predict this scene.
 
 - **id**: the object's id, also drawn on its box (not editable; a new row gets one when saved).
 - **category**: what the object is, a bare noun phrase (`mug`, `cutting board`): no colour or other adjective, no
@@ -35,31 +37,47 @@ other queues. With unsaved edits, `y` and `n` ask first instead of answering.
 """
 
 
-def _escaped(text: Any) -> str:
-    return html.escape(str(text), quote=True)
-
-
 def gather(view: ReviewItemView, catalog: Any) -> ReviewItemView:
-    """The instance's final frame and its atomic actions: the scene is judged as the actions left it."""
-    instance = catalog.get_record(view["target"]["instance_id"])
-    final = next(b.sha256 for b in instance.blobs if b.role == "final")
-    return {**view, "images": {**view["images"], "final": final}, "actions": instance.payload["atomic_actions"]}
+    """The instance's initial and final frames and its atomic actions: the model sees the initial frame and the
+    actions; the scene is judged as the actions left it, in the final frame. A recheck of the instance itself
+    (no ``instance_id``) reads its own frames."""
+    target = view["target"]
+    instance = catalog.get_record(target.get("instance_id") or view["target_id"])
+    frames = {b.role: b.sha256 for b in instance.blobs if b.role in ("initial", "final")}
+    return {**view, "images": {**view["images"], **frames}, "actions": instance.payload["atomic_actions"],
+            "instance": {"id": instance.id, "clip_id": instance.payload.get("clip_id", ""),
+                         "subset": instance.payload.get("subset", "")}}
 
 
-def render(view: ReviewItemView, image: ImageLoader) -> tuple[str, list[Picture]]:
-    actions = view.get("actions", [])
-    text = (f"<p><b>{len(actions)} atomic actions</b>, the last: "
-            f"{_escaped(' | '.join(actions[-5:]))}</p><p>{_escaped(view['question'])}</p>")
-    objects = view["target"]["objects"]
-    final = image(view["images"].get("final"))
-    if final is None:
-        return text, []
-    return text, [Picture("final frame", final, {o["id"]: o.get("box") for o in objects})]
+def _question(view: ReviewItemView) -> str:
+    """The final-scene prompt (the evaluation's default strategy) as the model reads it."""
+    from tasks.explore.evaluation import ExploreEvaluation, ExploreItem
+
+    instance = view.get("instance", {})
+    item = ExploreItem(key=instance.get("id", ""), clip_id=instance.get("clip_id", ""),
+                       subset=instance.get("subset", ""), actions=tuple(view.get("actions", [])),
+                       initial_image=view["images"].get("initial"))
+    evaluation = ExploreEvaluation()
+    messages, _ = evaluation.messages(item, Asking(evaluation.default_strategy), blob_loader, 0, [])
+    return asked(messages, role_names(view["images"], {"initial": "initial frame"}))[0]
+
+
+def screen(view: ReviewItemView, image: ImageLoader) -> Screen:
+    objects = view["target"].get("objects", [])
+    frames = view["images"]
+    return Screen(
+        facts=(("Scene", f"{len(objects)} objects in the final frame; the label on each box is the row's id in "
+                         f"the table below"),),
+        questions=(Question("The question as the model reads it (with the initial frame)", _question(view),
+                            answer="the scene table below, as it should describe the final frame"),),
+        pictures=pictures([("initial frame (what the model sees)", frames.get("initial")),
+                           ("final frame (the scene to annotate)", frames.get("final"))], image,
+                          boxes={frames.get("final", ""): {o["id"]: o.get("box") for o in objects}}))
 
 
 def rows(view: ReviewItemView) -> list[list[str]]:
     return [[o["id"], o["category"], o["description"], "; ".join(o.get("relation", [])), o.get("key_state") or ""]
-            for o in view["target"]["objects"]]
+            for o in view["target"].get("objects", [])]
 
 
 def objects(table: Any) -> list[dict[str, Any]]:
@@ -100,9 +118,11 @@ VIEW = ReviewView(
     title="Scene correction",
     instructions=INSTRUCTIONS,
     buttons=(("accept", "Accept as is (y)"), ("correct", "Save correction"), ("reject", "Reject (n)")),
-    render=render,
+    render=render(screen),
     gather=gather,
     table=ReviewTable(columns=COLUMNS, rows=rows, correction=correction,
-                      label="objects: double-click a cell to edit, Enter to keep it; + adds a row",
+                      label="objects: double-click a cell to edit, Enter to keep it, Esc to leave the cell; Add row "
+                            "adds one",
                       fixed_columns=(0,)),
+    kinds=("scene", "explore_instance"),
 )

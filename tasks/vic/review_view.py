@@ -1,13 +1,14 @@
 """How the annotation app shows a ViC-Bench instance for the human recheck (the paper's last construction step):
-every image, the questions and the answers, accept or reject."""
+each stage's question as the model reads it (built by the evaluation's own ``messages``), every option with the
+right one marked, the open answer and every image; accept or reject. Drawn with the shared kit
+(``tasks.review_screen``)."""
 
 from __future__ import annotations
 
-import html
 import json
-from typing import Any
 
-from tasks.benchmark import ImageLoader, Picture, ReviewItemView, ReviewView
+from tasks.benchmark import ImageLoader, ReviewItemView, ReviewView
+from tasks.review_screen import Asking, Question, Screen, asked, blob_loader, pictures, render, role_names
 
 INSTRUCTIONS = """
 Check the instance as a whole. **Accept (y)**: the images show what the questions say, the Stage-1 answer letter
@@ -19,29 +20,37 @@ unreadable. Only accepted instances reach a release.
 CAPTIONS = {"stage1": "Stage 1 input", "open": "Stages 2-3 input"}
 
 
-def _escaped(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+def _stages(view: ReviewItemView) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Stage 1's and stage 2's question and images as the model gets them (stage 3 asks stage 2's question in a
+    loop)."""
+    from tasks.vic.evaluation import VicEvaluation, VicItem
 
-
-def render(view: ReviewItemView, image: ImageLoader) -> tuple[str, list[Picture]]:
     target = view["target"]
-    options = "".join(f"<li><b>{_escaped(k)}</b>: {_escaped(v)}</li>"
-                      for k, v in sorted(target["stage_one_options"].items()))
-    answer = json.dumps(target["open_answer"], ensure_ascii=False)
-    text = (f"<p><b>Task:</b> {_escaped(target['task'])} · <b>instance</b> {_escaped(target['key'])} · verified by "
-            f"{_escaped(target['verified_by'])}</p>"
-            f"<p><b>Stage 1:</b> {_escaped(target['stage_one_question'])}</p><ul>{options}</ul>"
-            f"<p><b>Right option:</b> {_escaped(target['stage_one_answer'])}</p>"
-            f"<p><b>Stages 2-3:</b> {_escaped(target['open_question'])}</p>"
-            f"<p><b>Answer:</b> <code>{_escaped(answer)}</code></p><p>{_escaped(view['question'])}</p>")
-    order = sorted(view["images"], key=lambda role: (role != "stage1", role != "open", role))
-    pictures = [(CAPTIONS.get(role, role.replace("_", " ")), image(view["images"][role])) for role in order]
-    return text, [Picture(caption, data) for caption, data in pictures if data is not None]
+    item = VicItem(key=view.get("target_id", target["key"]), task=target["task"], instance_key=target["key"],
+                   payload=target, blobs=dict(view["images"]), load_image=blob_loader)
+    evaluation = VicEvaluation()
+    names = role_names(view["images"], CAPTIONS)
+    return [asked(evaluation.messages(item, Asking(stage), blob_loader, 0, [])[0], names)
+            for stage in ("stage1", "stage2")]
+
+
+def screen(view: ReviewItemView, image: ImageLoader) -> Screen:
+    target = view["target"]
+    (first, first_images), (second, second_images) = _stages(view)
+    return Screen(
+        facts=(("Task", f"{target['task']} · instance {target['key']} · verified by {target['verified_by']}"),),
+        questions=(Question("Stage 1 (multiple choice) as the model reads it", first,
+                            tuple(sorted(target["stage_one_options"].items())), target["stage_one_answer"],
+                            "Right option"),
+                   Question("Stages 2-3 (open) as the model reads it", second, (),
+                            json.dumps(target["open_answer"], ensure_ascii=False), "Answer")),
+        pictures=pictures([*first_images, *second_images], image, names=role_names(view["images"], CAPTIONS)))
 
 
 VIEW = ReviewView(
     title="ViC-Bench recheck",
     instructions=INSTRUCTIONS,
     buttons=(("accept", "Accept (y): right and clear"), ("reject", "Reject (n): wrong or unclear")),
-    render=render,
+    render=render(screen),
+    kinds=("vic_instance",),
 )
