@@ -977,7 +977,7 @@ def leaderboard(
             OutputFolder(out).save_text("# Leaderboard\n\n" + "\n\n".join(sections) + "\n", "leaderboard.md")
         _print_path("written to", out)
 
-if __name__ == "__main__":
-    from flows.entry import main
-
-    main()
+if __name__ == "__main__":  # `python -m flows.cli`: as the benchwright command (flows.entry), warm process first
+    from flows.last_resort import reported
+    from flows.warm import warm_or_here
+    warm_or_here(lambda: reported(app))

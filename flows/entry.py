@@ -13,13 +13,12 @@ from typing import Any
 
 
 def main() -> Any:
-    import sys
+    from flows.warm import warm_or_here
 
-    from flows.warm import run_warm
+    return warm_or_here(_here)
 
-    status = run_warm(sys.argv[1:])
-    if status is not None:
-        sys.exit(status)
+
+def _here() -> Any:
     from flows.cli import app
     from flows.last_resort import reported
 

@@ -4,12 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from prefect import flow
+from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
+from prefect.cache_policies import NONE
 
 from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings, load_settings
 from tasks import benchmark as registry
-from tasks.evaluate.tasks import gather_answers, prepare_evaluation, report_evaluation, report_folder, score_and_store
+from tasks.evaluate import engine
+from tasks.evaluate.engine import report_folder
+
+# The engine's steps as Prefect tasks: plain functions in tasks/evaluate/engine.py, orchestrated here.
+prepare_evaluation = task(engine.prepare_evaluation, name="prepare-evaluation", cache_policy=NONE)
+gather_answers = task(engine.gather_answers, name="ask-model", cache_policy=NONE)
+score_and_store = task(engine.score_and_store, name="score-evaluation", cache_policy=NONE)
+report_evaluation = task(engine.report_evaluation, name="evaluation-report", cache_policy=NONE)
 
 
 @flow(name="benchwright-evaluate")
@@ -34,6 +43,7 @@ def evaluate_release(settings: Settings | None = None, release: str = "benchwrig
     folder = out_dir or str(report_folder(settings, plan))
     result = score_and_store(settings, plan, collected, run_id, judge, folder)
     files = report_evaluation(settings, plan, result, folder)
+    create_markdown_artifact(**files.pop("artifact"))
     return {"release": plan.manifest.tag, "benchmark": plan.benchmark, "model": plan.label,
             "strategy": plan.settings.variant, "key": plan.key,
             "evaluation": result.record_id, "metrics": result.metrics, "counts": result.counts,

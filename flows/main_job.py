@@ -6,16 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from prefect import flow, task
+from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NONE
 
 from flows.build import build
 from flows.evaluate import evaluate_release
+from flows.release_tasks import check_release, export
 from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings
 from storage import open_storage
 from tasks import benchmark as registry
 from tasks.benchmark import BenchmarkPlugin
-from tasks.storage_tasks import check_release, export
 
 CANARY = ("baseline:oracle?noise=0.1",)
 EVALUATION_KEYS = ("release", "benchmark", "model", "strategy", "metrics", "counts", "report")
@@ -76,7 +77,10 @@ def _release(plugin: BenchmarkPlugin, settings: Settings, tag: str, export_relea
         release["export"] = export(settings, tag, settings.export.folder)
     if plugin.publish and export_release:
         publish = task(registry.load_target(plugin.publish), name=f"publish-{plugin.name}", cache_policy=NONE)
-        release.update(publish(settings, tag))
+        published = publish(settings, tag)
+        if "artifact" in published:  # what a benchmark shows of its release on the flow run
+            create_markdown_artifact(**published.pop("artifact"))
+        release.update(published)
     return release
 
 

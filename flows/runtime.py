@@ -11,23 +11,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from flows.home import QUIET_DEFAULTS, prefect_home, recorded
 from flows.prefect_database import seed_database
-from flows.warm import prefect_home
 from schemas.config import Settings
 
 F = TypeVar("F", bound=Callable[..., dict[str, Any]])
-
-QUIET_DEFAULTS = {
-    # A fresh PREFECT_HOME needs longer than the 20 s default to migrate its database on these machines.
-    "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
-    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    "PREFECT_CLOUD_ENABLE_ORCHESTRATION_TELEMETRY": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
-    "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
-    "GRADIO_ANALYTICS_ENABLED": "False",
-    "HF_HUB_OFFLINE": "1",
-    "TRANSFORMERS_OFFLINE": "1",
-}
 
 
 def prepare_prefect(settings: Settings | None) -> None:
@@ -44,8 +32,6 @@ def prepare_prefect(settings: Settings | None) -> None:
             # before a server (kept or temporary) starts on a new home: a copy, not Prefect's migrations (a server
             # named by the environment or the configuration is elsewhere: nothing is made here for it)
             seed_database(prefect_home())
-            from flows.server import recorded
-
             kept = recorded()
             if kept:
                 os.environ["PREFECT_API_URL"] = kept["url"]

@@ -26,23 +26,13 @@ from typing import Annotated, Any
 import typer
 
 from flows import warm
+from flows.home import alive, prefect_home, recorded, state_path
 from flows.prefect_database import SEEDED
-from flows.warm import prefect_home, state_path
 
 HEALTH_TIMEOUT_S = 1.0
 
 server_app = typer.Typer(help="Keep one Prefect server for your commands, so none of them starts its own.",
                          no_args_is_help=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process: alive
-        return True
-    return True
 
 
 def _healthy(url: str, timeout: float = HEALTH_TIMEOUT_S) -> bool:
@@ -51,16 +41,6 @@ def _healthy(url: str, timeout: float = HEALTH_TIMEOUT_S) -> bool:
             return response.status == 200
     except (OSError, ValueError):
         return False
-
-
-def recorded() -> dict[str, Any] | None:
-    """The server ``start`` recorded, if its process still runs (no request is made: a command reads this at
-    start-up and must stay fast)."""
-    try:
-        state = json.loads(state_path().read_text())
-        return state if _alive(int(state["pid"])) else None
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def _free_port() -> int:
@@ -127,11 +107,11 @@ def _terminate(pid: int, wait_s: float = 20.0) -> None:
         except (ProcessLookupError, PermissionError):  # gone, or its pid now another user's
             return
         deadline = time.monotonic() + wait_s
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)  # our child when start and stop run in one process (tests)
-        if not _alive(pid):
+        if not alive(pid):
             return
 
 

@@ -32,7 +32,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from tasks import benchmark as registry  # the contract: plugins are imported when a Settings is built
+from schemas import registry  # plugins are loaded when a Settings is built; none is imported here
 
 CONFIG_ENV = "BENCHWRIGHT_CONFIG"
 DEFAULT_CONFIG_FILE = "benchwright.toml"
@@ -288,7 +288,8 @@ class Settings(BaseSettings):
 def benchmark_sections() -> dict[str, type[BaseModel]]:
     """Each registered benchmark's section of the configuration and the model that reads it."""
     sections: dict[str, type[BaseModel]] = {}
-    for plugin in registry.plugins():
+    for name in registry.names():
+        plugin = registry.plugin(name)
         if plugin.settings_section is None or plugin.settings_model is None:
             continue
         if plugin.settings_section in Settings.model_fields or plugin.settings_section in sections:

@@ -20,15 +20,14 @@ from typing import Annotated, Any, ClassVar
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from tasks import benchmark as registry  # the contract only: names, and plugins imported on first use
+from schemas import registry  # names, and plugins loaded on first use; no benchmark imported here
 
 
 def registered_benchmark(name: str) -> str:
-    """``name`` when a benchmark of that name is registered (``tasks.benchmark.PLUGINS``); a name check only, no
-    plugin is imported. An unknown name is an error that lists the registered ones."""
-    if name not in registry.PLUGINS:
-        raise ValueError(f"no benchmark named {name!r} is registered; registered: "
-                         f"{', '.join(registry.PLUGINS) or 'none'} (tasks/benchmark.py)")
+    """``name`` when a benchmark of that name is registered (``schemas.registry``); a name check only, no plugin is
+    imported. An unknown name is an error that lists the registered ones."""
+    if name not in registry.targets():
+        raise ValueError(registry.unknown(name))
     return name
 
 
@@ -111,11 +110,11 @@ def _load_benchmark_payloads() -> None:
     """Import every registered benchmark's payload module (``BenchmarkPlugin.payloads``), whose classes register
     their kinds. Done on the first miss rather than at import: schemas names no benchmark, and a fresh process that
     only reads records still finds every kind the registry's benchmarks define."""
-    import schemas.payloads  # noqa: F401  the kinds every benchmark shares
-
-    for plugin in registry.plugins():
-        if plugin.payloads:
-            importlib.import_module(plugin.payloads)
+    # the kinds every benchmark shares (schemas.payloads) registered when the package was imported
+    for name in registry.names():
+        payloads = registry.plugin(name).payloads
+        if payloads:
+            importlib.import_module(payloads)
 
 
 def payload_model(kind: str) -> type[Payload]:

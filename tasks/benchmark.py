@@ -15,12 +15,14 @@ evaluation; docs/adding-a-benchmark.md walks through them.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from schemas import registry
+from schemas.registry import load_target
 
 if TYPE_CHECKING:
     import random
@@ -33,15 +35,6 @@ if TYPE_CHECKING:
     from tasks.evaluate.run import EvalSettings, Parsed
     from tasks.evaluate.scoring import Scoring
     from tasks.models.base import Generation, Message
-
-# name (the records' ``benchmark`` value) -> "module:attr" of its BenchmarkPlugin. Order matters once: a release is
-# evaluated as the first benchmark, in this order, that finds items in it.
-PLUGINS: dict[str, str] = {
-    "progress": "tasks.progress.plugin:PLUGIN",
-    "explore": "tasks.explore.plugin:PLUGIN",
-    "vic": "tasks.vic.plugin:PLUGIN",
-    "webplan": "tasks.webplan.plugin:PLUGIN",
-}
 
 
 class UnknownBenchmarkError(ValueError):
@@ -206,10 +199,6 @@ class ReviewView:
     kinds: tuple[str, ...] = ()
 
 
-def load_target(target: str) -> Any:
-    """The attribute a ``"module:attr"`` string names, imported now."""
-    module, _, attribute = target.partition(":")
-    return getattr(importlib.import_module(module), attribute)
 
 
 Exporter = Callable[[Any, Any, str, Path], dict[str, int]]  # (catalog, blob store, release tag, folder) -> counts
@@ -407,6 +396,7 @@ class BenchmarkPlugin:
     # "module:attr" of its tasks.kits.Kit: its importers with a good source each, and a small release, which the
     # shared attack kits (tests/test_source_door.py, tests/test_output_door.py) attack
     kit: str | None = None
+    order: int = 100  # where it comes among the benchmarks (tabs, listings, matching a release to its benchmark)
 
     def harness_exports(self) -> dict[str, ExportFormat]:
         """The harness formats a release of this benchmark can be exported to, by name."""
@@ -468,36 +458,24 @@ class BenchmarkPlugin:
         return self.build_options.model_validate(given or {})
 
 
-_loaded: dict[str, BenchmarkPlugin] = {}
-
-
 def names() -> tuple[str, ...]:
-    return tuple(PLUGINS)
+    """The registered benchmarks (``schemas.registry``: pyproject.toml's entry points), in their plugins' ``order``
+    (the annotation app's tabs, listings, and the order releases are matched in)."""
+    return tuple(sorted(registry.names(), key=lambda name: (get(name).order, name)))
 
 
 def get(name: str) -> BenchmarkPlugin:
     """The plugin of a benchmark, imported on first use."""
-    if name not in _loaded:
-        try:
-            target = PLUGINS[name]
-        except KeyError:
-            raise UnknownBenchmarkError(f"no benchmark named {name!r} is registered; registered: "
-                                        f"{', '.join(PLUGINS) or 'none'} (tasks/benchmark.py)") from None
-        plugin = load_target(target)
-        if not isinstance(plugin, BenchmarkPlugin) or plugin.name != name:
-            raise TypeError(f"{target} is not the BenchmarkPlugin of {name!r}")
-        _loaded[name] = plugin
-    return _loaded[name]
+    if name not in registry.targets():
+        raise UnknownBenchmarkError(registry.unknown(name))
+    plugin = registry.plugin(name)
+    if not isinstance(plugin, BenchmarkPlugin) or plugin.name != name:
+        raise TypeError(f"{registry.targets()[name]} is not the BenchmarkPlugin of {name!r}")
+    return plugin
 
 
 def plugins() -> Iterator[BenchmarkPlugin]:
-    return (get(name) for name in PLUGINS)
-
-
-def register(name: str, target: str) -> None:
-    """Add a benchmark (``"module:attr"``); what a new benchmark's one line, or a test's toy one, calls."""
-    PLUGINS[name] = target
-    _loaded.pop(name, None)
+    return (get(name) for name in names())
 
 
 def export_formats() -> dict[str, ExportFormat]:

@@ -244,7 +244,9 @@ def test_release_export_in_a_harness_format_the_benchmark_declares(tmp_path, mon
     assert written == ["bw_tiny_progress_same.tsv", "bw_tiny_progress_text.tsv"]
     assert "same 4" in lines and "text 3" in lines
     plugin = benchmark.get("progress")
-    monkeypatch.setitem(benchmark._loaded, "progress", replace(plugin, harness_formats=("hf",)))
+    from schemas import registry
+
+    monkeypatch.setitem(registry._loaded, "progress", replace(plugin, harness_formats=("hf",)))
     refused = invoke("release", "export", tag, "--format", "lmms-eval", "--out", str(tmp_path / "y"))
     assert refused.exit_code == 1 and "PROGRESS-BENCH does not export to lmms-eval" in refused.output
 

@@ -100,14 +100,14 @@ def lacking_frames(storage, producer: Producer) -> list:
 
 
 def evaluate(settings: Settings, **options):
-    from tasks.evaluate.tasks import gather_answers, prepare_evaluation, score_and_store
+    from tasks.evaluate.engine import gather_answers, prepare_evaluation, score_and_store
 
     predictions = options.pop("predictions", None)
     judge = options.pop("judge", None)
-    plan = prepare_evaluation.fn(settings, options.pop("release"), options.pop("model", None),
+    plan = prepare_evaluation(settings, options.pop("release"), options.pop("model", None),
                                  options.pop("strategy", None), predictions, None, **options)
-    collected = gather_answers.fn(settings, plan)
-    result = score_and_store.fn(settings, plan, collected, None, judge)
+    collected = gather_answers(settings, plan)
+    result = score_and_store(settings, plan, collected, None, judge)
     return plan, collected, result
 
 

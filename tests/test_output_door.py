@@ -168,7 +168,8 @@ OWN_FOLDERS = {
     "storage/catalog.py": "the catalog's own database file",
     "storage/catalog_file.py": "the catalog's own lock file",
     "flows/server.py": "the Prefect home's server state and log",
-    "flows/warm.py": "the Prefect home's warm-process log, and the fork's own stdout/stderr",
+    "flows/warm.py": "the Prefect home's warm-process log",
+    "flows/warm_process.py": "the fork's own stdout/stderr",
     "flows/prefect_database.py": "the Prefect home's database template",
     "annotation_ui/limits.py": "the app's own login-throttling state",
 }

@@ -97,13 +97,14 @@ def test_a_kept_server_serves_later_commands_and_stops(tmp_path: Path, prefect_t
 
 
 def test_a_state_file_left_by_a_dead_server_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from flows import runtime, server, warm
+    from flows import runtime, server
+    from flows.home import STATE_FILE
 
     home = tmp_path / "prefect-home"
     home.mkdir()
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (home / warm.STATE_FILE).write_text(json.dumps({"pid": dead.pid, "url": "http://127.0.0.1:9/api"}))
+    (home / STATE_FILE).write_text(json.dumps({"pid": dead.pid, "url": "http://127.0.0.1:9/api"}))
     monkeypatch.setenv("PREFECT_HOME", str(home))
     # set, then removed: so teardown restores the variable as it was (absent), whatever prepare_prefect writes
     monkeypatch.setenv("PREFECT_API_URL", "restored at teardown")
@@ -111,7 +112,7 @@ def test_a_state_file_left_by_a_dead_server_is_ignored(tmp_path: Path, monkeypat
     assert server.recorded() is None
     runtime.prepare_prefect(None)
     assert "PREFECT_API_URL" not in os.environ  # a temporary server per flow, as without one
-    (home / warm.STATE_FILE).write_text(json.dumps({"pid": os.getpid(), "url": "http://127.0.0.1:9/api"}))
+    (home / STATE_FILE).write_text(json.dumps({"pid": os.getpid(), "url": "http://127.0.0.1:9/api"}))
     runtime.prepare_prefect(None)
     assert os.environ["PREFECT_API_URL"] == "http://127.0.0.1:9/api"  # a live process: its server is used
 
@@ -172,10 +173,38 @@ def _check_the_warm_process(tmp_path: Path, home: Path, code: Path, warm: dict[s
 
 
 def test_messages_that_arrive_in_one_read_are_read_one_by_one() -> None:
-    from flows import warm
+    from flows import warm_messages
 
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        theirs.sendall(b"".join(warm._HEADER.pack(len(body)) + body for body in (b'{"pid": 7}', b'{"exit": 3}')))
-        messages = warm._Reader(ours)
+        theirs.sendall(b"".join(warm_messages.HEADER.pack(len(body)) + body
+                                for body in (b'{"pid": 7}', b'{"exit": 3}')))
+        messages = warm_messages.Reader(ours)
         assert (messages.next(), messages.next()) == ({"pid": 7}, {"exit": 3})
+
+
+def test_the_warm_process_refuses_to_fork_while_another_thread_runs() -> None:
+    """A fork copies every lock as it is, held or not, and none of the threads that would release them: while another
+    thread runs the request is refused (before the go-ahead, so the command runs itself) and the log says why."""
+    import threading
+
+    from flows import warm, warm_process
+    from flows.home import QUIET_DEFAULTS
+
+    facts = json.loads(json.dumps(warm.process_facts()))
+    request = {"argv": ["runs"], "env": dict(os.environ), "process": facts}
+    started_with = warm_process._prefect_variables({**QUIET_DEFAULTS, **os.environ})
+    done = threading.Event()
+    other = threading.Thread(target=done.wait, name="a-thread-of-its-own", daemon=True)
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        other.start()
+        try:
+            refusal = warm_process._refusal(ours, request, started_with, facts, {})
+        finally:
+            done.set()
+            other.join()
+        assert refusal is not None and refusal.startswith("another thread runs in the warm process")
+        assert "a-thread-of-its-own" in refusal
+        # the thread gone, it is not named again (the test's own process may run others)
+        assert "a-thread-of-its-own" not in (warm_process._refusal(ours, request, started_with, facts, {}) or "")

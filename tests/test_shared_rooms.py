@@ -1,4 +1,4 @@
-"""The shared rooms name no benchmark (docs/adding-a-benchmark.md): they ask the registry (tasks/benchmark.py).
+"""The shared rooms name no benchmark (docs/adding-a-benchmark.md): they ask the registry (tasks.benchmark.get).
 
 A file under a shared room breaks the rule when it imports a benchmark's folder (``tasks.<name>``), has an
 identifier made of a benchmark's name (``PROGRESS``, ``explore_items``, ``freeze_progress_releases``), or a string
@@ -84,7 +84,7 @@ def test_the_shared_rooms_name_no_benchmark_beyond_the_shrinking_allow_list():
         allowed, why = ALLOWED.get(name, (0, ""))
         if len(found) > allowed:
             problems.append(f"{name} names a benchmark {len(found)} times (allowed {allowed}); ask the registry "
-                            f"(tasks/benchmark.py) instead:\n    " + "\n    ".join(found))
+                            f"(tasks.benchmark.get) instead:\n    " + "\n    ".join(found))
         elif len(found) < allowed:
             problems.append(f"{name}: {len(found)} left of the {allowed} allowed ({why}); lower its count in "
                             f"ALLOWED, or remove the entry at 0")

@@ -276,7 +276,8 @@ OWN_READS = {
     ("tasks/webplan/importers.py", "pq.read_table"): "GUIAct's images table, by name from SourceFolder.by_name",
     ("flows/runners.py", "read_text"): "the Dask settings file the configuration names",
 }
-OWN_ROOMS = {"flows/server.py": "the Prefect home's server state", "flows/warm.py": "the warm process's own state",
+OWN_ROOMS = {"flows/server.py": "the Prefect home's server state", "flows/home.py": "the Prefect home's server state",
+             "flows/warm.py": "the warm process's own state", "flows/warm_process.py": "the warm process's own state",
              "tasks/sources/door.py": "the door itself"}
 
 
@@ -326,8 +327,10 @@ def test_the_read_guard_sees_a_raw_read() -> None:
 
 def test_every_registered_importer_room_is_guarded() -> None:
     guarded = {path.parent for path in _reader_sources()}
-    rooms = {ROOT.joinpath(*target.split(":")[0].split(".")[:-1]) for target in benchmark.PLUGINS.values()}
-    assert "toy" in benchmark.PLUGINS and rooms <= guarded, rooms - guarded
+    from schemas import registry
+
+    rooms = {ROOT.joinpath(*target.split(":")[0].split(".")[:-1]) for target in registry.targets().values()}
+    assert "toy" in registry.targets() and rooms <= guarded, rooms - guarded
 
 
 def test_an_empty_answer_after_a_real_one_is_a_second_answer_not_an_unanswered_item(tmp_path: Path) -> None:

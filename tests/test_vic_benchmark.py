@@ -47,10 +47,10 @@ def vic_release(settings: Settings, tasks: tuple[str, ...] = ("maze",), count: i
 
 
 def evaluate(settings: Settings, release: str, model: str, strategy: str, **options: Any) -> Any:
-    from tasks.evaluate.tasks import gather_answers, prepare_evaluation, score_and_store
+    from tasks.evaluate.engine import gather_answers, prepare_evaluation, score_and_store
 
-    plan = prepare_evaluation.fn(settings, release, model, strategy, None, None, options=options)
-    return score_and_store.fn(settings, plan, gather_answers.fn(settings, plan), None, None)
+    plan = prepare_evaluation(settings, release, model, strategy, None, None, options=options)
+    return score_and_store(settings, plan, gather_answers(settings, plan), None, None)
 
 
 def test_the_build_stores_verified_candidates_with_a_recheck_item_and_quarantines_what_fails(settings,

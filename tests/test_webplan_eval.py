@@ -149,10 +149,10 @@ def _release(settings: Settings) -> str:
 
 def _evaluate(settings: Settings, release: str, model: str | None, strategy: str, predictions: str | None = None,
               **options: Any) -> Any:
-    from tasks.evaluate.tasks import gather_answers, prepare_evaluation, score_and_store
+    from tasks.evaluate.engine import gather_answers, prepare_evaluation, score_and_store
 
-    plan = prepare_evaluation.fn(settings, release, model, strategy, predictions, None, options=options)
-    return score_and_store.fn(settings, plan, gather_answers.fn(settings, plan), None, None)
+    plan = prepare_evaluation(settings, release, model, strategy, predictions, None, options=options)
+    return score_and_store(settings, plan, gather_answers(settings, plan), None, None)
 
 
 def test_baselines_end_to_end(settings: Settings) -> None:
@@ -230,7 +230,7 @@ def test_the_verification_view_shows_everything_escaped() -> None:
 
 
 def test_the_judge_reads_what_the_rules_cannot_and_unclear_counts_as_wrong(settings: Settings) -> None:
-    from tasks.evaluate.tasks import gather_answers, prepare_evaluation, score_and_store
+    from tasks.evaluate.engine import gather_answers, prepare_evaluation, score_and_store
     from tests.chat_server import ScriptedChatServer
 
     tag = _release(settings)
@@ -244,9 +244,9 @@ def test_the_judge_reads_what_the_rules_cannot_and_unclear_counts_as_wrong(setti
 
     with ScriptedChatServer() as server:
         server.script(("call", reply))
-        plan = prepare_evaluation.fn(settings, tag, f"openai:m?base_url={server.url}", "instruct", None, None,
+        plan = prepare_evaluation(settings, tag, f"openai:m?base_url={server.url}", "instruct", None, None,
                                      judge_fallback=True)
-        result = score_and_store.fn(settings, plan, gather_answers.fn(settings, plan), None,
+        result = score_and_store(settings, plan, gather_answers(settings, plan), None,
                                     f"openai:judge?base_url={server.url}")
     assert result.counts["judged"] == 1 and result.counts["unparsed"] == 5
     assert result.metrics["edge"] == 100 and result.metrics["temporal"] == 0 and result.metrics["future"] == 0

@@ -55,6 +55,7 @@ PLUGIN = BenchmarkPlugin(
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
     harness="tasks.explore.harness:HARNESS",
     kit="tasks.explore.kit:KIT",
+    order=2,
     stages=STAGES,
     build_options=ExploreBuildOptions,
     cli="tasks.explore.cli:build_command",

@@ -50,7 +50,7 @@ def extract_units(settings: Settings, context: BuildContext) -> list[str]:
 def _clips_folder(context: BuildContext) -> str:
     """The folder the options name, else the sample world's head-camera clips, rendered where missing (not by a
     backfill or a share of a fanned-out stage: the clips exist)."""
-    from tasks.sources.tasks import render_sample_world
+    from tasks.sources.sample_world import render_sample_world
 
     options = context.options
     if options.clips_dir is not None:

@@ -47,6 +47,7 @@ PLUGIN = BenchmarkPlugin(
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
     harness="tasks.progress.harness:HARNESS",
     kit="tasks.progress.kit:KIT",
+    order=1,
     stages=STAGES,
     build_options=ProgressBuildOptions,
     cli="tasks.progress.cli:build_command",

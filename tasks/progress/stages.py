@@ -70,7 +70,7 @@ def progress_units(settings: Settings, context: BuildContext) -> list[str]:
 def _episodes_folder(context: BuildContext) -> str:
     """The folder the options name, else the bundled sample world, rendered where missing (a backfill, or a
     share of a fanned-out stage, renders none: the episodes exist)."""
-    from tasks.sources.tasks import render_sample_world
+    from tasks.sources.sample_world import render_sample_world
 
     options: ProgressBuildOptions = context.options
     if options.episodes_dir is not None:
@@ -100,17 +100,17 @@ def import_progress_published(settings: Settings, context: BuildContext) -> dict
 
 
 def publish_release(settings: Settings, tag: str) -> dict[str, Any]:
-    """Statistics of a frozen release: a markdown artifact on the flow run and a PNG chart beside the exports."""
-    from prefect.artifacts import create_markdown_artifact
-
+    """Statistics of a frozen release: a PNG chart beside the exports, and the tables as Markdown (``artifact``, which
+    the flow shows on its run)."""
     from tasks.progress.stats import plot, stats_for_release, stats_png_path
 
     stats = stats_for_release(open_storage(settings).catalog, tag)
     png = plot(stats, stats_png_path(Path(settings.export.folder), tag), tag)
-    create_markdown_artifact(key=re.sub(r"[^a-z0-9-]", "-", f"stats-{tag}".lower()),
-                             markdown=f"# {tag}\n\n{stats.markdown()}\n\nChart: `{png}`",
-                             description=f"PROGRESS-BENCH statistics of {tag}")
-    return {"stats": {"samples": stats.total_samples, "trajectories": stats.total_trajectories, "chart": str(png)},
+    artifact = {"key": re.sub(r"[^a-z0-9-]", "-", f"stats-{tag}".lower()),
+                "markdown": f"# {tag}\n\n{stats.markdown()}\n\nChart: `{png}`",
+                "description": f"PROGRESS-BENCH statistics of {tag}"}
+    return {"artifact": artifact,
+            "stats": {"samples": stats.total_samples, "trajectories": stats.total_trajectories, "chart": str(png)},
             "notes": [f"{stats.total_samples} samples from {stats.total_trajectories} "
                       f"{'trajectory' if stats.total_trajectories == 1 else 'trajectories'}; chart {png} "
                       f"(benchwright stats {tag})"]}

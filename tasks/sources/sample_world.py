@@ -548,3 +548,11 @@ def render_missing_episode(folder: Path, index: int, seed: int, cameras: tuple[s
     return True
 
 
+
+
+def render_sample_world(folder: str, episodes: int, seed: int, cameras: tuple[str, ...], size: tuple[int, int],
+                        task_types: tuple[str, ...] = TASK_TYPES) -> int:
+    """Render the episodes missing from ``folder`` (a rerun renders nothing), cycling through ``task_types``;
+    returns how many were rendered."""
+    target = Path(folder)
+    return sum(render_missing_episode(target, index, seed, cameras, size, task_types) for index in range(episodes))

@@ -30,6 +30,7 @@ PLUGIN = BenchmarkPlugin(
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
     harness="tasks.vic.harness:HARNESS",
     kit="tasks.vic.kit:KIT",
+    order=3,
     stages=STAGES,
     build_options=VicBuildOptions,
     # the main job's demo: a few instances per task (the paper's 250 are `benchwright build vic`'s default)

@@ -33,6 +33,7 @@ PLUGIN = BenchmarkPlugin(
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
     harness="tasks.webplan.harness:HARNESS",
     kit="tasks.webplan.kit:KIT",
+    order=4,
     stages=STAGES,
     build_options=WebplanBuildOptions,
     # the main job's demo: one MiniWob++ episode per expert task, one edge case per form task, one future-state

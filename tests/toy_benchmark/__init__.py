@@ -11,14 +11,10 @@ from contextlib import contextmanager
 @contextmanager
 def registered() -> Iterator[None]:
     """The toy benchmark in the registry while the block runs; the registry as it was afterwards."""
-    from tasks import benchmark
+    from schemas import registry
 
-    before = dict(benchmark.PLUGINS)
-    benchmark.register("toy", "tests.toy_benchmark.plugin:PLUGIN")
+    registry.register("toy", "tests.toy_benchmark.plugin:PLUGIN")
     try:
         yield
     finally:
-        benchmark.PLUGINS.clear()
-        benchmark.PLUGINS.update(before)
-        benchmark.register("toy", "tests.toy_benchmark.plugin:PLUGIN")  # drops the loaded plugin
-        benchmark.PLUGINS.pop("toy")
+        registry.forget("toy")

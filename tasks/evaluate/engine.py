@@ -10,9 +10,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from prefect import task
-from prefect.cache_policies import NONE
-
 from schemas import EvaluationRun, MetricRow, Prediction, Status, make_record
 from schemas.config import Settings
 from schemas.releases import ReleaseManifest
@@ -52,7 +49,6 @@ class EvaluationPlan:
     predictions_sha256: str | None = None  # the answers file's content the run key names
 
 
-@task(name="prepare-evaluation", cache_policy=NONE)
 def prepare_evaluation(settings: Settings, release: str, model: str | None, strategy: str | None = None,
                        predictions: str | None = None, limit: int | None = None, concurrency: int | None = None,
                        options: dict[str, Any] | None = None, judge_fallback: bool = False,
@@ -94,7 +90,6 @@ def _listed(keyed: list[tuple[int, str]], shown: int = 10) -> str:
     return listed + (f" and {len(keyed) - shown:,} more" if len(keyed) > shown else "")
 
 
-@task(name="ask-model", cache_policy=NONE)
 def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool = False) -> Collected:
     """The model's answers (cached ones first; fresh ones cached as they arrive), or the file's."""
     storage = open_storage(settings)
@@ -134,7 +129,6 @@ class EvaluationResult:
     predictions: list[dict[str, Any]] = field(default_factory=list)  # the stored predictions' payloads
 
 
-@task(name="score-evaluation", cache_policy=NONE)
 def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collected, run_id: str | None = None,
                     judge: str | None = None, report_dir: str | None = None) -> EvaluationResult:
     """Parse (rules, then the judge), score with the papers' metrics, and store predictions, metric rows and the
@@ -244,12 +238,10 @@ def report_folder(settings: Settings, plan: EvaluationPlan) -> Path:
             / f"{safe}-{plan.key[:8]}")
 
 
-@task(name="evaluation-report", cache_policy=NONE)
 def report_evaluation(settings: Settings, plan: EvaluationPlan, result: EvaluationResult,
                       out_dir: str | None = None) -> dict[str, str]:
-    """Markdown and HTML with the papers' tables and the plots, and the same Markdown as a Prefect artifact."""
-    from prefect.artifacts import create_markdown_artifact
-
+    """Markdown and HTML with the papers' tables and the plots; the Markdown itself under ``artifact`` (the flow
+    shows it as a Prefect artifact)."""
     from tasks.evaluate import report
 
     folder = Path(out_dir) if out_dir else report_folder(settings, plan)
@@ -271,7 +263,7 @@ def report_evaluation(settings: Settings, plan: EvaluationPlan, result: Evaluati
     md, html_path, markdown = report.write_report(folder, title=f"{plan.label} on {plan.manifest.tag}",
                                                   summary=summary, tables=tables, plots=plots,
                                                   problems=result.problems)
-    create_markdown_artifact(key=re.sub(r"[^a-z0-9-]", "-", f"eval-{plan.key[:16]}"), markdown=markdown,
-                             description=f"{plan.label} on {plan.manifest.tag}")
+    artifact = {"key": re.sub(r"[^a-z0-9-]", "-", f"eval-{plan.key[:16]}"), "markdown": markdown,
+                "description": f"{plan.label} on {plan.manifest.tag}"}
     return {"markdown": str(md), "html": str(html_path), "predictions": str(answers),
-            **{p.stem: str(p) for p in plots}}
+            **{p.stem: str(p) for p in plots}, "artifact": artifact}

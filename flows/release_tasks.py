@@ -1,4 +1,4 @@
-"""Thin Prefect tasks over the storage room: verify and export releases.
+"""Thin Prefect tasks over the storage room: verify and export releases (Prefect lives in flows/).
 
 Tasks receive the ``Settings`` and open storage themselves, so they run the same in-process, on a worker or on
 another machine pointed at the same catalog and object store.

@@ -1,0 +1,220 @@
+"""The warm process's side (see ``flows.warm`` for what it is for): import what commands import, then run each
+command that connects in a fork of itself. Started by ``benchwright server start`` as
+``python -m flows.warm_process SOCKET``.
+
+Imports only the standard library and flows modules that do too at module level: a build's worker processes
+import the script their parent was started from, which in a fork is this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from flows.home import QUIET_DEFAULTS
+from flows.warm import ROOT, WARM_MODULE, process_facts
+from flows.warm_messages import FORWARDED, HANDSHAKE_TIMEOUT_S, Reader, check_peer, send
+
+# Prefect variables that may differ from the warm process's: the server's address is read again by the fork
+# (flows.runtime.prepare_prefect refreshes Prefect's settings), and the home is where the socket was found.
+_REREAD = {"PREFECT_API_URL", "PREFECT_HOME"}
+
+
+def serve(path: Path) -> None:
+    """Import what commands import, then run each command that connects in a fork. Does not return."""
+    started_with = _prefect_variables({**QUIET_DEFAULTS, **os.environ})
+    facts = json.loads(json.dumps(process_facts()))  # as a request carries them (tuples become lists)
+    modules = _warm_up()
+    listener = _listen(path)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # forks are reaped by the kernel: their status goes to the command
+    print(f"warm: pid {os.getpid()}, {len(modules)} project files watched, listening on {path}", flush=True)
+    while True:
+        connection, _ = listener.accept()
+        connection.settimeout(HANDSHAKE_TIMEOUT_S)
+        messages = Reader(connection, with_fds=True)
+        try:
+            request = messages.next()
+            refusal = _refusal(connection, request, started_with, facts, modules)
+            if refusal is None:
+                send(connection, {"ready": True})
+                messages.next()  # the go-ahead: the command will not run itself now
+        except (OSError, ValueError, KeyError) as error:
+            print(f"warm: a request fell through: {error!r}", flush=True)
+            _close_all(connection, messages.fds)
+            continue
+        if refusal is not None:
+            print(f"warm: refused {request.get('argv')}: {refusal}", flush=True)
+            _close_all(connection, messages.fds, reply={"refused": refusal})
+            if refusal.startswith("project code changed"):
+                listener.close()
+                os.execv(sys.executable, [sys.executable, "-m", WARM_MODULE, str(path)])  # start over, fresh
+            continue
+        # no other thread runs (_refusal saw to it, and only a thread starts one): the fork copies no held lock
+        if os.fork() == 0:
+            listener.close()
+            _supervise(connection, request, messages.fds)  # the command's fork ends in SystemExit
+        _close_all(connection, messages.fds)
+
+
+def _listen(path: Path) -> socket.socket:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    binding = path.with_name(f"{path.name}.{os.getpid()}")
+    binding.unlink(missing_ok=True)
+    listener.bind(str(binding))
+    os.chmod(binding, 0o600)
+    listener.listen(64)
+    binding.replace(path)  # where commands look only once it listens
+    return listener
+
+
+def _warm_up() -> dict[str, Any]:
+    """Import what a command imports (Prefect, the flows, every benchmark's plugin); the project's files imported,
+    with their modification times, and the folders they came from and the installed packages' folder, with what they
+    hold, to notice an edit. A file changed while it was being imported counts as changed."""
+    import sysconfig
+
+    from flows.runtime import prepare_prefect
+
+    began = time.time()
+    prepare_prefect(None)
+    import prefect.flow_engine
+    import prefect.task_engine
+
+    import flows.build
+    import flows.cli
+    import flows.evaluate
+    import flows.main_job
+    from tasks import benchmark
+
+    benchmark.plugins()
+    del flows, prefect
+    files = [Path(f) for f in (getattr(m, "__file__", None) for m in list(sys.modules.values())) if f]
+    ours = [f for f in files if f.is_relative_to(ROOT) and ".venv" not in f.parts and f.exists()]
+    watched: dict[str, Any] = {str(f): (f.stat().st_mtime if f.stat().st_mtime < began else -1.0) for f in ours}
+    for folder in {*(f.parent for f in ours), Path(sysconfig.get_paths()["purelib"])}:
+        watched[str(folder)] = _listing(str(folder))
+    return watched
+
+
+def _listing(folder: str) -> list[str] | None:
+    """What a folder holds, bytecode caches left out: a module or package added or removed changes it, Python
+    writing a ``__pycache__`` (a folder's modification time) does not."""
+    try:
+        return sorted(name for name in os.listdir(folder) if name != "__pycache__" and not name.endswith(".pyc"))
+    except OSError:
+        return None
+
+
+def _prefect_variables(environment: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in environment.items() if k.startswith("PREFECT_") and k not in _REREAD}
+
+
+def _refusal(connection: socket.socket, request: dict[str, Any], started_with: dict[str, str],
+             facts: dict[str, Any], modules: dict[str, Any]) -> str | None:
+    check_peer(connection)
+    if _prefect_variables({**QUIET_DEFAULTS, **request["env"]}) != started_with:
+        return "its PREFECT_ variables differ from the warm process's"
+    differing = [name for name, value in facts.items() if name != "umask" and value != request["process"].get(name)]
+    if differing:
+        return f"its process differs from the warm process in: {', '.join(differing)}"
+    for path, seen in modules.items():
+        if isinstance(seen, list):
+            changed = _listing(path) != seen
+        else:
+            try:
+                changed = os.stat(path).st_mtime != seen
+            except OSError:
+                changed = True
+        if changed:
+            return f"project code changed since the warm process imported it ({path})"
+    others = _other_threads()
+    if others:  # a fork would copy their locks as they are, held or not, with no thread left to release them
+        return f"another thread runs in the warm process, where a fork could deadlock ({', '.join(others)})"
+    return None
+
+
+def _other_threads() -> list[str]:
+    """The threads running besides this one (the warm process starts none; an import that did would show here)."""
+    return [thread.name for thread in threading.enumerate() if thread is not threading.current_thread()]
+
+
+def _supervise(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
+    """In a fork: fork the command and report its pid, then its exit status once it has ended, as a shell reports
+    it (128 + the signal that ended it)."""
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    command = os.fork()
+    if command == 0:
+        connection.close()
+        _run_command(request, fds)
+    try:
+        for fd in fds:
+            os.close(fd)
+        connection.settimeout(None)
+        print(f"warm: pid {command} runs benchwright {' '.join(request['argv'])} in {request['cwd']}", flush=True)
+        send(connection, {"pid": command})
+        _, wait_status = os.waitpid(command, 0)
+        code = os.waitstatus_to_exitcode(wait_status)
+        send(connection, {"exit": code if code >= 0 else 128 - code})
+    finally:
+        os._exit(0)  # a bare fork of the warm process: nothing of its own to tidy up
+
+
+def _run_command(request: dict[str, Any], fds: list[int]) -> None:
+    """In the command's fork: become the command (its descriptors, umask, folder, environment, arguments, its own
+    process group for the signals passed on) and run it; ends in SystemExit, with the command's status."""
+    os.setsid()
+    for signum in FORWARDED:  # as a new process has them
+        signal.signal(signum, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    for target, fd in zip((0, 1, 2), fds, strict=True):
+        os.dup2(fd, target)
+        os.close(fd)
+    _reopen_standard_streams()
+    os.umask(request["process"]["umask"])
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    time.tzset()
+    sys.argv = [request.get("argv0") or "benchwright", *request["argv"]]
+    from prefect.logging.configuration import setup_logging
+    from rich.console import Console
+
+    import flows.cli
+    from flows.last_resort import reported
+
+    setup_logging(incremental=False)  # Prefect's console handler on this stderr, not the warm log
+    flows.cli.console, flows.cli.err = Console(), Console(stderr=True)  # the terminal's colours and width
+    reported(lambda: flows.cli.app(args=request["argv"], prog_name="benchwright"))
+
+
+def _reopen_standard_streams() -> None:
+    """Python's stdin/stdout/stderr objects as the command would have made them for its descriptors: line-buffered
+    on a terminal, block-buffered otherwise."""
+    sys.stdin = open(0, encoding="utf-8", closefd=False)  # noqa: SIM115 - lives with the process
+    sys.stdout = open(1, "w", encoding="utf-8", closefd=False, buffering=-1)  # noqa: SIM115
+    if os.isatty(1):
+        sys.stdout.reconfigure(line_buffering=True)
+    sys.stderr = open(2, "w", encoding="utf-8", closefd=False, errors="backslashreplace")  # noqa: SIM115
+    sys.stderr.reconfigure(line_buffering=True)
+
+
+def _close_all(connection: socket.socket, fds: list[int], reply: dict[str, Any] | None = None) -> None:
+    if reply is not None:
+        with contextlib.suppress(OSError):
+            send(connection, reply)
+    for fd in fds:
+        os.close(fd)
+    fds.clear()
+    connection.close()
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]))
