@@ -104,6 +104,8 @@ def connection_to(path: Path) -> duckdb.DuckDBPyConnection:
         try:
             host.execute(f"ATTACH '{quoted}' AS {hold.alias}")
         except duckdb.IOException as error:  # not a DuckDB file, a device, no room: the configuration's problem
+            if "lock" in str(error).lower():  # another program holds it: the caller waits (CatalogLockedError)
+                raise
             raise CatalogUnusable(f"[catalog] path {path} cannot be opened as a catalog: "
                                   f"{str(error).splitlines()[0][:300]}") from None
         hold.attached = True
