@@ -159,7 +159,7 @@ def admin_tab(app: App, blocks: Any) -> None:
 
         rows = [[q, row["done"], row["remaining"]] for q, row in report["queues"].items()]
         rates = [[name, count, "n/a" if rate is None else rate] for name, count, rate in report["throughput"]]
-        kappas = [[q, number(a["percent"]), number(a["fleiss"]), a["fleiss_items"],
+        kappas = [[q, "n/a" if a["percent"] is None else f"{a['percent']:.0%}", number(a["fleiss"]), a["fleiss_items"],
                    "; ".join(f"{pair}: {number(kappa)} ({n})" for pair, (n, kappa) in a["cohen"].items())]
                   for q, a in report["agreement"].items()]
         return rows, rates, kappas, _lockout_lines(app.lockouts(request)), *_conflict(app, request, None)

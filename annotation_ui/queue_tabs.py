@@ -9,6 +9,7 @@ notice under the verdict buttons, the table's under the table's own buttons.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -131,11 +132,18 @@ def _pictures(app: App, pictures: list[Picture]) -> str:
     """A view's images at one zoom, wrapping onto further rows, the zoom chosen so they fit a 1440 x 900 window
     (``views.default_zoom``). Each image is linked by its hash (the app's cached route), not inlined: a page redraw
     sends no image bytes, and one the browser has seen comes from its cache."""
-    if not pictures:
-        return ""
-    zoom = default_zoom([size_and_type(p.data)[:2] for p in pictures])
-    return zoomable([frame(p.data, p.caption, zoom, p.boxes, source=app.image_source(p.data)) for p in pictures],
-                    zoom, box_toggle=any(p.boxes is not None for p in pictures))
+    images, others = [], []
+    for picture in pictures:  # a record's blobs may hold a video or a file no browser draws as an image
+        try:
+            images.append((picture, size_and_type(picture.data)[:2]))
+        except Exception:  # Pillow's many kinds of "not an image"
+            others.append(f"{escaped(picture.caption)} ({len(picture.data):,} bytes, not an image: not shown)")
+    note = f"<p><small>{'; '.join(others)}</small></p>" if others else ""
+    if not images:
+        return note
+    zoom = default_zoom([size for _, size in images])
+    return zoomable([frame(p.data, p.caption, zoom, p.boxes, source=app.image_source(p.data)) for p, _ in images],
+                    zoom, box_toggle=any(p.boxes is not None for p, _ in images)) + note
 
 
 def drawn(app: App, data: dict[str, Any], *, with_table: bool = False) -> tuple[str, str, Any]:
@@ -144,11 +152,18 @@ def drawn(app: App, data: dict[str, Any], *, with_table: bool = False) -> tuple[
     table, read-only, below the text. A record no view draws is shown as stored, with every image."""
     view = view_of(data["queue"]) if data["queue"] != RECHECK else view_for_kind(data["target_kind"])
     line = item_line(data["item_id"], data["target_id"], data["target_kind"])
+    if view is not None:
+        try:
+            text, images = view.render(data, app.image)
+        except Exception as error:  # one record its view cannot draw must not trap whoever holds it
+            logging.getLogger("annotation_ui").warning("the %s view cannot draw %s: %s", data["queue"],
+                                                       data["target_id"], error)
+            view, line = None, line + (f"<p><b>This record cannot be drawn by its view</b> "
+                                       f"({escaped(type(error).__name__)}); it is shown as stored.</p>")
     if view is None:
         shown = [Picture(role.replace("_", " "), found) for role, sha in data["images"].items()
                  if (found := app.image(sha)) is not None]
         return line + f"<p>{escaped(data['question'])}</p>", _pictures(app, shown), data["target"]
-    text, images = view.render(data, app.image)
     table = (table_html(view.table.columns, view.table.rows(data)) if with_table and view.table is not None
              else "")
     return line + text + table, _pictures(app, images), None

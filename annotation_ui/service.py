@@ -113,10 +113,24 @@ class App:
         item = self._item(item_id)
         if correction is not None:
             self._check_correction(item, correction)
-        target = self.work.content(item.payload["target_id"])
-        # what the view showed: the item and target versions (ids are content hashes), their images, the texts
-        return name, note, {**(shown or {}), "target": target.id, "images": {b.role: b.sha256 for b in target.blobs},
-                            "question": item.payload["question"], "suggestion": item.payload["suggestion"]}
+        # what the view showed: the item and target versions (ids are content hashes), every image as the page drew
+        # it (by caption: the view's gathered records' images too), the texts
+        return name, note, {**(shown or {}), "target": item.payload["target_id"],
+                            "images": self._drawn_images(item), "question": item.payload["question"],
+                            "suggestion": item.payload["suggestion"]}
+
+    def _drawn_images(self, item: Record) -> dict[str, str]:
+        """caption -> sha256 of every image the item's view draws (its stored images when no view draws it)."""
+        queue = item.payload["queue"]
+        seen = self._view(queue, item)
+        view = view_of(queue) if queue != RECHECK else view_for_kind(seen["target_kind"])
+        if view is None:
+            return dict(seen["images"])
+        try:
+            _, pictures = view.render(seen, self.image)
+        except Exception:  # drawn as stored instead (queue_tabs.drawn): those are the images it showed
+            return dict(seen["images"])
+        return {picture.caption: hashlib.sha256(picture.data).hexdigest() for picture in pictures}
 
     def _item(self, item_id: str) -> Any:
         """The review item of that id; a WorkError that says so for an unknown id or another kind of record (never

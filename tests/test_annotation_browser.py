@@ -111,7 +111,9 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
     assert catalog.get_record(items[2].id).status == Status.CANDIDATE  # reopened for ann1
     shown = next(d for d in catalog.find_records(kind="decision") if d.payload["item_id"] == items[0].id)
     assert shown.payload["shown"]["target"] == items[0].payload["target_id"]
-    assert shown.payload["shown"]["suggestion"]["task_goal"] == GOAL and shown.payload["shown"]["images"]
+    assert shown.payload["shown"]["suggestion"]["task_goal"] == GOAL
+    drawn = shown.payload["shown"]["images"]  # every image the screen drew, the original beside the edit included
+    assert len(drawn) >= 2 and any(caption.startswith("original") for caption in drawn)
 
 
 def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):

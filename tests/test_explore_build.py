@@ -238,3 +238,25 @@ def test_scene_corrections_reach_a_release_only_through_their_items_resolution(c
     work.undo("ann3", SCENE_QUEUE)  # an answer the adjudication settled is taken back: the item reopens
     assert apply_scene_corrections(settings, None)["withdrawn"] == 1
     assert catalog.get_record(human.id).status == Status.REJECTED
+
+
+def test_an_instance_rejected_on_recheck_leaves_the_next_release_with_its_scene(clips, storage):
+    from schemas.config import BlobSettings
+    from storage.releases import load_release
+    from tasks.explore.stages import freeze_explore_release
+    from tasks.review import apply_unattended_policy
+
+    _build(clips, storage)
+    catalog = storage.catalog
+    apply_unattended_policy(catalog, SCENE_QUEUE)
+    settings = Settings(catalog=catalog_settings(catalog), blobs=BlobSettings(uri=f"file://{storage.blobs.root}"))
+    first = load_release(catalog, freeze_explore_release(settings, "t", {}))
+    instances = [e.id for e in first.records if e.kind == "explore_instance"]
+    catalog.set_status(instances[:1], Status.REJECTED, reason="rejected on recheck", actor="ann1")
+    second = load_release(catalog, freeze_explore_release(settings, "t", {}))
+    kept = {e.id for e in second.records}
+    scenes = catalog.get_records([e.id for e in second.records if e.kind == "scene"])
+    assert instances[0] not in kept and set(instances[1:]) <= kept
+    assert all(scene.payload["instance_id"] in kept for scene in scenes) and len(scenes) == len(instances) - 1
+    catalog.set_status(instances[1:], Status.REJECTED, reason="rejected on recheck", actor="ann1")
+    assert freeze_explore_release(settings, "t", {}) is None  # nothing left: no empty version

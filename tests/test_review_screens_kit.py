@@ -59,3 +59,20 @@ def test_the_recheck_queue_finds_the_view_of_a_records_kind():
     assert view_for_kind("webplan_instance").title == "Web planning verification"
     assert view_for_kind("scene").title == view_for_kind("explore_instance").title == "Scene correction"
     assert view_for_kind("benchmark_item") is None  # shown as stored
+
+
+def test_a_blob_that_is_no_image_is_named_not_drawn():
+    """A released trajectory's video in the Recheck tab: its screen is drawn, the video named, not decoded."""
+    from annotation_ui.queue_tabs import _pictures
+    from tasks.benchmark import Picture
+    from tests.conftest import solid_png
+
+    class Cached:
+        @staticmethod
+        def image_source(data: bytes) -> str:
+            return "/api/v1/blob/x"
+
+    video = b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 64
+    drawn = _pictures(Cached(), [Picture("video", video), Picture("first frame", solid_png(40))])
+    assert f"video ({len(video)} bytes, not an image: not shown)" in drawn and "first frame" in drawn
+    assert _pictures(Cached(), [Picture("video", video)]).count("not an image") == 1

@@ -282,9 +282,11 @@ def freeze_explore_release(settings: Settings, prefix: str, params: dict[str, An
     storage = open_storage(settings)
     catalog = storage.catalog
     scenes = final_scenes(catalog)
+    instances = {r.id: r for r in catalog.get_records(sorted(scenes)) if r.status == Status.ACCEPTED}
+    scenes = {instance: scene for instance, scene in scenes.items() if instance in instances}  # a rejected
+    # instance (a recheck said no) takes its scene with it
     if not scenes:
         return None
-    instances = {r.id: r for r in catalog.get_records(sorted(scenes))}
     trajectories = {r.id: r for r in catalog.get_records(sorted({i.parents[0] for i in instances.values()}))}
     ids = [*scenes.values(), *instances.values(), *trajectories.values()]
     figures = []
