@@ -38,6 +38,7 @@ from tasks.resolving import (
     answer_of,
     answers_in_force,
     decisions_in_force,
+    in_conflict,
     resolution,
     settle,
 )
@@ -310,18 +311,8 @@ class Work:
             return changes[0][2]
 
     def conflicts(self) -> list[tuple[Record, dict[str, tuple[str, str, dict]]]]:
-        """Items whose answers disagree without a majority (or at all, with ``conflicts = "admin"``), waiting for
-        an admin, each with its answers (annotator -> (decision id, answer, correction)); oldest first."""
-        items = self.catalog.find_records(kind="review_item", status=Status.CANDIDATE)
-        answers = answers_in_force(self.catalog, [i.id for i in items])
-        waiting = []
-        for item in items:
-            given = answers.get(item.id, {})
-            settled = settle({name: answer for name, (_, answer, _) in given.items()},
-                             self.settings.overlap_of(item.payload["queue"]), self.settings.conflicts)
-            if settled.outcome == "conflict":
-                waiting.append((item, given))
-        return waiting
+        """Items waiting for an admin, with their answers (``tasks.resolving.in_conflict``)."""
+        return in_conflict(self.catalog, self.settings.overlap_of, self.settings.conflicts)
 
     def undo_last(self, annotator: str) -> Record | None:
         """Take back the annotator's newest answer (see ``undo``); returns its item, or None."""

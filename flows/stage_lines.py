@@ -39,6 +39,9 @@ def review_line(benchmark: str, stages: dict[str, dict[str, Any]], waiting: bool
         if waiting and queues:
             parts.append(f"{counted(sum(queues.values()), 'item')} await people ("
                          + ", ".join(f"{queue} {n}" for queue, n in sorted(queues.items())) + ")")
+        if review.get("in conflict"):
+            parts.append(f"{counted(review['in conflict'], 'item')} in conflict (answers that disagree), awaiting an "
+                         f"admin's adjudication")
     return f"{benchmark} review: " + "; ".join(parts)
 
 

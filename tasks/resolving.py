@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -144,6 +145,23 @@ def answers_in_force(catalog: Any, item_ids: list[str] | None = None, queue: str
             content = json.loads(correction) if isinstance(correction, str) else (correction or {})
             table.setdefault(item_id, {})[annotator] = (decision, answer_of(verdict, content), content)
     return table
+
+
+def in_conflict(catalog: Any, overlap_of: Callable[[str], int], conflicts: str = "majority",
+                benchmark: str | None = None) -> list[tuple[Record, dict[str, tuple[str, str, dict]]]]:
+    """The open items whose answers disagree without a majority (any disagreement, with ``conflicts = "admin"``):
+    each waits for an admin, with its answers (annotator -> (decision id, answer, correction)); oldest first.
+    ``overlap_of(queue)``: the answers an item of that queue needs."""
+    items = catalog.find_records(kind="review_item", status=Status.CANDIDATE, benchmark=benchmark)
+    answers = answers_in_force(catalog, [i.id for i in items])
+    waiting = []
+    for item in items:
+        given = answers.get(item.id, {})
+        settled = settle({name: answer for name, (_, answer, _) in given.items()},
+                         overlap_of(item.payload["queue"]), conflicts)
+        if settled.outcome == "conflict":
+            waiting.append((item, given))
+    return waiting
 
 
 def adjudications(catalog: Any, item_ids: list[str] | None = None) -> dict[str, Record]:

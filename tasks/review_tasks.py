@@ -22,6 +22,7 @@ def apply_review(settings: Settings, policy: str, wait_s: float = 0.0, benchmark
     people do, and the task waits up to ``wait_s`` seconds for their decisions before the flow goes on to release
     what is decided. Returns what was decided by the policy, what still awaits people (per queue), and how many
     released records people rejected on recheck (``rejected on recheck``: the next release leaves them out)."""
+    from tasks.resolving import in_conflict
     from tasks.review import apply_unattended_policy, open_counts, wait_for_decisions
 
     catalog = open_storage(settings).catalog
@@ -31,7 +32,9 @@ def apply_review(settings: Settings, policy: str, wait_s: float = 0.0, benchmark
     if wait_s > 0:
         wait_for_decisions(catalog, wait_s, benchmark=benchmark)
     waiting = open_counts(catalog, benchmark)
+    conflicts = in_conflict(catalog, settings.annotation.overlap_of, settings.annotation.conflicts, benchmark)
     return {"decided by policy": decided, "awaiting review": sum(waiting.values()), "queues": waiting,
+            "in conflict": len(conflicts),
             "rejected on recheck": len(rejected_on_recheck(catalog, benchmark))}
 
 

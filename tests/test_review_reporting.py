@@ -154,3 +154,20 @@ def test_a_refused_admin_call_is_one_log_line_without_a_traceback(running, caplo
         (logging.INFO, f"refused adjudicate for boss: item {item.id[:12]} is not in conflict: it waits for its "
                        "answers")]
     assert not [r for r in mine if r.exc_info] and "Traceback" not in caplog.text
+
+
+def test_the_review_stage_counts_items_in_conflict_apart_and_says_who_settles_them(released):
+    from flows.stage_lines import review_line
+    from schemas.config import AnnotationSettings
+    from tasks.review import decide
+    from tasks.review_tasks import apply_review
+
+    settings, storage, _, items = released
+    settings = settings.model_copy(update={"annotation": AnnotationSettings(overlap={"recheck": 2})})
+    decide(storage.catalog, items[0], annotator="ann1", verdict="reject", required_answers=2)
+    decide(storage.catalog, items[0], annotator="ann2", verdict="accept", required_answers=2)  # a 1-1 tie
+    counts = apply_review(settings, "wait", benchmark="explore")
+    assert counts["in conflict"] == 1 and counts["awaiting review"] == 4
+    said = review_line("explore", {"review": counts})
+    assert said.endswith("4 items await people (recheck 4); 1 item in conflict (answers that disagree), awaiting an "
+                         "admin's adjudication")
