@@ -56,18 +56,25 @@ def test_skip_visits_every_open_item_in_order_before_coming_round_again(tmp_path
     assert catalog.query("SELECT item_id FROM leases WHERE annotator = 'ann1'") == [(items[1].id,)]
 
 
+def scene_item(browser: Any, url: str) -> tuple[Any, Any, int]:
+    """ann1's page on a scene-correction item: (the page, its table, how many rows the item came with)."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page(viewport=WINDOW)
+    log_in(page, url, "ann1")
+    page.get_by_role("tab", name="Scene correction", exact=True).click()
+    page.locator(f"{SC}-next").click()
+    table = page.locator(f"{SC}-table")
+    expect(table.locator("[data-editable]").get_by_text("ball", exact=True).first).to_be_visible(timeout=30_000)
+    return page, table, table.locator("[role=row]").count() - 1  # the header is a row too
+
+
 def test_answers_to_buttons_show_beside_them_and_the_table_has_its_own_controls(tmp_path):
     from playwright.sync_api import expect
 
     settings = populated(tmp_path)
     with app_in_browser(settings) as (browser, url):
-        page = browser.new_page(viewport=WINDOW)
-        log_in(page, url, "ann1")
-        page.get_by_role("tab", name="Scene correction", exact=True).click()
-        page.locator(f"{SC}-next").click()
-        table = page.locator(f"{SC}-table")
-        expect(table.locator("[data-editable]").get_by_text("ball", exact=True).first).to_be_visible(timeout=30_000)
-        rows = table.locator("[role=row]").count() - 1  # the header is a row too
+        page, table, rows = scene_item(browser, url)
         page.locator(f"{SC}-correct").click()  # nothing edited: refused, beside the button
         notice = page.locator(f"{SC}-notice")
         expect(notice).to_contain_text("Not saved: the table is as shown", timeout=30_000)
@@ -97,13 +104,7 @@ def test_an_undone_correction_says_the_table_went_back_to_the_rows_it_came_with(
 
     settings = populated(tmp_path)
     with app_in_browser(settings) as (browser, url):
-        page = browser.new_page(viewport=WINDOW)
-        log_in(page, url, "ann1")
-        page.get_by_role("tab", name="Scene correction", exact=True).click()
-        page.locator(f"{SC}-next").click()
-        table = page.locator(f"{SC}-table")
-        expect(table.locator("[data-editable]").get_by_text("ball", exact=True).first).to_be_visible(timeout=30_000)
-        rows = table.locator("[role=row]").count() - 1  # the header is a row too
+        page, table, rows = scene_item(browser, url)
         edit_cell(page, "ball", "marble")
         page.locator(f"{SC}-correct").click()
         expect(page.locator(f"{SC}-progress")).to_contain_text("1 answered by you", timeout=30_000)
