@@ -54,6 +54,9 @@ class ImporterSample:
     whole_files: tuple[str, ...] = ()  # files a link out takes whole (their items with it)
     spared: tuple[str, ...] = ()  # of ``good``: the items outside ``tables`` and ``whole_files``
     stems: str = ""  # a folder whose items are named by file stem: a second file of the bad item's stem is refused
+    # whether the JSON file names the bad item's first image by its file name (its first mention is the bad item's):
+    # the kit then names files outside the source there instead, by ``..`` and by an absolute path
+    names_images: bool = False
 
 
 @dataclass(frozen=True)

@@ -212,7 +212,23 @@ def attacks_on(sample: ImporterSample) -> list[Attack]:
         found.append(("file-link-out", _link(file, "outside.json"), f"{file} file: ", spared))
     if sample.stems:
         found.append(("two-files-one-stem", _second_stem(sample.images[0]), "bad", None))
+    if sample.names_images:
+        data = sample.json_list or sample.json_lines
+        found += [("name-dot-dot", _renamed(data, sample.images[0], lambda secret: "../" * 12 + str(secret)[1:]),
+                   "outside the source root", None),
+                  ("name-absolute", _renamed(data, sample.images[0], str), "outside the source root", None)]
     return found
+
+
+def _renamed(file: str, image: str, outside: Callable[[Path], str]) -> Mutation:
+    """The data file's first mention of ``image`` (by its path in the source, else its name) replaced by a path to
+    the outside picture."""
+    def edit(src: Path, secret: Path) -> None:
+        text = (src / file).read_text()
+        named = image if image in text else Path(image).name
+        assert named in text
+        (src / file).write_text(text.replace(named, outside(secret / "outside.png"), 1))
+    return edit
 
 
 MATRIX = [(sample, *attack) for sample in _declared() for attack in attacks_on(sample)]
@@ -252,7 +268,8 @@ def test_an_empty_source_imports_nothing_and_says_nothing_went_wrong_with_a_trac
 def test_every_importer_faces_every_kind_of_attack() -> None:
     kinds = {attack for _, attack, *_ in MATRIX}
     assert {"nan", "1e400", "64-bit", "repeated-key", "not-utf8", "deep", "nul", "image-link-out", "image-truncated",
-            "image-empty", "image-bomb", "file-link-out", "table-corrupt", "two-files-one-stem"} <= kinds
+            "image-empty", "image-bomb", "file-link-out", "table-corrupt", "two-files-one-stem", "name-dot-dot",
+            "name-absolute"} <= kinds
     names = {sample.name for sample, *_ in MATRIX}
     assert {"progress-published", "explore-official", "vic-crowd", "vic-jigsaw-pool", "webplan-jsonl",
             "webplan-guiact", "toy-counts", "answers"} <= names

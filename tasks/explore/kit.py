@@ -52,4 +52,4 @@ def release(settings: Settings, work: Path) -> str:
 KIT = Kit(importers=(ImporterSample(
     name="explore-official", write=write_official, run=run_official, good=("keep", "also"),
     json_list="exp_anno_med.json", images=("images/bad-start.jpg",), whole_files=("exp_anno_med.json",),
-    spared=("keep",)),), release=release)
+    spared=("keep",), names_images=True),), release=release)

@@ -58,4 +58,5 @@ def release(settings: Settings, work: Path) -> str:
 
 KIT = Kit(importers=(ImporterSample(
     name="progress-published", write=write_published, run=run_published, good=("keep",),
-    json_lines="visual_same_view.jsonl", images=(f"{FRAMES}/bad/f1.png", f"{FRAMES}/bad/o1.png")),), release=release)
+    json_lines="visual_same_view.jsonl", images=(f"{FRAMES}/bad/f0.png", f"{FRAMES}/bad/o1.png"), names_images=True),),
+    release=release)

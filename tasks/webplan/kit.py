@@ -79,7 +79,7 @@ def release(settings: Settings, work: Path) -> str:
 
 KIT = Kit(importers=(
     ImporterSample(name="webplan-jsonl", write=write_jsonl, run=run_jsonl, good=("keep",),
-                   json_lines="trajectories.jsonl", images=("frames/bad.png",)),
+                   json_lines="trajectories.jsonl", images=("frames/bad.png",), names_images=True),
     ImporterSample(name="webplan-guiact", write=write_guiact, run=run_guiact, good=("keep", "also"),
                    json_list="test_data.json", tables=("test_images.parquet",), spared=("also",)),
 ), release=release)

@@ -42,4 +42,4 @@ def release(settings: Settings, work: Path) -> str:
 
 KIT = Kit(importers=(ImporterSample(name="toy-counts", write=write_counts, run=run_counts, good=("keep", "also"),
                                     json_list="counts.json", images=("bad.png",), whole_files=("counts.json",),
-                                    spared=()),), release=release)
+                                    spared=(), names_images=True),), release=release)
