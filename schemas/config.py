@@ -173,8 +173,8 @@ MODEL_ROLES = ("chat", "editor", "detector", "tagger", "embedder", "scorer")
 # Backend parameters whose range is known: (smallest, largest) allowed; every number must be finite.
 PARAM_RANGES: dict[str, tuple[float, float]] = {
     "max_concurrency": (1, 1024), "timeout_s": (0.001, 86_400), "max_retries": (0, 100), "malformed_retries": (0, 100),
-    "backoff_s": (0, 3_600), "batch_size": (1, 65_536), "top_k": (1, 10_000), "box_threshold": (0, 1),
-    "text_threshold": (0, 1), "min_probability": (0, 1)}
+    "backoff_s": (0, 3_600), "batch_size": (1, 65_536), "top_k": (1, 10_000)}  # thresholds: any finite value (above
+# 1 keeps nothing, which a test of the detector uses)
 
 
 class ModelRole(Section):

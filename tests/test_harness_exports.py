@@ -425,11 +425,12 @@ def test_a_benchmark_refuses_a_harness_format_it_does_not_declare(settings: Sett
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from dataclasses import replace
 
+    from schemas import registry
     from tasks.exporting.hf import export_hf
 
     tag = webplan_release(settings)
     plugin = benchmark.get("webplan")
-    monkeypatch.setitem(benchmark._loaded, "webplan", replace(plugin, harness_formats=("vlmevalkit",)))
+    monkeypatch.setitem(registry._loaded, "webplan", replace(plugin, harness_formats=("vlmevalkit",)))
     storage = open_storage(settings)
     with pytest.raises(ValueError, match="does not export to hf: its harness formats are vlmevalkit"):
         export_hf(storage.catalog, storage.blobs, tag, tmp_path / "hf")
