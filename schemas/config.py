@@ -32,7 +32,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from schemas import registry  # plugins are loaded when a Settings is built; none is imported here
+import schemas.registry as registry  # plugins are loaded when a Settings is built; none is imported here
 
 CONFIG_ENV = "BENCHWRIGHT_CONFIG"
 DEFAULT_CONFIG_FILE = "benchwright.toml"

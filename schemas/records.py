@@ -20,7 +20,7 @@ from typing import Annotated, Any, ClassVar
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
-from schemas import registry  # names, and plugins loaded on first use; no benchmark imported here
+import schemas.registry as registry  # names, and plugins loaded on first use; no benchmark imported here
 
 
 def registered_benchmark(name: str) -> str:

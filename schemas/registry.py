@@ -1,5 +1,5 @@
 """Which benchmarks this installation has: each registered once, as an entry point of the
-``benchwright.benchmarks`` group (pyproject.toml: ``progress = "tasks.progress.plugin:PLUGIN"``), or at run time
+``benchwright.benchmarks`` group (pyproject.toml: ``<name> = "tasks.<name>.plugin:PLUGIN"``), or at run time
 with ``register`` (a test's toy benchmark).
 
 The ground floor knows benchmarks only through here: by name (a record's ``benchmark``), and through what a plugin
