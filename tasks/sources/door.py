@@ -160,11 +160,12 @@ class SourceFolder:
             raise RowError(f"{self.path(*parts)}: expected a JSON list")
         return list(entries_of(text, str(self.path(*parts))))
 
-    def read_image(self, *parts: str | Path) -> tuple[bytes, Any]:
+    def read_image(self, *parts: str | Path, upright: bool = False) -> tuple[bytes, Any]:
         """An image's bytes and its pixels (RGB array), decoded to the last byte; RowError when it is not a
-        complete image or has more pixels than the limit (checked before decoding)."""
+        complete image or has more pixels than the limit (checked before decoding). ``upright``: see
+        ``decode_checked``."""
         data = self.read_bytes(*parts)
-        return data, decode_checked(data, str(self.path(*parts)), self.limits.image_pixels)
+        return data, decode_checked(data, str(self.path(*parts)), self.limits.image_pixels, upright=upright)
 
     def keyed_json(self, *parts: str | Path) -> rows.JsonObject:
         """A JSON object keyed by item (an episode, a video) read entry by entry, as ``read_json(keyed=True)``
@@ -280,13 +281,15 @@ def _opened_name(descriptor: int) -> str | None:
         return None
 
 
-def decode_checked(data: bytes, what: str, max_pixels: int = Limits.image_pixels) -> Any:
+def decode_checked(data: bytes, what: str, max_pixels: int = Limits.image_pixels, *, upright: bool = False) -> Any:
     """Encoded image bytes decoded to the last byte as an RGB array; RowError naming ``what`` when they are not a
-    complete image or hold more than ``max_pixels`` (read from the header, before any pixel is decoded)."""
+    complete image or hold more than ``max_pixels`` (read from the header, before any pixel is decoded). ``upright``:
+    turned by its EXIF orientation, the first frame of an animation, transparency flattened on white (a photo as a
+    person sees it, for a picture pool)."""
     import io
 
     import numpy as np
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
         with warnings.catch_warnings():  # Pillow warns above 89 MP; the limit below is the one that decides
@@ -296,13 +299,29 @@ def decode_checked(data: bytes, what: str, max_pixels: int = Limits.image_pixels
             width, height = image.size
             if width * height > max_pixels:
                 raise RowError(f"{what}: {width} x {height} pixels, more than the {max_pixels:,} an image may have")
-            image.load()
-            return np.asarray(image.convert("RGB"))
+            if not upright:
+                image.load()
+                return np.asarray(image.convert("RGB"))
+            image.seek(0)
+            turned = ImageOps.exif_transpose(image)
+            turned.load()
+            return np.asarray(flattened_rgb(turned), dtype=np.uint8).copy()
     except (OSError, UnidentifiedImageError, ValueError, SyntaxError, Image.DecompressionBombError) as error:
         if isinstance(error, RowError):
             raise
         reason = "no image format Pillow reads" if isinstance(error, UnidentifiedImageError) else str(error)
         raise RowError(f"{what}: not a complete image ({reason})") from None
+
+
+def flattened_rgb(image: Any) -> Any:
+    """A Pillow image in RGB, transparency flattened on white (a transparent background has no colour of its own)."""
+    from PIL import Image
+
+    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
+        rgba = image.convert("RGBA")
+        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(white, rgba).convert("RGB")
+    return image.convert("RGB")
 
 
 def read_table_bytes(data: bytes, suffix: str, what: str) -> Any:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from tasks.sources.door import Limits, SourceFolder
+from tasks.sources.door import SourceFolder, flattened_rgb
 
 # The colour photos bundled in scikit-image 0.26 that need no download (those behind pooch are left out, the grey
 # ones too; `cat` is `chelsea` again, and the right stereo frame is the left one shifted). name -> (loader, index of
@@ -67,35 +66,6 @@ class PoolImage:
         return hashlib.sha256(np.ascontiguousarray(self.pixels).tobytes()).hexdigest()
 
 
-def _to_rgb(image: Any) -> Any:
-    """RGB, with transparency flattened on white (a transparent background has no colour of its own)."""
-    from PIL import Image
-
-    if image.mode in ("RGBA", "LA", "PA") or (image.mode == "P" and "transparency" in image.info):
-        rgba = image.convert("RGBA")
-        white = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(white, rgba).convert("RGB")
-    return image.convert("RGB")
-
-
-def read_image(data: bytes, max_pixels: int = Limits.image_pixels) -> np.ndarray:
-    """The RGB pixels of an encoded image, upright by its EXIF orientation, the first frame of an animation; a
-    ValueError when it has more pixels than ``max_pixels`` (read from the header, before decoding)."""
-    from PIL import Image, ImageOps
-
-    with warnings.catch_warnings():  # Pillow warns above 89 MP; ``max_pixels`` decides
-        warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-        image = Image.open(io.BytesIO(data))
-    with image as opened:
-        if opened.width * opened.height > max_pixels:
-            raise ValueError(f"{opened.width} x {opened.height} pixels, more than the {max_pixels:,} an image may "
-                             f"have")
-        opened.seek(0)
-        upright = ImageOps.exif_transpose(opened)
-        upright.load()
-        return np.asarray(_to_rgb(upright), dtype=np.uint8).copy()
-
-
 def load_folder(images_dir: str | Path, min_side: int = MIN_SIDE, *, allow_symlinks_outside: bool = False
                 ) -> tuple[list[PoolImage], list[tuple[str, str]]]:
     """Every image under ``images_dir`` (recursively, sorted by path) that Pillow reads, through the source door,
@@ -112,9 +82,9 @@ def load_folder(images_dir: str | Path, min_side: int = MIN_SIDE, *, allow_symli
             rejected.append((str(path), refused))
             continue
         try:
-            pixels = read_image(door.read_bytes(name), door.limits.image_pixels)
-        except Exception as error:  # Pillow raises many kinds (UnidentifiedImageError, OSError, bombs, SyntaxError)
-            rejected.append((str(path), f"unreadable: {type(error).__name__}: {error}"))
+            _, pixels = door.read_image(name, upright=True)  # upright, the first frame, flattened on white
+        except ValueError as error:  # RowError, OutsideRoot: the file and the reason
+            rejected.append((str(path), f"unreadable: {error}"))
             continue
         height, width = pixels.shape[:2]
         if min(height, width) < min_side:
@@ -140,7 +110,7 @@ def bundled_images(names: Iterable[str] | None = None) -> list[PoolImage]:
         if pixels.shape[-1] == 4:
             from PIL import Image
 
-            pixels = np.asarray(_to_rgb(Image.fromarray(pixels, mode="RGBA")))
+            pixels = np.asarray(flattened_rgb(Image.fromarray(pixels, mode="RGBA")))
         images.append(PoolImage(name=f"skimage:{name}", pixels=np.ascontiguousarray(pixels, dtype=np.uint8)))
     return images
 
