@@ -81,11 +81,15 @@ def prepare(settings: Settings) -> None:
     catalog.close()
 
 
-def log_in(page: Any, url: str, name: str) -> None:
+def log_in(page: Any, url: str, name: str, password: str = PASSWORD) -> None:
+    """Log in through the login page and wait until the app has loaded in its place."""
     page.goto(url)
     page.get_by_label("username").fill(name)
-    page.get_by_label("password").fill(PASSWORD)
+    page.get_by_label("password").fill(password)
     page.get_by_role("button", name="Login").click()
+    # the login page reloads itself once the cookie is set: a goto issued before that reload ends is interrupted by it
+    page.get_by_label("username").wait_for(state="detached")
+    page.wait_for_load_state()
 
 
 def shoot(page: Any, images: str, path: Path, part: str | None = None) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from PIL import Image
 
 from schemas import Producer, ReviewItem, Status, make_record
+from scripts import review_screens
 from storage import open_storage
 from tasks.progress.payloads import Observation
 from tests.test_annotation_app import app_settings
@@ -44,10 +45,7 @@ def app_in_browser(settings):
 
 
 def log_in(page, url: str, name: str) -> None:
-    page.goto(url)
-    page.get_by_label("username").fill(name)
-    page.get_by_label("password").fill("pw")
-    page.get_by_role("button", name="Login").click()
+    review_screens.log_in(page, url, name, password="pw")
 
 
 def publish_visual_negatives(settings, n: int) -> list:
