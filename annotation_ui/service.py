@@ -146,9 +146,9 @@ class App:
     def _check_correction(self, item: Any, correction: dict) -> None:
         """The check the item's benchmark declares for corrections in its queue; a queue that declares none
         takes no corrections."""
-        from tasks import benchmark
+        from tasks import benchmarks
 
-        review = benchmark.get(item.benchmark).review(item.payload["queue"])
+        review = benchmarks.get(item.benchmark).review(item.payload["queue"])
         if review is None or review.correction_problems is None:
             raise WorkError(f"the {item.payload['queue']} queue takes no corrections")
         problems = review.correction_problems(correction, self.settings)
@@ -255,10 +255,10 @@ class App:
 
 def review_views() -> list[tuple[ReviewCheck, ReviewView]]:
     """Every registered benchmark's review queues that declare a view, in registry order (the tabs' order)."""
-    from tasks import benchmark
+    from tasks import benchmarks
 
     found: list[tuple[ReviewCheck, ReviewView]] = []
-    for plugin in benchmark.plugins():
+    for plugin in benchmarks.every():
         for review in plugin.reviews:
             view = review.review_view()
             if view is not None:

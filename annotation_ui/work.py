@@ -53,9 +53,9 @@ SWEEP_EVERY_S = 5.0
 def verdicts() -> dict[str, tuple[str, ...]]:
     """What each queue's question lets an annotator answer, as each benchmark declares it for its queues. Asked
     each time, not fixed at import: a benchmark registered at run time (a test's toy one) has its queues too."""
-    from tasks import benchmark
+    from tasks import benchmarks
 
-    declared = {review.queue: review.verdicts for plugin in benchmark.plugins() for review in plugin.reviews}
+    declared = {review.queue: review.verdicts for plugin in benchmarks.every() for review in plugin.reviews}
     return {**declared, RECHECK: ("accept", "reject")}
 
 

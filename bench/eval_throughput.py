@@ -57,9 +57,9 @@ def served_elsewhere(latency: float) -> Iterator[str]:
 
 
 def evaluation_messages(item: Any, settings: Any, image: Any) -> Any:
-    from tasks import benchmark
+    from tasks import benchmarks
 
-    return benchmark.get("progress").evaluation.messages(item, settings, image, 0, [])[0]
+    return benchmarks.get("progress").evaluation.messages(item, settings, image, 0, [])[0]
 
 
 def bare_client(url: str, bodies: list[bytes], concurrency: int) -> float:
@@ -149,6 +149,7 @@ def main() -> None:
     import numpy as np
 
     from storage.catalog import Catalog
+    from tasks import benchmarks
     from tasks.evaluate.answerers import ChatAnswerer
     from tasks.evaluate.run import collect_answers, eval_settings
     from tasks.models.base import encode_png
@@ -161,6 +162,7 @@ def main() -> None:
                           steps=("pick", "place"), total_steps=2, demo_images=(), observation_image=sha)
              for i, sha in enumerate(images)]
     settings = eval_settings("progress")
+    evaluation = benchmarks.get("progress").evaluation
     bodies = [json.dumps({"model": "bench", "messages": to_openai_messages(
         evaluation_messages(item, settings, images.__getitem__))}).encode() for item in items]
     prompts = [(f"Estimate the progress of task {i}.", images[item.observation_image]) for i, item in enumerate(items)]
@@ -175,7 +177,7 @@ def main() -> None:
             catalog.migrate()
             backend.cache = last["catalog"] = catalog
             start = time.perf_counter()
-            last["collected"] = collect_answers(items, answerer, settings, images.__getitem__)
+            last["collected"] = collect_answers(evaluation, items, answerer, settings, images.__getitem__)
             wall = time.perf_counter() - start
             last.setdefault("peak", rss_mib())  # round 0 runs ours first: before lmms-eval's imports
             return wall
@@ -185,7 +187,7 @@ def main() -> None:
                               "lmms": lambda _: lmms_eval_wall(url, prompts, args.concurrency)}, args.repeats)
         peak = last["peak"]
         start = time.perf_counter()
-        second = collect_answers(items, answerer, settings, images.__getitem__)
+        second = collect_answers(evaluation, items, answerer, settings, images.__getitem__)
         cached_wall = time.perf_counter() - start
         [(rows,)] = last["catalog"].query("SELECT count(*) FROM responses")
     first = last["collected"]

@@ -13,7 +13,8 @@ from prefect.cache_policies import NONE
 
 from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings
-from tasks import benchmark as registry
+from schemas.registry import load_target
+from tasks import benchmarks
 from tasks.benchmark import BuildContext, BuildStage
 from tasks.models.registry import with_role_tags
 from tasks.parallel import run_packed_share
@@ -21,7 +22,7 @@ from tasks.parallel import run_packed_share
 
 def stage_task(stage: BuildStage, settings: Settings) -> Any:
     """The stage's function as a Prefect task named as the stage declares, with its roles' tags."""
-    run = task(registry.load_target(stage.run), name=stage.task_name, cache_policy=NONE)
+    run = task(load_target(stage.run), name=stage.task_name, cache_policy=NONE)
     return with_role_tags(run, settings, *stage.roles)
 
 
@@ -39,7 +40,7 @@ def build(benchmark: str, settings: Settings | None = None, stages: list[str] | 
     What a rebuilt stage made before from the same inputs and did not make again is superseded; unchanged records
     keep their ids, so a rerun stores nothing twice."""
     assert settings is not None  # recorded_run resolved it
-    plugin = registry.get(benchmark)
+    plugin = benchmarks.get(benchmark)
     chosen = plugin.chosen_stages(stages)
     start_stage_workers(chosen, settings)  # where a command ran the flow, started already; a deployment's run: here
     context = BuildContext(benchmark=benchmark, run_id=current_flow_run_id(), options=plugin.options(options),
@@ -110,7 +111,7 @@ def run_stages(stages: list[BuildStage], settings: Settings, context: BuildConte
     first = stages[0]
     units = None
     if first.units and context.units is None and distributed(settings):
-        units = registry.load_target(first.units)(settings, context)
+        units = load_target(first.units)(settings, context)
     if units is None or len(units) < 2:  # the first alone; each later stage fans out on its own units, or not
         summary = {first.key: stage_task(first, settings)(settings, context)}
         return summary | (run_stages(stages[1:], settings, context, cluster) if stages[1:] else {})
@@ -118,7 +119,7 @@ def run_stages(stages: list[BuildStage], settings: Settings, context: BuildConte
                        strict=True))
     shared = set(units)
     for stage in stages[1:]:
-        beyond = [unit for unit in registry.load_target(stage.units)(settings, context) if unit not in shared]
+        beyond = [unit for unit in load_target(stage.units)(settings, context) if unit not in shared]
         if beyond:
             later = fanned_out([stage], beyond, settings, context, cluster)
             summary[stage.key] = added_up([summary[stage.key], *later])
@@ -142,7 +143,7 @@ def fanned_out(stages: list[BuildStage], units: list[str], settings: Settings, c
     share_run = with_role_tags(task(run_packed_share, name="+".join(stage.task_name for stage in stages),
                                     cache_policy=NONE), settings, *roles)
     runner = cluster.entered(settings)
-    stage_fns = [registry.load_target(stage.run) for stage in stages]
+    stage_fns = [load_target(stage.run) for stage in stages]
     futures = [runner.submit(share_run, {"share": cloudpickle.dumps((stage_fns, inline, replace(context, share=part)))})
                for part in shares(units, settings)]
     counts = [future.result() for future in futures]  # per share, a stage's counts each

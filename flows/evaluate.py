@@ -10,7 +10,6 @@ from prefect.cache_policies import NONE
 
 from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings, load_settings
-from tasks import benchmark as registry
 from tasks.evaluate import engine
 from tasks.evaluate.engine import report_folder
 
@@ -48,4 +47,4 @@ def evaluate_release(settings: Settings | None = None, release: str = "benchwrig
             "strategy": plan.settings.variant, "key": plan.key,
             "evaluation": result.record_id, "metrics": result.metrics, "counts": result.counts,
             "problems": result.problems, "report": files, "options": plan.settings.options,
-            "how scored": dict(registry.get(plan.benchmark).evaluation.report_summary(plan.settings))}
+            "how scored": dict(plan.evaluation.report_summary(plan.settings))}

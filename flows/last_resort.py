@@ -1,6 +1,6 @@
 """What reaches the user when a command fails in a way no command reported itself: one line on stderr, never a
 traceback (``BENCHWRIGHT_DEBUG=1`` lets it through for whoever debugs). The commands report their own refusals
-where they happen (``flows.cli._failures_as_messages``); this is the net under them, for the direct process and
+where they happen (``flows.cli.terminal.failures_as_messages``); this is the net under them, for the direct process and
 the warm one alike."""
 
 from __future__ import annotations

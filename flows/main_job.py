@@ -15,7 +15,7 @@ from flows.release_tasks import check_release, export
 from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings
 from storage import open_storage
-from tasks import benchmark as registry
+from tasks import benchmarks as registered
 from tasks.benchmark import BenchmarkPlugin
 
 CANARY = ("baseline:oracle?noise=0.1",)
@@ -34,7 +34,7 @@ def main_job(settings: Settings | None = None, sources: dict[str, dict[str, Any]
     default, a noisy oracle, is a canary: it must score close to perfect, so a broken release or metric shows on the
     very run that broke it. The summary says per benchmark what was released and what waits for people."""
     assert settings is not None  # recorded_run resolved it
-    plugins = [registry.get(name) for name in (benchmarks or registry.names())]
+    plugins = [registered.get(name) for name in (benchmarks or registered.names())]
     unknown = sorted(set(sources or {}) - {p.name for p in plugins})
     if unknown:
         raise ValueError(f"sources for {', '.join(unknown)}, which this run does not build: it builds "
@@ -62,10 +62,10 @@ def main_job(settings: Settings | None = None, sources: dict[str, dict[str, Any]
 
 
 def _freeze(plugin: BenchmarkPlugin, settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
-    if plugin.freeze is None:
+    freezer = plugin.freezer()
+    if freezer is None:
         return []
-    freeze = task(registry.load_target(plugin.freeze), name=f"freeze-{plugin.name}", cache_policy=NONE)
-    return freeze(settings, prefix, params)
+    return task(freezer, name=f"freeze-{plugin.name}", cache_policy=NONE)(settings, prefix, params)
 
 
 def _release(plugin: BenchmarkPlugin, settings: Settings, tag: str, export_release: bool) -> dict[str, Any]:
@@ -75,9 +75,9 @@ def _release(plugin: BenchmarkPlugin, settings: Settings, tag: str, export_relea
     release: dict[str, Any] = {"tag": tag, "benchmark": plugin.name}
     if export_release:
         release["export"] = export(settings, tag, settings.export.folder)
-    if plugin.publish and export_release:
-        publish = task(registry.load_target(plugin.publish), name=f"publish-{plugin.name}", cache_policy=NONE)
-        published = publish(settings, tag)
+    publisher = plugin.publisher()
+    if publisher and export_release:
+        published = task(publisher, name=f"publish-{plugin.name}", cache_policy=NONE)(settings, tag)
         if "artifact" in published:  # what a benchmark shows of its release on the flow run
             create_markdown_artifact(**published.pop("artifact"))
         release.update(published)

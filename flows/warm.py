@@ -14,9 +14,10 @@ another checkout or interpreter than the warm process's, Prefect or Python varia
 with (Prefect's are read when it is imported), other resource limits, nice level, CPUs or cgroup (a fork keeps the
 warm process's), a project file changed on disk since it imported it, after which the warm process also starts
 over, or another thread running in the warm process (a fork would copy its locks, held or not). A fork becomes the
-command's process group, so a Ctrl-C passed on reaches the workers it starts too. Set ``BENCHWRIGHT_WARM=0`` to
-never use it. A fork runs in a session of its own: ``benchwright server stop`` ends the warm process, not the
-commands running from it.
+command's process group, so a Ctrl-C passed on reaches the workers it starts too; a command killed outright (kill
+-9: nothing is passed on) takes that group with it. Set ``BENCHWRIGHT_WARM=0`` to never use it. A fork runs in a
+session of its own: ``benchwright server stop`` ends the warm process, not the commands running from it, which
+still report their exit status to the command.
 
 This module is the command's side (and ``benchwright server start``'s: ``start``, ``ready``, ``is_warm_process``);
 the warm process's side is ``flows.warm_process``. Imports only the standard library and flows modules that do too.

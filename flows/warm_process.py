@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import socket
 import sys
@@ -58,9 +59,12 @@ def serve(path: Path) -> None:
                 os.execv(sys.executable, [sys.executable, "-m", WARM_MODULE, str(path)])  # start over, fresh
             continue
         # no other thread runs (_refusal saw to it, and only a thread starts one): the fork copies no held lock
-        if os.fork() == 0:
+        supervisor = os.fork()
+        if supervisor == 0:
             listener.close()
             _supervise(connection, request, messages.fds)  # the command's fork ends in SystemExit
+        with contextlib.suppress(OSError):  # its own group (it does so too): `server stop` ends this process alone
+            os.setpgid(supervisor, supervisor)
         _close_all(connection, messages.fds)
 
 
@@ -92,9 +96,9 @@ def _warm_up() -> dict[str, Any]:
     import flows.cli
     import flows.evaluate
     import flows.main_job
-    from tasks import benchmark
+    from tasks import benchmarks
 
-    benchmark.plugins()
+    benchmarks.every()
     del flows, prefect
     files = [Path(f) for f in (getattr(m, "__file__", None) for m in list(sys.modules.values())) if f]
     ours = [f for f in files if f.is_relative_to(ROOT) and ".venv" not in f.parts and f.exists()]
@@ -148,7 +152,10 @@ def _other_threads() -> list[str]:
 
 def _supervise(connection: socket.socket, request: dict[str, Any], fds: list[int]) -> None:
     """In a fork: fork the command and report its pid, then its exit status once it has ended, as a shell reports
-    it (128 + the signal that ended it)."""
+    it (128 + the signal that ended it). In a process group of its own, so that ``benchwright server stop`` (which
+    ends the warm process's group) leaves the command its client, to pass signals on and get its exit status."""
+    with contextlib.suppress(OSError):
+        os.setpgid(0, 0)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     command = os.fork()
     if command == 0:
@@ -159,12 +166,38 @@ def _supervise(connection: socket.socket, request: dict[str, Any], fds: list[int
             os.close(fd)
         connection.settimeout(None)
         print(f"warm: pid {command} runs benchwright {' '.join(request['argv'])} in {request['cwd']}", flush=True)
-        send(connection, {"pid": command})
+        with contextlib.suppress(OSError):  # a client gone already is seen next
+            send(connection, {"pid": command})
+        _end_with_the_client(connection, command)
         _, wait_status = os.waitpid(command, 0)
         code = os.waitstatus_to_exitcode(wait_status)
         send(connection, {"exit": code if code >= 0 else 128 - code})
     finally:
         os._exit(0)  # a bare fork of the warm process: nothing of its own to tidy up
+
+
+def _end_with_the_client(connection: socket.socket, command: int) -> None:
+    """Wait until the command has ended. Should its client go first (killed: its end of the connection closes),
+    nothing would be left to pass Ctrl-C on or wait for the command: its process group is killed, as the command
+    would have been."""
+    try:
+        ended = os.pidfd_open(command)
+    except OSError:  # a kernel without pidfds (before Linux 5.3): the command is only waited for
+        return
+    try:
+        while ended not in select.select([ended, connection], [], [])[0]:
+            try:
+                gone = not connection.recv(1 << 10)  # the client sends nothing after its go-ahead
+            except OSError:
+                gone = True
+            if gone:
+                print(f"warm: the client of pid {command} went away before it ended: killing it", flush=True)
+                for kill in (os.killpg, os.kill):  # its group, or itself before it has made one
+                    with contextlib.suppress(ProcessLookupError):
+                        kill(command, signal.SIGKILL)
+                return
+    finally:
+        os.close(ended)
 
 
 def _run_command(request: dict[str, Any], fds: list[int]) -> None:
@@ -188,10 +221,12 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> None:
     from rich.console import Console
 
     import flows.cli
+    import flows.cli.terminal
     from flows.last_resort import reported
 
     setup_logging(incremental=False)  # Prefect's console handler on this stderr, not the warm log
-    flows.cli.console, flows.cli.err = Console(), Console(stderr=True)  # the terminal's colours and width
+    # the terminal's colours and width: every command prints through these
+    flows.cli.terminal.console, flows.cli.terminal.err = Console(), Console(stderr=True)
     reported(lambda: flows.cli.app(args=request["argv"], prog_name="benchwright"))
 
 

@@ -52,6 +52,14 @@ def load_target(target: str) -> Any:
     return getattr(importlib.import_module(module), attribute)
 
 
+def absolute(target: str | None, package: str) -> str | None:
+    """A ``"module:attr"`` name with a module starting with "." taken inside ``package`` (``.stages:freeze`` in
+    ``tasks.vic`` is ``tasks.vic.stages:freeze``); other names, and None, as they are."""
+    if target is None or not target.startswith("."):
+        return target
+    return f"{package}{target}"
+
+
 def plugin(name: str) -> Any:
     """The plugin registered as ``name``, loaded on first use; KeyError for a name not registered."""
     if name not in _loaded:

@@ -173,12 +173,12 @@ def test_eight_clients_work_one_queue_at_once(running, overlap):
 
 def test_each_benchmark_queue_is_a_tab_drawn_from_the_view_it_declares(tmp_path):
     from annotation_ui.app import App, build
-    from tasks import benchmark
+    from tasks import benchmarks
 
     app = App(app_settings(tmp_path))
     blocks = build(app.settings, app)
     ids = {block.elem_id for block in blocks.blocks.values() if getattr(block, "elem_id", None)}
-    declared = [review for plugin in benchmark.plugins() for review in plugin.reviews if review.view]
+    declared = [review for plugin in benchmarks.every() for review in plugin.reviews if review.view]
     assert {r.queue for r in declared} == {"visual_negative", "scene_correction", "vic_recheck",
                                            "webplan_verification"}
     for review in declared:

@@ -10,7 +10,7 @@ import pytest
 
 from schemas import Status
 from storage.releases import create_release
-from tasks import benchmark
+from tasks import benchmarks
 from tests.conftest import item_record
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,24 +24,24 @@ def test_importing_the_contract_imports_no_benchmark():
 
 
 def test_registered_benchmarks_load_on_demand():
-    assert benchmark.names()[:2] == ("progress", "explore")
+    assert benchmarks.names()[:2] == ("progress", "explore")
     for name in ("progress", "explore"):
-        plugin = benchmark.get(name)
+        plugin = benchmarks.get(name)
         assert plugin.name == name and plugin.evaluation.strategies
         assert plugin.evaluation.default_strategy in plugin.evaluation.strategies
-    assert benchmark.get("explore").review("scene_correction").correction_problems is not None
-    assert benchmark.get("progress").review("scene_correction") is None
+    assert benchmarks.get("explore").review("scene_correction").correction_problems is not None
+    assert benchmarks.get("progress").review("scene_correction") is None
 
 
 def test_an_unknown_benchmark_is_an_error_never_a_fallback(storage):
-    with pytest.raises(benchmark.UnknownBenchmarkError, match="no benchmark named 'mmbench' is registered"):
-        benchmark.get("mmbench")
+    with pytest.raises(benchmarks.UnknownBenchmarkError, match="no benchmark named 'mmbench' is registered"):
+        benchmarks.get("mmbench")
     records = [item_record(i) for i in range(2)]  # questions, not EXPLORE-Bench instances: nothing to evaluate
     storage.catalog.put_records(records)
     storage.catalog.set_status([r.id for r in records], Status.ACCEPTED)
     manifest = create_release(storage.catalog, storage.blobs, "items")
-    with pytest.raises(benchmark.UnknownBenchmarkError, match="holds no items any registered benchmark evaluates"):
-        benchmark.evaluated_benchmark(manifest)
+    with pytest.raises(benchmarks.UnknownBenchmarkError, match="holds no items any registered benchmark evaluates"):
+        benchmarks.evaluated_benchmark(manifest)
     from tasks.evaluate.items import load_items
 
     with pytest.raises(ValueError, match="PROGRESS-BENCH, EXPLORE-Bench, ViC-Bench, web-agent planning tests"):
@@ -49,6 +49,6 @@ def test_an_unknown_benchmark_is_an_error_never_a_fallback(storage):
 
 
 def test_export_formats_come_from_the_registry():
-    formats = benchmark.export_formats()
+    formats = benchmarks.export_formats()
     assert list(formats) == ["progresslm", "explore", "vic", "webplan"]
     assert formats["explore"].exporter == "tasks.explore.export:export_explore"

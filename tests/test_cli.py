@@ -6,8 +6,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from flows import cli
-from flows.cli import app
+from flows.cli import app, terminal
 from schemas import Status
 from storage import Catalog, LocalBlobStore, Storage
 from tests.conftest import item_record
@@ -35,8 +34,8 @@ def pin_console_width(monkeypatch: pytest.MonkeyPatch, width: int = 200) -> None
     """The CLI's consoles at a fixed width. Rich wraps at the terminal's width, or at COLUMNS as it was when
     flows.cli was first imported (a COLUMNS given to CliRunner later is not read), so without this what a test
     reads depends on the terminal the suite runs in."""
-    monkeypatch.setattr(cli, "console", Console(width=width))
-    monkeypatch.setattr(cli, "err", Console(width=width, stderr=True))
+    monkeypatch.setattr(terminal, "console", Console(width=width))
+    monkeypatch.setattr(terminal, "err", Console(width=width, stderr=True))
 
 
 @pytest.fixture(autouse=True)
@@ -227,7 +226,7 @@ def test_release_export_in_a_harness_format_the_benchmark_declares(tmp_path, mon
     from dataclasses import replace
 
     from schemas.config import BlobSettings, CatalogSettings, Settings
-    from tasks import benchmark
+    from tasks import benchmarks
     from tests.test_evaluate import progress_release
 
     monkeypatch.chdir(tmp_path)
@@ -243,7 +242,7 @@ def test_release_export_in_a_harness_format_the_benchmark_declares(tmp_path, mon
     written = sorted(p.name for p in (tmp_path / "x" / "tiny-progress-v1-vlmevalkit").iterdir())
     assert written == ["bw_tiny_progress_same.tsv", "bw_tiny_progress_text.tsv"]
     assert "same 4" in lines and "text 3" in lines
-    plugin = benchmark.get("progress")
+    plugin = benchmarks.get("progress")
     from schemas import registry
 
     monkeypatch.setitem(registry._loaded, "progress", replace(plugin, harness_formats=("hf",)))

@@ -121,15 +121,17 @@ def test_options_given_as_key_value_pairs():
         parse_options(["window_size"])
 
 
-def test_a_runs_key_holds_the_same_settings_as_before_the_options_moved_to_the_benchmarks():
-    """Run keys (and so predictions' ids) hash ``as_dict``: the benchmark's options keep their names and values."""
+def test_a_runs_key_holds_the_benchmarks_own_options_and_no_other_benchmarks():
+    """Run keys (and so predictions' ids) hash ``as_dict``: a benchmark's options keep their names and values, and a
+    benchmark without options (PROGRESS-BENCH) carries none, nor refuses a None, which is no option given."""
     from schemas import canonical_json
     from tasks.evaluate.run import eval_settings
 
-    assert canonical_json(eval_settings("progress").as_dict()) == (
+    assert canonical_json(eval_settings("progress", segment_num=None).as_dict()) == (
         '{"benchmark":"progress","generation":{"max_tokens":4096,"seed":0,"stop":[],"temperature":0.6,"top_k":50,'
-        '"top_p":0.9},"judge_fallback":false,"prompt_version":"progress-eval-v1","scoring":"correct",'
-        '"segment_num":null,"strategy":"direct","window_size":null}')
+        '"top_p":0.9},"judge_fallback":false,"prompt_version":"progress-eval-v1","strategy":"direct"}')
+    with pytest.raises(ValueError, match=r"PROGRESS-BENCH has no evaluation option \(scoring\)"):
+        eval_settings("progress", scoring="official")
     explore = eval_settings("explore", "single-turn", segment_num=3, scoring="official",
                             s_obj_pipeline="en_core_web_lg")
     assert explore.variant == "single-turn:segments=3" and explore.options == {

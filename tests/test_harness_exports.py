@@ -24,7 +24,7 @@ from schemas.config import BlobSettings, CatalogSettings, ExportSettings, Settin
 from schemas.releases import ReleaseSelection
 from storage import open_storage
 from storage.releases import create_release
-from tasks import benchmark
+from tasks import benchmarks
 from tasks.evaluate.run import eval_settings
 from tasks.webplan.instance import WebplanInstance
 from tests.conftest import solid_png as png
@@ -123,7 +123,7 @@ def _items(settings: Settings, tag: str) -> tuple[Any, list[Any]]:
 
     storage = open_storage(settings)
     manifest = load_release(storage.catalog, tag)
-    plugin = benchmark.release_benchmark(manifest)
+    plugin = benchmarks.release_benchmark(manifest)
     return plugin, plugin.evaluation.items(storage.catalog, manifest, storage.blobs.get)
 
 
@@ -288,7 +288,7 @@ def test_the_lmms_eval_task_folder_follows_its_schema(settings: Settings, tmp_pa
 
     folder = tmp_path / "lmms"
     tag, counts, expected = _exported(settings, name, export_lmms_eval, folder)
-    plugin = benchmark.get(name)
+    plugin = benchmarks.get(name)
     utils, mapping = _utils(folder), plugin.harness_mapping()
     tasks = []
     generation = plugin.evaluation.generation
@@ -429,7 +429,7 @@ def test_a_benchmark_refuses_a_harness_format_it_does_not_declare(settings: Sett
     from tasks.exporting.hf import export_hf
 
     tag = webplan_release(settings)
-    plugin = benchmark.get("webplan")
+    plugin = benchmarks.get("webplan")
     monkeypatch.setitem(registry._loaded, "webplan", replace(plugin, harness_formats=("vlmevalkit",)))
     storage = open_storage(settings)
     with pytest.raises(ValueError, match="does not export to hf: its harness formats are vlmevalkit"):

@@ -60,3 +60,21 @@ def test_no_module_imports_itself_round_a_loop() -> None:
 
 def test_the_loop_finder_finds_a_loop() -> None:
     assert loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_contracts_name_every_benchmark_and_every_shared_module_of_tasks() -> None:
+    """A fifth benchmark's folder, or a new shared module beside the contract, is checked as soon as it exists: the
+    independence contract lists exactly the registered benchmarks' packages, and the shared rooms' contract every
+    other top-level module of ``tasks``."""
+    import tomllib
+
+    from tasks import benchmarks
+
+    contracts = {c["name"]: c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]
+                 ["contracts"]}
+    plugins = {benchmarks.get(name).package for name in benchmarks.names()}
+    assert set(contracts["Benchmarks are independent of one another"]["modules"]) == plugins
+    shared = set(contracts["The shared rooms import no benchmark (they ask the registry)"]["source_modules"])
+    modules = {f"tasks.{p.stem if p.is_file() else p.name}" for p in (ROOT / "tasks").iterdir()
+               if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()}
+    assert sorted(modules - plugins - shared) == []

@@ -20,7 +20,7 @@ from schemas.config import BlobSettings, CatalogSettings, ExportSettings, Settin
 from storage import open_storage
 from storage.output import OutputError, OutputFolder
 from storage.paths import OutsideRoot
-from tasks import benchmark
+from tasks import benchmarks
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = b"outside: must never change"
@@ -63,7 +63,7 @@ def _cases() -> list[tuple[str, str]]:
     from tests.toy_benchmark import registered
 
     with registered():
-        return [(plugin.name, fmt) for plugin in benchmark.plugins()
+        return [(plugin.name, fmt) for plugin in benchmarks.every()
                 for fmt in ("records", *(f.name for f in plugin.exports), *plugin.harness_formats)]
 
 
@@ -71,7 +71,7 @@ CASES = _cases()
 
 
 def test_every_registered_benchmark_declares_a_release_for_the_kit(toy_registered: None) -> None:
-    assert all(plugin.attack_kit().release for plugin in benchmark.plugins()), "declare a Kit with a release"
+    assert all(plugin.attack_kit().release for plugin in benchmarks.every()), "declare a Kit with a release"
     assert "toy" in {name for name, _ in CASES}
 
 
@@ -79,7 +79,7 @@ def test_every_registered_benchmark_declares_a_release_for_the_kit(toy_registere
 def releases(tmp_path_factory: pytest.TempPathFactory, toy_registered: None) -> dict[str, tuple[Settings, str]]:
     """A release of each benchmark, made by its kit's own code."""
     made = {}
-    for plugin in benchmark.plugins():
+    for plugin in benchmarks.every():
         root = tmp_path_factory.mktemp(f"release-{plugin.name}")
         settings = Settings(catalog=CatalogSettings(path=root / "catalog.duckdb"),
                             blobs=BlobSettings(uri=f"file://{root}/blobs"), export=ExportSettings(folder=root / "x"))
@@ -94,7 +94,7 @@ def _export(settings: Settings, name: str, fmt: str, tag: str, out: Path) -> Non
     if fmt == "records":
         export_release(storage.catalog, storage.blobs, tag, out)
         return
-    plugin = benchmark.get(name)
+    plugin = benchmarks.get(name)
     formats = {**{f.name: f for f in plugin.exports}, **plugin.harness_exports()}
     formats[fmt].export(storage.catalog, storage.blobs, tag, out)
 

@@ -78,15 +78,16 @@ def test_the_main_job_prints_what_review_did_for_each_benchmark(monkeypatch, cap
     from rich.console import Console
 
     from flows import cli
+    from flows.cli import terminal
 
-    monkeypatch.setattr(cli, "console", Console(width=300))
+    monkeypatch.setattr(terminal, "console", Console(width=300))
     nothing = {"decided by policy": 0, "awaiting review": 0, "queues": {}, "rejected on recheck": 0}
     summary = {"run_id": "r1", "releases": {}, "benchmarks": {}, "built": {
         "explore": {"clips": {"clips": 5, "records": 5}, "review": {**nothing, "rejected on recheck": 2},
                     "corrections": {**CORRECTIONS, "quarantined": 0}},
         "vic": {"review": {**nothing, "decided by policy": 12}},
         "toy": {"dots": {"records": 3}}}}
-    cli._print_main_job(summary)
+    cli.print_main_job(summary)
     lines = capsys.readouterr().out.splitlines()
     assert ("explore review: 2 corrections applied, 1 withdrawn (no longer their item's resolution); 2 records "
             "rejected on recheck (the next release leaves them out)") in lines
@@ -122,7 +123,7 @@ def test_lineage_names_each_decisions_verdict_and_annotator_and_the_admins_adjud
 
 
 def test_an_adjudication_that_chose_a_correction_names_whose(released):
-    from flows.lineage import review_answer
+    from storage.lineage import review_answer
     from tasks.resolving import adjudication_record
 
     _, _, _, items = released

@@ -155,9 +155,9 @@ def test_stages_share_task_runs_only_as_declared_and_not_into_a_gpu_limit():
 
     from flows.build import runs_of
     from schemas.config import ModelRole
-    from tasks import benchmark as registry
+    from tasks import benchmarks
 
-    plugin = registry.get("explore")
+    plugin = benchmarks.get("explore")
     extract, annotate = plugin.chosen_stages(["extract", "annotate"])
     assert runs_of((extract, annotate), Settings()) == [[extract, annotate]]
     assert runs_of((annotate,), Settings()) == [[annotate]]

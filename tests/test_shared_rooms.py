@@ -1,4 +1,4 @@
-"""The shared rooms name no benchmark (docs/adding-a-benchmark.md): they ask the registry (tasks.benchmark.get).
+"""The shared rooms name no benchmark (docs/adding-a-benchmark.md): they ask the registry (tasks.benchmarks.get).
 
 A file under a shared room breaks the rule when it imports a benchmark's folder (``tasks.<name>``), has an
 identifier made of a benchmark's name (``PROGRESS``, ``explore_items``, ``freeze_progress_releases``), or a string
@@ -17,7 +17,9 @@ import re
 import tokenize
 from pathlib import Path
 
-from tasks import benchmark
+import schemas.payloads
+from schemas.records import Payload
+from tasks import benchmarks
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_ROOMS = ("schemas", "storage", "flows", "annotation_ui", "tasks/evaluate", "tasks/models", "tasks/exporting")
@@ -31,20 +33,30 @@ GENERIC_NAMES = {"progress"}  # bare, as a variable or parameter: a progress bar
 # entry needs a reason a reviewer accepts.
 ALLOWED: dict[str, tuple[int, str]] = {}
 LONGEST_FUNCTION = 80  # lines, in the shared rooms
+# build options whose names are ordinary words every room uses (a seed, a count of items, a rebuild)
+GENERIC_OPTIONS = {"seed", "count", "rebuild", "limit", "images", "episodes", "tests", "tasks"}
 
 
 def _patterns() -> tuple[re.Pattern[str], set[str]]:
-    names = list(benchmark.names())
+    names = list(benchmarks.names())
     words = "|".join(re.escape(n) for n in names)
     identifier = re.compile(rf"(^|_)({words.upper()})(_|$)|^({words})_|_({words})_|^({words})$")
-    strings = set(names) | {r.queue for p in benchmark.plugins() for r in p.reviews}
+    plugins = list(benchmarks.every())
+    # a benchmark's own record kinds (those no shared room defines: ``schemas.payloads``), its review queues and the
+    # names of its build and evaluation options, as string literals
+    shared_kinds = {model.kind for model in vars(schemas.payloads).values()
+                    if isinstance(model, type) and issubclass(model, Payload) and model.kind}
+    strings = (set(names) | {r.queue for p in plugins for r in p.reviews}
+               | {kind for p in plugins for kind in p.payload_kinds if kind not in shared_kinds}
+               | {field for p in plugins if p.build_options for field in p.build_options.model_fields
+                  if field not in GENERIC_OPTIONS})
     return identifier, strings
 
 
 def violations(path: Path) -> list[str]:
     """Each place the file names a benchmark: ``line: what``."""
     identifier, strings = _patterns()
-    module = re.compile(rf"^tasks\.({'|'.join(benchmark.names())})(\.|$)")
+    module = re.compile(rf"^tasks\.({'|'.join(benchmarks.names())})(\.|$)")
     text = path.read_text(encoding="utf-8")
     found, import_lines = [], set()
     for node in ast.walk(ast.parse(text)):
@@ -84,7 +96,7 @@ def test_the_shared_rooms_name_no_benchmark_beyond_the_shrinking_allow_list():
         allowed, why = ALLOWED.get(name, (0, ""))
         if len(found) > allowed:
             problems.append(f"{name} names a benchmark {len(found)} times (allowed {allowed}); ask the registry "
-                            f"(tasks.benchmark.get) instead:\n    " + "\n    ".join(found))
+                            f"(tasks.benchmarks.get) instead:\n    " + "\n    ".join(found))
         elif len(found) < allowed:
             problems.append(f"{name}: {len(found)} left of the {allowed} allowed ({why}); lower its count in "
                             f"ALLOWED, or remove the entry at 0")
@@ -100,11 +112,12 @@ def test_the_guard_sees_each_way_of_naming_a_benchmark(tmp_path):
                       "import tasks.progress\n"
                       "if kind == 'progress' or queue == \"scene_correction\":\n"
                       "    Benchmark.EXPLORE, load_explore_items, freeze_progress_releases\n"
-                      "progress = show_progress_bar = 1  # a progress bar\n")
+                      "progress = show_progress_bar = 1  # a progress bar\n"
+                      "if record.kind in ('scene', 'decision') or given['trajectories_dir'] or given['seed']: pass\n")
     assert violations(sample) == [
         "2: import tasks.explore.export", "3: import tasks.progress", "4: string 'progress'",
         "4: string 'scene_correction'", "5: identifier EXPLORE", "5: identifier load_explore_items",
-        "5: identifier freeze_progress_releases"]
+        "5: identifier freeze_progress_releases", "7: string 'scene'", "7: string 'trajectories_dir'"]
 
 
 def test_no_function_in_the_shared_rooms_is_over_80_lines():

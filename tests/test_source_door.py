@@ -23,10 +23,12 @@ import pytest
 
 from storage.output import OutputFolder
 from storage.paths import OutsideRoot
-from tasks import benchmark
+from tasks import benchmarks
 from tasks.kits import Imported, ImporterSample, sample_png
 from tasks.sources.door import Limits, SourceFolder, entries_of
 from tasks.sources.rows import RowError
+
+PROGRESS_EVALUATION = benchmarks.get("progress").evaluation  # the answer reader's items are its
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET_TEXT = b"TOP SECRET: must never be read"
@@ -114,7 +116,7 @@ def _write_answers(out: OutputFolder) -> None:
 def _run_answers(source: Path, work: Path) -> Imported:
     from tasks.evaluate.answer_files import read_predictions
 
-    collected, problems = read_predictions(source / "answers.json", _items(), "progress")
+    collected, problems = read_predictions(PROGRESS_EVALUATION, source / "answers.json", _items())
     return Imported(set(collected.answers), [f"line {n}: {why}" for n, _, why in problems],
                     json.dumps([line for _, line, _ in problems] + list(collected.answers.values())).encode())
 
@@ -128,7 +130,7 @@ def _declared() -> list[ImporterSample]:
     from tests.toy_benchmark import registered
 
     with registered():
-        return [*(sample for plugin in benchmark.plugins() for sample in plugin.attack_kit().importers), ANSWERS]
+        return [*(sample for plugin in benchmarks.every() for sample in plugin.attack_kit().importers), ANSWERS]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -277,7 +279,7 @@ def test_every_importer_faces_every_kind_of_attack() -> None:
 
 
 def test_every_registered_benchmark_declares_its_importers() -> None:
-    assert all(plugin.attack_kit().importers for plugin in benchmark.plugins())
+    assert all(plugin.attack_kit().importers for plugin in benchmarks.every())
 
 
 # -- the guard ---------------------------------------------------------------------------------------------------
@@ -357,7 +359,7 @@ def test_an_empty_answer_after_a_real_one_is_a_second_answer_not_an_unanswered_i
     answers.write_text("\n".join(json.dumps(a) for a in (
         {"key": "keep", "answer": "<score>50%</score>"}, {"key": "keep", "answer": ""},
         {"key": "bad", "answer": " "}, {"key": "bad", "answer": "<score>40%</score>"})) + "\n")
-    collected, problems = read_predictions(answers, _items(), "progress")
+    collected, problems = read_predictions(PROGRESS_EVALUATION, answers, _items())
     assert collected.answers == {"keep": "<score>50%</score>"} and collected.empty == [(3, "bad")]
     assert [(n, why) for n, _, why in problems] == [(2, "a second answer for 'keep'; the first is kept"),
                                                     (4, "a second answer for 'bad'; the first is kept")]
@@ -420,10 +422,10 @@ def test_an_answers_file_rewritten_after_the_run_key_was_made_is_refused(tmp_pat
     answers = tmp_path / "answers.jsonl"
     answers.write_text(json.dumps({"key": "keep", "answer": "<score>50%</score>"}) + "\n")
     named = hashlib.sha256(answers.read_bytes()).hexdigest()  # what prepare-evaluation put in the run key
-    assert set(read_predictions(answers, _items(), "progress", named)[0].answers) == {"keep"}
+    assert set(read_predictions(PROGRESS_EVALUATION, answers, _items(), named)[0].answers) == {"keep"}
     answers.write_text(json.dumps({"key": "keep", "answer": "<score>90%</score>"}) + "\n")
     with pytest.raises(RowError, match="changed since this evaluation began"):
-        read_predictions(answers, _items(), "progress", named)
+        read_predictions(PROGRESS_EVALUATION, answers, _items(), named)
 
 
 def test_a_bad_row_of_a_prediction_table_is_refused_alone_and_suffixes_are_read_in_any_case(tmp_path: Path) -> None:
@@ -435,11 +437,12 @@ def test_a_bad_row_of_a_prediction_table_is_refused_alone_and_suffixes_are_read_
 
     (tmp_path / "answers.tsv").write_bytes(b'index\tprediction\nbad\t40%\textra\nkeep\t"<score>50%\nsure</score>"\n'
                                            b"other\t\xff\n")
-    collected, problems = read_predictions(tmp_path / "answers.tsv", _items(), "progress")
+    collected, problems = read_predictions(PROGRESS_EVALUATION, tmp_path / "answers.tsv", _items())
     assert collected.answers == {"keep": "<score>50%\nsure</score>"}
     assert [(n, why) for n, _, why in problems] == [(2, "3 fields, the header has 2"), (4, "not UTF-8 text")]  # rows
     pd.DataFrame({"index": ["keep"], "prediction": ["<score>50%</score>"]}).to_excel(tmp_path / "UP.XLSX", index=False)
-    assert read_predictions(tmp_path / "UP.XLSX", _items(), "progress")[0].answers == {"keep": "<score>50%</score>"}
+    read = read_predictions(PROGRESS_EVALUATION, tmp_path / "UP.XLSX", _items())[0]
+    assert read.answers == {"keep": "<score>50%</score>"}
 
 
 def test_a_name_from_a_row_cannot_break_or_forge_a_line(tmp_path: Path) -> None:

@@ -89,7 +89,7 @@ def test_the_build_stores_verified_candidates_with_a_recheck_item_and_quarantine
 
 def test_the_vic_export_reads_back_into_the_same_verified_instances(settings, tmp_path):
     from storage.releases import load_release
-    from tasks.vic.evaluation import vic_items
+    from tasks.vic.evaluation import VicEvaluation
     from tasks.vic.export import export_vic, import_vic
     from tasks.vic.records import instance_of
     from tasks.vic.suite import task
@@ -102,7 +102,8 @@ def test_the_vic_export_reads_back_into_the_same_verified_instances(settings, tm
     assert {"size", "start", "end", "path", "edges"} <= set(maze["meta"]) and maze["answer"] == maze["meta"]["moves"]
     read = {(i.task, i.key): i for i in import_vic(tmp_path / "export")}
     released = [instance_of(_as_record(item), storage.blobs.get)
-                for item in vic_items(storage.catalog, load_release(storage.catalog, tag), storage.blobs.get)]
+                for item in VicEvaluation().items(storage.catalog, load_release(storage.catalog, tag),
+                                                  storage.blobs.get)]
     assert len(read) == len(released) == 6
     for instance in released:
         back = read[(instance.task, instance.key)]
@@ -132,12 +133,12 @@ def _as_record(item: Any) -> Any:
 
 def _maze_item(settings: Settings) -> tuple[Any, Any, Any]:
     from storage.releases import load_release
-    from tasks.vic.evaluation import VicEvaluation, vic_items
+    from tasks.vic.evaluation import VicEvaluation
 
     tag = vic_release(settings, ("maze",), count=1)
     storage = open_storage(settings)
-    [item] = vic_items(storage.catalog, load_release(storage.catalog, tag), storage.blobs.get)
     evaluation = VicEvaluation()
+    [item] = evaluation.items(storage.catalog, load_release(storage.catalog, tag), storage.blobs.get)
     return evaluation, item, evaluation.instance(item)
 
 
@@ -233,13 +234,13 @@ def _agent(truth: dict[str, list[str]], blocked: dict[str, str]) -> Any:
 
 def test_a_killed_stage3_run_resumes_without_asking_a_cached_turn_again(settings, tmp_path):
     from storage.releases import load_release
-    from tasks.vic.evaluation import VicEvaluation, vic_items
+    from tasks.vic.evaluation import VicEvaluation
 
     tag = vic_release(settings, ("maze",), count=3)
     storage = open_storage(settings)
     evaluation = VicEvaluation()
-    instances = [evaluation.instance(i) for i in vic_items(storage.catalog, load_release(storage.catalog, tag),
-                                                            storage.blobs.get)]
+    instances = [evaluation.instance(i) for i in evaluation.items(storage.catalog, load_release(storage.catalog, tag),
+                                                                   storage.blobs.get)]
     truth = {base64.b64encode(i.open_form.image).decode(): i.open_form.answer for i in instances}
     blocked = {base64.b64encode(i.open_form.image).decode(): _blocked(i.meta) for i in instances}
     turns = sum(len(i.open_form.answer) + 2 for i in instances)  # a wall, the moves, the answer

@@ -1,7 +1,8 @@
 """Answers made elsewhere (``benchwright evaluate --predictions FILE``), read as the tools that wrote them wrote them.
 
-A file is JSONL of ``{"key": ..., "answer": ...}`` (``id``/``prediction``/``response`` also read), the official
-EXPLORE-Bench harness's JSON, or what VLMEvalKit and lmms-eval write of a harness export. Every entry keeps the
+A file is JSONL of ``{"key": ..., "answer": ...}`` (``id``/``prediction``/``response`` also read), a benchmark's own
+harness's files (its evaluation reads their rows: ``Evaluation.answer_in_row``), or what VLMEvalKit and lmms-eval
+write of a harness export. Every entry keeps the
 line of the file it starts on, so a problem names the line a person opens the file at (a pretty-printed
 ``<model>.json`` has its entries on lines 2, 3, ...; a JSON list's may span several lines each).
 """
@@ -15,44 +16,25 @@ from typing import Any
 
 from tasks.evaluate.items import item_aliases
 from tasks.evaluate.run import Collected
+from tasks.evaluation_contract import Evaluation
 from tasks.sources import rows
 from tasks.sources.door import SourceFolder, entries_of, read_table_bytes
 from tasks.sources.rows import RowError, delimited_records, lines
 
-# What the official EXPLORE-Bench harness strips from a raw response before scoring (infer_utils.remove_tags),
-# every closing brace included, as it does.
-_OFFICIAL_TAGS = ("<|begin_of_box|>", "<|end_of_box|>", "<answer>", "</answer>", "\\boxed{", "}")
 
-
-def official_clean(response: Any) -> Any:
-    """A raw response of the official harness as its convert_list_to_dict leaves it: the text after the first
-    ``</think>``, the tags above removed; a list of responses (stepwise strategies) element by element."""
-    if isinstance(response, list):
-        return [official_clean(r) for r in response]
-    if not isinstance(response, str):
-        return response
-    _, found, after = response.partition("</think>")
-    text = after.lstrip() if found else response
-    for tag in _OFFICIAL_TAGS:
-        text = text.replace(tag, "")
-    return text
-
-
-def _last(answer: Any) -> Any:
-    """The final scene: the last description of a list (single- or multi-turn), else the answer itself."""
+def last_answer(answer: Any) -> Any:
+    """The final answer of a conversation written as a list (one per turn), else the answer itself."""
     return answer[-1] if isinstance(answer, list) and answer else answer
 
 
 def answer_rows(door: SourceFolder, name: str, sha256: str | None = None) -> list[tuple[int, str, Any]]:
-    """(line, the entry as text, parsed row or None) of an answers file, read through the source door. The official
-    EXPLORE-Bench harness's files are read as they are: its scored file, one JSON object ``{start_frame:
-    description or [descriptions]}``, gives one row per entry; its ``results.json``, a JSON list of
-    ``{start_frame, response, success}``, one row per element (the response cleaned as the harness cleans it); the
-    last description of a list is the answer. Its per-chunk ``results_<k>.json`` are JSONL with the same keys. A
-    VLMEvalKit prediction file (.xlsx, .tsv) gives a row per spreadsheet row. An entry or line that cannot be read
-    (not UTF-8, NaN, a repeated key, nested too deep) is a row of its own, ``Unreadable`` with the reason. The file is
-    read once; with ``sha256``, what was read must be the content an evaluation's run key named (a file rewritten
-    between the two is refused, never scored under the earlier content's key)."""
+    """(line, the entry as text, parsed row or None) of an answers file, read through the source door. A whole JSON
+    object of ``{key: answer or [answers]}`` gives one row per entry (a list's last answer is the final one); a JSON
+    list one row per element; other text a row per line (JSONL). A VLMEvalKit prediction file (.xlsx, .tsv) gives
+    a row per spreadsheet row. An entry or line that cannot be read (not UTF-8, NaN, a repeated key, nested too
+    deep) is a row of its own, ``Unreadable`` with the reason. The file is read once; with ``sha256``, what was
+    read must be the content an evaluation's run key named (a file rewritten between the two is refused, never
+    scored under the earlier content's key)."""
     from tasks.exporting.predictions import TABLE_SUFFIXES, table_rows
 
     data = door.read_bytes(name)
@@ -69,7 +51,7 @@ def answer_rows(door: SourceFolder, name: str, sha256: str | None = None) -> lis
     if _one_document(text):
         keyed = text.lstrip().startswith("{")
         entries = entries_of(text, str(door.path(name)))
-        return [(line, _shown(key, value), ({"key": key, "answer": _last(value)} if keyed else value)
+        return [(line, _shown(key, value), ({"key": key, "answer": last_answer(value)} if keyed else value)
                  if not why else Unreadable(why)) for _, line, key, value, why in entries]
     return [(number, line, _row(line, why)) for number, line, why in lines(data.splitlines(keepends=True))]
 
@@ -129,23 +111,25 @@ def _row(line: str, why: str) -> Any:
         return Unreadable(str(error))
 
 
-def key_and_answer(row: dict[str, Any]) -> tuple[str | None, Any]:
+def key_and_answer(evaluation: Evaluation, row: dict[str, Any]) -> tuple[str | None, Any]:
+    """The key and answer of a row: as the evaluation harnesses write them, as the benchmark's own harness does,
+    else as ``key``/``id`` and ``answer``/``prediction``/``response``."""
     from tasks.exporting.predictions import harness_key_and_answer
 
-    harness = harness_key_and_answer(row)
-    if harness is not None:
-        return harness
-    if "start_frame" in row and "response" in row and not {"key", "id"} & row.keys():
-        return str(row["start_frame"]), _last(official_clean(row["response"]))
+    found = harness_key_and_answer(row)
+    if found is None and not {"key", "id"} & row.keys():
+        found = evaluation.answer_in_row(row)
+    if found is not None:
+        return found
     key = next((str(row[k]) for k in ("key", "id") if k in row), None)
     return key, next((row[k] for k in ("answer", "prediction", "response") if k in row), None)
 
 
-_NEEDS = ("needs a \"key\" and an \"answer\" string (or the official \"start_frame\" and \"response\", VLMEvalKit's "
+_NEEDS = ("needs a \"key\" and an \"answer\" string (or the benchmark's own harness's fields, VLMEvalKit's "
           "\"index\" and \"prediction\", lmms-eval's \"doc\".\"index\" and \"filtered_resps\")")
 
 
-def read_predictions(path: Path, items: list[Any], benchmark: str, sha256: str | None = None
+def read_predictions(evaluation: Evaluation, path: Path, items: list[Any], sha256: str | None = None
                      ) -> tuple[Collected, list[tuple[int, str, str]]]:
     """The answers of an answers file, by item, and the lines that could not be used: (line, the line, why).
     A key is any of an item's aliases (its record id, its published ``<file>:<line>``, an EXPLORE clip id, its
@@ -154,14 +138,14 @@ def read_predictions(path: Path, items: list[Any], benchmark: str, sha256: str |
     item of the release is listed in ``Collected.elsewhere``, not refused. ``sha256``: see ``answer_rows``."""
     by_alias: dict[str, list[Any]] = {}
     for item in items:
-        for alias in item_aliases(item, benchmark):
+        for alias in item_aliases(evaluation, item):
             by_alias.setdefault(alias, []).append(item)
     collected = Collected()
     problems: list[tuple[int, str, str]] = []
     seen: set[str] = set()  # items an earlier line answered, an empty answer included
     door, name = SourceFolder.of_file(path)
     for number, line, row in answer_rows(door, name, sha256):
-        why, key, answer = _unusable(row)
+        why, key, answer = _unusable(evaluation, row)
         if why:
             problems.append((number, line, why))
             continue
@@ -185,13 +169,13 @@ def read_predictions(path: Path, items: list[Any], benchmark: str, sha256: str |
     return collected, problems
 
 
-def _unusable(row: Any) -> tuple[str, str | None, Any]:
+def _unusable(evaluation: Evaluation, row: Any) -> tuple[str, str | None, Any]:
     """Why a row answers nothing ("" when it does), its key and its answer."""
     if isinstance(row, Unreadable):
         return row.why, None, None
     if not isinstance(row, dict):
         return "not a JSON object", None, None
-    key, answer = key_and_answer(row)
+    key, answer = key_and_answer(evaluation, row)
     if key is None or not isinstance(answer, str):
         return _NEEDS, None, None
     return "", key, answer

@@ -17,10 +17,10 @@ from schemas.text import one_line
 from storage import open_storage
 from storage.output import OutputFolder
 from storage.releases import load_release
-from tasks import benchmark as benchmarks
+from tasks.benchmark import BenchmarkPlugin
 from tasks.evaluate.answer_files import read_predictions
 from tasks.evaluate.answerers import Answerer, build_answerer, parse_model_spec
-from tasks.evaluate.items import item_name, load_items, official_key
+from tasks.evaluate.items import load_items
 from tasks.evaluate.run import (
     GENERATION_FIELDS,
     Collected,
@@ -32,6 +32,7 @@ from tasks.evaluate.run import (
     requests_for,
     run_key,
 )
+from tasks.evaluation_contract import Evaluation
 from tasks.quarantine import quarantine
 from tasks.sources.door import SourceFolder
 
@@ -39,7 +40,7 @@ from tasks.sources.door import SourceFolder
 @dataclass
 class EvaluationPlan:
     manifest: ReleaseManifest
-    benchmark: str
+    plugin: BenchmarkPlugin  # the release's benchmark, looked up once
     items: list[Any]
     answerer: Answerer | None  # None when the answers come from a file
     label: str  # the model as reports name it
@@ -47,6 +48,14 @@ class EvaluationPlan:
     key: str
     predictions: str | None = None
     predictions_sha256: str | None = None  # the answers file's content the run key names
+
+    @property
+    def benchmark(self) -> str:
+        return self.plugin.name
+
+    @property
+    def evaluation(self) -> Evaluation:
+        return self.plugin.evaluation
 
 
 def prepare_evaluation(settings: Settings, release: str, model: str | None, strategy: str | None = None,
@@ -59,20 +68,20 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
     from the configuration (``Evaluation.options``)."""
     storage = open_storage(settings)
     manifest = load_release(storage.catalog, release)
-    benchmark, items = load_items(storage.catalog, manifest, storage.blobs.get)
+    plugin, items = load_items(storage.catalog, manifest, storage.blobs.get)
     if limit:
         items = items[:limit]
-    evaluation = benchmarks.get(benchmark).evaluation
+    evaluation = plugin.evaluation
     decoding = {k: v for k, v in given.items() if k in GENERATION_FIELDS}
     named = {k: v for k, v in given.items() if k not in GENERATION_FIELDS}
-    chosen = eval_settings(benchmark, strategy, options=evaluation.options(settings, {**named, **(options or {})}),
+    chosen = eval_settings(plugin.name, strategy, options=evaluation.options(settings, {**named, **(options or {})}),
                            judge_fallback=judge_fallback, **decoding)
     if predictions:
         door, name = SourceFolder.of_file(predictions)
         digest = hashlib.sha256(door.read_bytes(name)).hexdigest()
         label = model or f"file:{Path(predictions).stem}"
         key = run_key(manifest.tag, manifest.sha256(), f"file:{label}", chosen, digest)
-        return EvaluationPlan(manifest, benchmark, items, None, label, chosen, key, predictions, digest)
+        return EvaluationPlan(manifest, plugin, items, None, label, chosen, key, predictions, digest)
     if not model:
         raise ValueError("name a model (--model) or a file of answers (--predictions)")
     spec = parse_model_spec(model)
@@ -80,7 +89,7 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
         spec = replace(spec, options={**spec.options, "max_concurrency": concurrency})
     answerer = build_answerer(spec, settings, storage.catalog, items, evaluation)
     key = run_key(manifest.tag, manifest.sha256(), answerer.fingerprint(), chosen)
-    return EvaluationPlan(manifest, benchmark, items, answerer, answerer.label, chosen, key)
+    return EvaluationPlan(manifest, plugin, items, answerer, answerer.label, chosen, key)
 
 
 def _listed(keyed: list[tuple[int, str]], shown: int = 10) -> str:
@@ -94,7 +103,7 @@ def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool
     """The model's answers (cached ones first; fresh ones cached as they arrive), or the file's."""
     storage = open_storage(settings)
     if plan.predictions:
-        collected, problems = read_predictions(Path(plan.predictions), plan.items, plan.benchmark,
+        collected, problems = read_predictions(plan.evaluation, Path(plan.predictions), plan.items,
                                                plan.predictions_sha256)
         collected.problems = [f"{plan.predictions}:{n}: {why}" for n, _, why in problems]
         producer = eval_producer("evaluate-read-predictions", None, plan.label, plan.settings, plan.key)
@@ -107,10 +116,10 @@ def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool
     if show_progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=sum(requests_for(i, plan.settings) for i in plan.items), desc=f"asking {plan.label}",
-                   unit="answer", file=sys.stderr, dynamic_ncols=True)
+        total = sum(requests_for(plan.evaluation, i, plan.settings) for i in plan.items)
+        bar = tqdm(total=total, desc=f"asking {plan.label}", unit="answer", file=sys.stderr, dynamic_ncols=True)
     try:
-        collected = collect_answers(plan.items, plan.answerer, plan.settings, storage.blobs.get,
+        collected = collect_answers(plan.evaluation, plan.items, plan.answerer, plan.settings, storage.blobs.get,
                                     (lambda n: bar.update(n)) if bar is not None else None)  # type: ignore[misc]
     finally:
         if bar is not None:
@@ -146,14 +155,15 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
             judge_backend = build_answerer(spec, settings, catalog, []).backend  # type: ignore[attr-defined]
         else:
             judge_backend = load_backend(settings, "chat", cache=catalog)
-    parsed = parse_answers(plan.items, collected, plan.settings, judge_backend)  # type: ignore[arg-type]
-    scoring = benchmarks.get(plan.benchmark).evaluation.score(settings, plan.settings, plan.items, parsed, catalog)
+    evaluation = plan.evaluation
+    parsed = parse_answers(evaluation, plan.items, collected, plan.settings, judge_backend)  # type: ignore[arg-type]
+    scoring = evaluation.score(settings, plan.settings, plan.items, parsed, catalog)
     producer = eval_producer("evaluate", run_id, plan.label, plan.settings, plan.key)
     benchmark = plan.benchmark
     tag = plan.manifest.tag
     origin = "file" if plan.predictions else "model"
     predictions = [
-        make_record(Prediction(release=tag, item_id=item.key, official_key=official_key(item, benchmark),
+        make_record(Prediction(release=tag, item_id=item.key, official_key=evaluation.official_key(item),
                                model=plan.label, prompt_variant=plan.settings.variant,
                                raw_output=collected.answers[item.key], parsed=parsed[item.key].value,
                                parse_method=parsed[item.key].method, run=plan.key, origin=origin,
@@ -176,7 +186,7 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
               "failed requests": len(collected.failed), "frames missing": len(collected.unshowable),
               "skipped": len(collected.skipped), "unparsed": sum(p.method == "failed" for p in parsed.values()),
               "judged": sum(p.method == "judge" for p in parsed.values())}
-    evaluation = make_record(
+    run = make_record(
         EvaluationRun(key=plan.key, release=tag, release_sha256=plan.manifest.sha256(), benchmark=plan.benchmark,
                       model=plan.label, model_fingerprint=(plan.answerer.fingerprint() if plan.answerer else
                                                            f"file:{plan.predictions}"),
@@ -186,8 +196,8 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
                       metrics=scoring.headline, counts=counts, report=report_dir),
         benchmark=benchmark, producer=producer, parents=[], status=Status.ACCEPTED,
         status_reason="evaluation finished" + (f" with {len(failures)} item(s) quarantined" if failures else ""))
-    store_run(catalog, plan, [*predictions, *metric_rows, evaluation], failures, set(parsed), run_id)
-    names = {item.key: item_name(item, benchmark) for item in plan.items}
+    store_run(catalog, plan, [*predictions, *metric_rows, run], failures, set(parsed), run_id)
+    names = {item.key: evaluation.item_name(item) for item in plan.items}
     elsewhere = [f"{plan.predictions}: {len(collected.elsewhere)} answer(s) to items not in {tag}, not scored: "
                  + _listed(collected.elsewhere)] if collected.elsewhere else []
     elsewhere += [f"{plan.predictions}: {len(collected.empty)} empty answer(s), their items not answered: "
@@ -196,7 +206,7 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
                 *[f"{names[key]}: request failed: {why}" for key, why in collected.failed.items()],
                 *[f"quarantined {why}" for why in collected.unshowable.values()],
                 *[f"{names[key]}: not answered: {why}" for key, why in list(collected.skipped.items())[:20]]]
-    return EvaluationResult(plan.key, evaluation.id, scoring.headline, counts, scoring, problems,
+    return EvaluationResult(plan.key, run.id, scoring.headline, counts, scoring, problems,
                             [p.payload for p in predictions])
 
 
@@ -245,7 +255,7 @@ def report_evaluation(settings: Settings, plan: EvaluationPlan, result: Evaluati
     from tasks.evaluate import report
 
     folder = Path(out_dir) if out_dir else report_folder(settings, plan)
-    evaluation = benchmarks.get(plan.benchmark).evaluation
+    evaluation = plan.evaluation
     tables = evaluation.report_tables(result.scoring, plan.label)
     plots = evaluation.report_plots(result.scoring, folder, plan.label)
     summary = [("release", f"{plan.manifest.tag} (manifest {plan.manifest.sha256()[:12]})"),

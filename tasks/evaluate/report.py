@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tasks import benchmark
+from tasks import benchmarks
 from tasks.plots import pyplot, save_figure
 
 
@@ -106,7 +106,7 @@ def leaderboard_rows(evaluations: list[Any]) -> tuple[list[str], list[list[str]]
     for record in sorted(evaluations, key=lambda r: (r.payload["release"], r.created_at), reverse=True):
         payload = record.payload
         metrics = payload["metrics"]
-        percent = benchmark.get(payload["benchmark"]).evaluation.percent_metrics
+        percent = benchmarks.get(payload["benchmark"]).evaluation.percent_metrics
         cells = [pct(metrics.get(m)) if percent and "S_" not in m else num(metrics.get(m)) for m in metric_names]
         rows.append([payload["release"], payload["model"], payload["strategy"], *cells,
                      str(payload["counts"].get("scored", 0)), record.created_at.strftime("%Y-%m-%d %H:%M")])
@@ -128,7 +128,7 @@ def plot_leaderboard(evaluations: list[Any], path: Path) -> Path:
     width = 0.8 / max(1, len(evaluations))
     for index, record in enumerate(evaluations):
         metrics = record.payload["metrics"]
-        percent = benchmark.get(record.payload["benchmark"]).evaluation.percent_metrics
+        percent = benchmarks.get(record.payload["benchmark"]).evaluation.percent_metrics
         values = [(metrics.get(m) or 0) * (100 if percent and not m.startswith("S_") else 1) for m in names]
         axis.bar(np.arange(len(names)) + index * width, values, width,
                  label=f"{record.payload['model']} ({record.payload['strategy']}, {record.payload['release']})")

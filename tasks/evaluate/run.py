@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from schemas import Producer, canonical_json
-from tasks import benchmark as benchmarks
+from tasks import benchmarks
 from tasks.evaluate.answerers import Answerer, Request
-from tasks.evaluate.items import item_name
+from tasks.evaluation_contract import Evaluation
 from tasks.models.base import ChatBackend, Generation, Message
 
 GENERATION_FIELDS = frozenset(f.name for f in fields(Generation))
@@ -32,14 +32,12 @@ class EvalSettings:
     generation: Generation
     judge_fallback: bool = False
     chunk_size: int = 1024  # items whose requests are built (images loaded) at once
-    # the benchmark's own evaluation options (EXPLORE-Bench: segments, relation scoring, the S_obj pipeline), as
-    # its Evaluation.run_options settled them; part of the run key
+    # the benchmark's own evaluation options (segments, relation scoring, a scoring pipeline...), as its
+    # Evaluation.run_options settled them; part of the run key
     options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def variant(self) -> str:
-        """The strategy with its options, as the benchmark names it (``multi-turn:window=10``)."""
-        return benchmarks.get(self.benchmark).evaluation.variant(self)
+    prompt_version: str = ""  # the benchmark's prompts' (part of the run key)
+    # the strategy with its options, as the benchmark names it (``multi-turn:window=10``): set by ``eval_settings``
+    variant: str = ""
 
     def option(self, name: str, default: Any = None) -> Any:
         return self.options.get(name, default)
@@ -47,7 +45,7 @@ class EvalSettings:
     def as_dict(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "strategy": self.strategy, **self.options,
                 "generation": self.generation.as_dict(), "judge_fallback": self.judge_fallback,
-                "prompt_version": benchmarks.get(self.benchmark).evaluation.prompt_version}
+                "prompt_version": self.prompt_version}
 
 
 def eval_settings(benchmark: str, strategy: str | None = None, *, options: dict[str, Any] | None = None,
@@ -66,7 +64,9 @@ def eval_settings(benchmark: str, strategy: str | None = None, *, options: dict[
     chosen = replace(evaluation.generation, **{k: v for k, v in generation.items() if v is not None})
     if (generation.get("top_k") or 0) < 0:  # an explicit "no top-k" (OpenAI itself refuses the field)
         chosen = replace(chosen, top_k=None)
-    return EvalSettings(benchmark, strategy, chosen, judge_fallback, options=chosen_options)
+    settled = EvalSettings(benchmark, strategy, chosen, judge_fallback, options=chosen_options,
+                           prompt_version=evaluation.prompt_version)
+    return replace(settled, variant=evaluation.variant(settled))
 
 
 def parse_options(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
@@ -108,21 +108,20 @@ class Collected:
     asked: int = 0
 
 
-def requests_for(item: Any, settings: EvalSettings) -> int:
+def requests_for(evaluation: Evaluation, item: Any, settings: EvalSettings) -> int:
     """How many requests an item takes: one per round (multi-turn strategies), else one."""
     if item.missing:
         return 0
-    return benchmarks.get(settings.benchmark).evaluation.rounds(item, settings)
+    return evaluation.rounds(item, settings)
 
 
-def collect_answers(items: list[Any], answerer: Answerer, settings: EvalSettings, image: Callable[[str], bytes],
-                    progress: Callable[[int], None] | None = None) -> Collected:
-    evaluation = benchmarks.get(settings.benchmark).evaluation
+def collect_answers(evaluation: Evaluation, items: list[Any], answerer: Answerer, settings: EvalSettings,
+                    image: Callable[[str], bytes], progress: Callable[[int], None] | None = None) -> Collected:
     collected = Collected()
     ready = []
     for item in items:
         if item.missing:
-            collected.unshowable[item.key] = (f"{item_name(item, settings.benchmark)}: {item.missing}; "
+            collected.unshowable[item.key] = (f"{evaluation.item_name(item)}: {item.missing}; "
                                               f"not sent to the model")
         else:
             ready.append(item)
@@ -176,10 +175,9 @@ class Parsed:
     method: str  # rule, judge, failed
 
 
-def parse_answers(items: list[Any], collected: Collected, settings: EvalSettings,
+def parse_answers(evaluation: Evaluation, items: list[Any], collected: Collected, settings: EvalSettings,
                   judge: ChatBackend | None = None) -> dict[str, Parsed]:
     """Rules first; answers the rules cannot read go to the judge when one is given (one request each, cached)."""
-    evaluation = benchmarks.get(settings.benchmark).evaluation
     parsed: dict[str, Parsed] = {}
     unread: list[Any] = []
     for item in items:
@@ -206,4 +204,4 @@ def parse_answers(items: list[Any], collected: Collected, settings: EvalSettings
 def eval_producer(task: str, run_id: str | None, label: str, settings: EvalSettings, key: str) -> Producer:
     return Producer(task=task, flow_run_id=run_id, backend=label.split(":")[0], model_id=label,
                     params={"run": key, **settings.as_dict()},
-                    prompt_template_version=benchmarks.get(settings.benchmark).evaluation.prompt_version)
+                    prompt_template_version=settings.prompt_version)

@@ -16,6 +16,7 @@ from typing import Any
 
 from schemas.config import Settings
 from schemas.releases import ReleaseManifest
+from tasks.benchmark import Evaluation
 from tasks.evaluate.answerers import Request
 from tasks.evaluate.run import EvalSettings, Parsed
 from tasks.evaluate.scoring import Scoring
@@ -155,19 +156,16 @@ def run_options(strategy: str, options: dict[str, Any]) -> dict[str, Any]:
             **({"s_obj_pipeline": pipeline} if pipeline else {})}
 
 
-class ExploreEvaluation:
+class ExploreEvaluation(Evaluation):
     """The ``tasks.benchmark.Evaluation`` of EXPLORE-Bench."""
 
+    item_kind = "explore_instance"
     strategies = prompts.STRATEGIES
     default_strategy = "final-scene"
     # EXPLORE-Bench App. D: greedy, 8,192 new tokens.
     generation = Generation(max_tokens=8192, temperature=0.0, top_p=1.0, seed=0)
     prompt_version = prompts.PROMPT_VERSION
     percent_metrics = False
-
-    def holds_items(self, manifest: ReleaseManifest) -> bool:
-        return (any(e.benchmark == "explore" for e in manifest.records)
-                and any(e.kind == "explore_instance" for e in manifest.records))
 
     def items(self, catalog: Any, manifest: ReleaseManifest, images: Any = None) -> list[Any]:
         return explore_items(catalog, manifest)
@@ -226,11 +224,11 @@ class ExploreEvaluation:
             value["problem"] = scene.problem
         return value, scene.ok
 
-    def finished(self, item: Any, settings: Any, replies: list[str]) -> bool:
-        return False  # every round of a strategy is asked
+    def answer_in_row(self, row: dict[str, Any]) -> tuple[str, Any] | None:
+        """A row of the official harness's results (``start_frame``, ``response``), cleaned as it cleans it."""
+        from tasks.explore.official_answers import official_answer
 
-    def parse_conversation(self, item: Any, replies: list[str], settings: Any) -> tuple[dict[str, Any], bool]:
-        return self.parse(item, replies[-1], settings)
+        return official_answer(row)
 
     def judge_prompt(self, item: ExploreItem, answer: str) -> str:
         return prompts.JUDGE_PROMPT.format(answer=answer[-12000:])
@@ -258,9 +256,6 @@ class ExploreEvaluation:
         from tasks.explore.report import plot_explore
 
         return plot_explore(scoring, folder, label)
-
-    def leaderboard_plots(self, runs: list[Any], catalog: Any, folder: Path) -> list[Path]:
-        return []  # its per-subset scores are in the leaderboard table itself
 
     def report_summary(self, eval_settings: EvalSettings) -> list[tuple[str, str]]:
         from tasks.explore.metrics import OFFICIAL_S_OBJ_PIPELINE

@@ -9,8 +9,9 @@ from collections import Counter
 from typing import Any
 
 from schemas import Status
+from schemas.registry import load_target
 from storage.output import OutputFolder
-from tasks.benchmark import HarnessMapping, load_target
+from tasks.benchmark import HarnessMapping
 from tasks.exporting.rows import HarnessRelease
 from tasks.review import UNATTENDED, UNATTENDED_REASON
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from storage.output import OutputFolder
-from tasks import benchmark
+from tasks import benchmarks
 from tasks.benchmark import ANSWERED
 from tasks.exporting.hf import SPLIT, write_parquet_configs
 from tasks.exporting.rows import harness_release, task_prefix
@@ -129,7 +129,7 @@ def sample_metrics(benchmark_name: str, doc: dict[str, Any], response: Any) -> d
     """What lmms-eval's ``process_results`` gives for one response: the benchmark's metric of it, or whether it
     answered at all where no row can score it."""
     text = response if isinstance(response, str) else str(response[0] if response else "")
-    mapping = benchmark.get(benchmark_name).harness_mapping()
+    mapping = benchmarks.get(benchmark_name).harness_mapping()
     if ANSWERED in mapping.metrics_of(str(doc.get("strategy", ""))):
         return {ANSWERED: float(bool(text.strip()))}
     assert mapping.sample_metric is not None  # metrics_of gives ``answered`` without one
@@ -145,5 +145,5 @@ def mean_scored(values: list[Any]) -> float:
 def aggregate_metric(benchmark_name: str, values: list[Any]) -> float:
     """lmms-eval's ``aggregation`` of a benchmark metric: the benchmark's own (``HarnessMapping.aggregate``) or the
     mean of the values that count."""
-    mapping = benchmark.get(benchmark_name).harness_mapping()
+    mapping = benchmarks.get(benchmark_name).harness_mapping()
     return mapping.aggregate(values) if mapping.aggregate else mean_scored(values)

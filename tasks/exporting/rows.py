@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.paths import file_stem
-from tasks import benchmark
+from tasks import benchmark, benchmarks
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ def harness_release(catalog: Any, store: Any, tag: str, format_name: str) -> Har
     from tasks.evaluate.run import eval_settings
 
     manifest = load_release(catalog, tag)
-    plugin = benchmark.release_benchmark(manifest)
+    plugin = benchmarks.release_benchmark(manifest)
     if format_name not in plugin.harness_exports():
         raise ValueError(f"{plugin.title} does not export to {format_name}: its harness formats are "
                          f"{', '.join(plugin.harness_formats) or 'none'}")

@@ -69,7 +69,6 @@ class EmbeddingScorer(Scorer):
         return [round(5 * max(0.0, min(1.0, float(c)))) for c in cosines]
 
 
-SCORE_PROMPT_VERSION = "explore-score-v1"
 SCORE_SYSTEM = ("You compare a sentence with a short phrase and judge how much of the phrase's meaning the sentence "
                 "states. Score from 0 (nothing of it) to 5 (all of it, accurately).")
 SCORE_PROMPT = ("Sentence: '{sentence}'\nPhrase: '{phrase}'\nDoes the sentence correctly describe the {aspect} "

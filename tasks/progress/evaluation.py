@@ -14,6 +14,7 @@ from typing import Any
 
 from schemas.config import Settings
 from schemas.releases import ReleaseManifest
+from tasks.benchmark import Evaluation
 from tasks.evaluate.answerers import Request
 from tasks.evaluate.run import EvalSettings, Parsed
 from tasks.evaluate.scoring import Scoring
@@ -137,12 +138,10 @@ def baseline_answer(baseline: str, options: dict[str, Any], request: Request, rn
             f"<score_think>{baseline} baseline</score_think><score>{score}</score>")
 
 
-LEGACY_OPTIONS = ("segment_num", "window_size", "scoring")
+class ProgressEvaluation(Evaluation):
+    """The ``tasks.benchmark.Evaluation`` of PROGRESS-BENCH: no evaluation option of its own."""
 
-
-class ProgressEvaluation:
-    """The ``tasks.benchmark.Evaluation`` of PROGRESS-BENCH."""
-
+    item_kind = "observation"
     strategies = prompts.STRATEGIES
     default_strategy = "direct"
     # ProgressLM App. B: temperature 0.6, top-p 0.9, top-k 50, 4,096 new tokens.
@@ -150,33 +149,8 @@ class ProgressEvaluation:
     prompt_version = prompts.PROMPT_VERSION
     percent_metrics = True
 
-    def holds_items(self, manifest: ReleaseManifest) -> bool:
-        return (any(e.benchmark == "progress" for e in manifest.records)
-                and any(e.kind == "observation" for e in manifest.records))
-
     def items(self, catalog: Any, manifest: ReleaseManifest, images: Any = None) -> list[Any]:
         return progress_items(catalog, manifest)
-
-    def options(self, settings: Settings, options: dict[str, Any]) -> dict[str, Any]:
-        return options
-
-    def run_options(self, strategy: str, options: dict[str, Any]) -> dict[str, Any]:
-        """PROGRESS-BENCH has no option of its own. Its run keys have always carried the keys below, unused, from
-        when the engine held EXPLORE-Bench's options: kept, so a run's key (and so its predictions' ids) stays what
-        it was; only the values that never changed a PROGRESS-BENCH run are accepted."""
-        unknown = sorted(set(options) - set(LEGACY_OPTIONS))
-        if unknown:
-            raise ValueError(f"PROGRESS-BENCH has no evaluation option {', '.join(unknown)}")
-        if options.get("segment_num") or options.get("window_size"):
-            raise ValueError("--segment-num and --window-size go with EXPLORE-Bench's single-turn and multi-turn "
-                             "strategies, not with PROGRESS-BENCH")
-        scoring = options.get("scoring") or "correct"
-        if scoring not in ("correct", "official"):
-            raise ValueError("scoring must be correct or official")
-        return {"segment_num": None, "window_size": None, "scoring": scoring}
-
-    def variant(self, settings: EvalSettings) -> str:
-        return settings.strategy
 
     def item_name(self, item: ProgressItem) -> str:
         where = f"row {item.source_row}" if item.source_row else f"trajectory {item.trajectory}"
@@ -190,9 +164,6 @@ class ProgressEvaluation:
         """The published row, ``<file>:<line>`` (the files have no row id; a trajectory and frame may repeat)."""
         return item.source_row
 
-    def rounds(self, item: ProgressItem, settings: EvalSettings) -> int:
-        return 1
-
     def messages(self, item: ProgressItem, settings: EvalSettings, image: Callable[[str], bytes], turn: int,
                  previous: list[str]) -> tuple[list[Message], int]:
         parts = prompts.progress_prompt(settings.strategy, item.modality, item.goal, list(item.steps),
@@ -203,12 +174,6 @@ class ProgressEvaluation:
     def parse(self, item: ProgressItem, text: str, settings: EvalSettings) -> tuple[dict[str, Any], bool]:
         answer = prompts.parse_progress_answer(text)
         return answer.as_dict(), answer.ok
-
-    def finished(self, item: Any, settings: Any, replies: list[str]) -> bool:
-        return False  # every round of a strategy is asked
-
-    def parse_conversation(self, item: Any, replies: list[str], settings: Any) -> tuple[dict[str, Any], bool]:
-        return self.parse(item, replies[-1], settings)
 
     def judge_prompt(self, item: ProgressItem, answer: str) -> str:
         return prompts.judge_prompt(answer)
@@ -242,6 +207,3 @@ class ProgressEvaluation:
     def baseline_answer(self, baseline: str, options: dict[str, Any], request: Request, rng: random.Random,
                         vocabulary: list[str]) -> str:
         return baseline_answer(baseline, options, request, rng)
-
-    def baseline_vocabulary(self, items: list[Any]) -> list[str]:
-        return []

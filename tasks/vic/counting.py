@@ -34,7 +34,7 @@ from tasks.vic.task import (
     StageOne,
     StepResult,
     VicInstance,
-    parse_letter,
+    VicTask,
     tagged,
 )
 
@@ -152,7 +152,7 @@ def score_counts(truth: dict[str, int], answer: Any, tolerance: int = TOLERANCE)
 
 # -- the task ------------------------------------------------------------------------------------------------------
 
-class CountingTask:
+class CountingTask(VicTask):
     """Complex counting: four regions, 10-40 heads, per-region counts within a tolerance."""
 
     name = "counting"
@@ -193,9 +193,6 @@ class CountingTask:
             options = "\n".join(f"{letter}. {text}" for letter, text in instance.stage_one.options.items())
             return STAGE1_TEMPLATE.format(options=options, **words)
         return (STAGE2_TEMPLATE if stage == 2 else STAGE3_TEMPLATE).format(**words)
-
-    def parse_choice(self, text: str) -> str | None:
-        return parse_letter(text)
 
     def parse_open(self, instance: VicInstance, text: str) -> dict[str, int] | None:
         return read_counts(text)

@@ -64,7 +64,7 @@ from tasks.vic.task import (
     StageOne,
     StepResult,
     VicInstance,
-    parse_letter,
+    VicTask,
     tagged,
 )
 from tasks.vic.worlds import PICKABLE, Action, MiniGridWorld, Thing
@@ -524,8 +524,8 @@ class EmbodiedSimulator:
         return png(self.world.frame())
 
 
-class EmbodiedTask:
-    """ViC-Bench's embodied long-horizon planning on MiniGrid/BabyAI (the ``VicTask`` protocol)."""
+class EmbodiedTask(VicTask):
+    """ViC-Bench's embodied long-horizon planning on MiniGrid/BabyAI (a ``VicTask``)."""
 
     name = "embodied"
 
@@ -542,9 +542,6 @@ class EmbodiedTask:
     def prompts(self, instance: VicInstance, stage: int, level: int) -> str:
         return stage_prompt(instance.meta, stage)  # IPII levels are maze-only in the paper
 
-    def parse_choice(self, text: str) -> str | None:
-        return parse_letter(text)
-
     def parse_open(self, instance: VicInstance, text: str) -> list[str] | None:
         return parse_plan(text, _things(instance.meta))
 
@@ -553,10 +550,6 @@ class EmbodiedTask:
 
     def simulator(self, instance: VicInstance) -> EmbodiedSimulator:
         return EmbodiedSimulator(instance.meta)
-
-    def parse_action(self, text: str) -> str | None:
-        found = tagged(text, "action")
-        return found.strip() if found is not None and found.strip() else None
 
     def before_retrospection(self, instance: VicInstance, actions: list[str], final: Any = None) -> list[str] | None:
         """A_b: the Stage-3 actions sent before the first reflective adjustment (a repeated ``go to`` or ``pick up``
@@ -568,6 +561,3 @@ class EmbodiedTask:
 
     def answer_text(self, instance: VicInstance) -> str:
         return "; ".join(instance.open_form.answer)
-
-    def oracle_actions(self, instance: VicInstance) -> list[str]:
-        return list(instance.open_form.answer)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tasks.benchmark import Evaluation
 from tasks.models.base import Generation, Message
 from tasks.vic.task import LETTERS, STAGE3_PROTOCOL, VicInstance, tagged
 
@@ -36,13 +37,6 @@ class VicItem:
     blobs: dict[str, str]  # role -> sha256
     load_image: Callable[[str], bytes] | None = field(default=None, repr=False)
     missing: str = ""
-
-
-def vic_items(catalog: Any, manifest: Any, images: Callable[[str], bytes] | None) -> list[VicItem]:
-    records = catalog.get_records([e.id for e in manifest.records if e.kind == "vic_instance"])
-    return [VicItem(key=r.id, task=r.payload["task"], instance_key=r.payload["key"], payload=r.payload,
-                    blobs={b.role: b.sha256 for b in r.blobs}, load_image=images)
-            for r in sorted(records, key=lambda r: (r.payload["task"], r.payload["key"]))]
 
 
 class _Replay:
@@ -88,9 +82,10 @@ class _Replay:
         return messages
 
 
-class VicEvaluation:
+class VicEvaluation(Evaluation):
     """The ``tasks.benchmark.Evaluation`` of ViC-Bench."""
 
+    item_kind = "vic_instance"
     strategies = tuple(STAGES)
     default_strategy = "stage3"  # the agent loop: the main job's canary exercises every simulator
     # ViC-Bench V-A: temperature 0, top-k 1, top-p 1, 8,192 new tokens.
@@ -102,11 +97,12 @@ class VicEvaluation:
         self._instances: dict[str, VicInstance] = {}
         self._replays: dict[tuple[str, str], _Replay] = {}
 
-    def holds_items(self, manifest: Any) -> bool:
-        return any(e.kind == "vic_instance" for e in manifest.records)
+    def item(self, record: Any, images: Callable[[str], bytes] | None) -> VicItem:
+        return VicItem(key=record.id, task=record.payload["task"], instance_key=record.payload["key"],
+                       payload=record.payload, blobs={b.role: b.sha256 for b in record.blobs}, load_image=images)
 
-    def items(self, catalog: Any, manifest: Any, images: Callable[[str], bytes] | None = None) -> list[VicItem]:
-        return vic_items(catalog, manifest, images)
+    def order(self, item: VicItem) -> tuple[str, str]:
+        return item.task, item.instance_key
 
     def options(self, settings: Any, options: dict[str, Any]) -> dict[str, Any]:
         configured = settings.vic

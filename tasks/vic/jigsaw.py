@@ -30,7 +30,7 @@ from tasks.vic.task import (
     StageOne,
     StepResult,
     VicInstance,
-    parse_letter,
+    VicTask,
     tagged,
 )
 
@@ -676,7 +676,7 @@ class JigsawSimulator:
 
 # == the task ====================================================================================================
 
-class JigsawTask:
+class JigsawTask(VicTask):
     """The jigsaw puzzle as a ``VicTask``; the constructor takes the scoring settings."""
 
     name = "jigsaw"
@@ -700,9 +700,6 @@ class JigsawTask:
         if stage not in templates:
             raise ValueError(f"stage must be 1, 2 or 3, not {stage}")
         return templates[stage]  # IPII levels are the maze's only; every level reads the same here
-
-    def parse_choice(self, text: str) -> str | None:
-        return parse_letter(text)
 
     def parse_open(self, instance: VicInstance, text: str) -> Pairs | None:
         return parse_mapping(text)

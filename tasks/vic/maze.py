@@ -39,7 +39,7 @@ from tasks.vic.task import (
     StageOne,
     StepResult,
     VicInstance,
-    parse_letter,
+    VicTask,
     tagged,
 )
 
@@ -527,8 +527,8 @@ def verify_maze(instance: VicInstance) -> list[str]:
 
 # -- the task ----------------------------------------------------------------------------------------------------------
 
-class MazeTask:
-    """The maze task of ViC-Bench behind the ``VicTask`` protocol; the scoring settings are constructor arguments
+class MazeTask(VicTask):
+    """The maze task of ViC-Bench as a ``VicTask``; the scoring settings are constructor arguments
     with the module constants as defaults."""
 
     name = "maze"
@@ -548,9 +548,6 @@ class MazeTask:
 
     def prompts(self, instance: VicInstance, stage: int, level: int) -> str:
         return stage_prompt(instance.meta, stage, level, self.level3_stage1)
-
-    def parse_choice(self, text: str) -> str | None:
-        return parse_letter(text)
 
     def parse_open(self, instance: VicInstance, text: str) -> list[str] | None:
         return parse_moves(text)
@@ -573,6 +570,3 @@ class MazeTask:
 
     def answer_text(self, instance: VicInstance) -> str:
         return ", ".join(instance.open_form.answer)
-
-    def oracle_actions(self, instance: VicInstance) -> list[str]:
-        return list(instance.open_form.answer)

@@ -102,19 +102,3 @@ def _rejected(chosen: Any) -> list[tuple[str, str, str]]:
         else:
             found.append((entry.locator, entry.reason, getattr(entry, "raw", "")))
     return found
-
-
-def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
-    """``<prefix>-vic``: the instances people accepted."""
-    from tasks.releasing import freeze_accepted
-
-    return freeze_accepted(settings, prefix, params, benchmark=NAME, kind="vic_instance",
-                           subset="instances verified by their task's check and accepted by a person")
-
-
-def publish_release(settings: Settings, tag: str) -> dict[str, Any]:
-    """The release in the ``vic`` format beside the other exports."""
-    from tasks.releasing import publish_in_format
-    from tasks.vic.export import export_vic
-
-    return publish_in_format(settings, tag, fmt="vic", title="ViC-Bench", exporter=export_vic)

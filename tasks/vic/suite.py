@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from tasks.benchmark import load_target
+from schemas.registry import load_target
 from tasks.vic.task import VicTask
 
 TASK_CLASSES = {

@@ -79,50 +79,59 @@ class Simulator(Protocol):
     def image(self) -> bytes: ...  # the current intermediate visual state
 
 
-class VicTask(Protocol):
+class VicTask:
+    """A ViC-Bench task: its generator and independent check, its prompts and parsers, its scoring and Stage-3
+    simulator. A task writes what is its own; a Stage-1 reply read as an option letter, a Stage-3 action as the
+    content of the last ``<action>`` tag and the oracle's actions as the right open answer's steps are the
+    defaults."""
+
     name: str
 
     def generate(self, count: int, seed: int, options: dict[str, Any]) -> list[VicInstance]:
         """``count`` instances (fewer when the source has fewer), deterministic for a seed."""
-        ...
+        raise NotImplementedError
 
     def verify(self, instance: VicInstance) -> list[str]:
         """Why the instance's answers are wrong (empty: verified), by an independent check."""
-        ...
+        raise NotImplementedError
 
     def prompts(self, instance: VicInstance, stage: int, level: int) -> str:
         """The question of a stage (1, 2 or 3) at an IPII level (1-3; only maze reads it), with the answer format."""
-        ...
+        raise NotImplementedError
 
     def parse_choice(self, text: str) -> str | None:
         """The letter a Stage-1 answer picks."""
-        ...
+        return parse_letter(text)
 
     def parse_open(self, instance: VicInstance, text: str) -> Any:
         """The open answer in the task's structure, None when the rules cannot read it."""
-        ...
+        raise NotImplementedError
 
-    def score_open(self, instance: VicInstance, answer: Any) -> OpenScore: ...
+    def score_open(self, instance: VicInstance, answer: Any) -> OpenScore:
+        raise NotImplementedError
 
-    def simulator(self, instance: VicInstance) -> Simulator: ...
+    def simulator(self, instance: VicInstance) -> Simulator:
+        raise NotImplementedError
 
     def parse_action(self, text: str) -> str | None:
         """The one action a Stage-3 turn sends (None: no action, e.g. the final answer)."""
-        ...
+        found = tagged(text, "action")
+        return found.strip() if found is not None and found.strip() else None
 
-    def before_retrospection(self, instance: VicInstance, actions: list[str], final: Any) -> Any:
+    def before_retrospection(self, instance: VicInstance, actions: list[str], final: Any = None) -> Any:
         """A_b of ThinkGain: the answer state before the first retrospection, in the task's answer structure, built
         from the loop's ``actions`` and, for what no action touched, the ``final`` answer; None when the agent
         never retrospected (A_b is then A_a and ThinkGain 0)."""
-        ...
+        raise NotImplementedError
 
     def answer_text(self, instance: VicInstance) -> str:
         """The right open answer written as the prompt asks (inside <answer>): what the oracle baseline says."""
-        ...
+        raise NotImplementedError
 
     def oracle_actions(self, instance: VicInstance) -> list[str]:
-        """Stage-3 actions that build the right answer, one per turn, as ``parse_action`` reads them."""
-        ...
+        """Stage-3 actions that build the right answer, one per turn, as ``parse_action`` reads them: by default
+        the right open answer's steps."""
+        return list(instance.open_form.answer)
 
 
 @dataclass(frozen=True)

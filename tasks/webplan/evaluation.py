@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tasks.benchmark import Evaluation
 from tasks.models.base import Generation, Message
 from tasks.webplan import prompts
 
@@ -39,34 +40,28 @@ class WebplanItem:
         return prompts.answer_kind(self.test, self.payload.get("meta", {}).get("form", ""))
 
 
-def webplan_items(catalog: Any, manifest: Any) -> list[WebplanItem]:
-    records = catalog.get_records([e.id for e in manifest.records if e.kind == "webplan_instance"])
-    return [WebplanItem(key=r.id, test=r.payload["test"], instance_key=r.payload["key"], payload=r.payload,
-                        blobs={b.role: b.sha256 for b in r.blobs}, letters=tuple(sorted(r.payload.get("options", {}))))
-            for r in sorted(records, key=lambda r: (r.payload["test"], r.payload["key"]))]
-
-
 def _history(settings: Any) -> bool:
     return bool(settings.option("history", False))
 
 
-class WebplanEvaluation:
+class WebplanEvaluation(Evaluation):
     """The ``tasks.benchmark.Evaluation`` of the web-planning tests."""
 
+    item_kind = "webplan_instance"
     strategies = prompts.STYLES
     default_strategy = "instruct"
     generation = Generation(max_tokens=1024, temperature=0.0, seed=0)
     prompt_version = "webplan-v1"
     percent_metrics = False  # accuracies are percentages already
 
-    def holds_items(self, manifest: Any) -> bool:
-        return any(e.kind == "webplan_instance" for e in manifest.records)
+    def item(self, record: Any, images: Callable[[str], bytes] | None) -> WebplanItem:
+        payload = record.payload
+        return WebplanItem(key=record.id, test=payload["test"], instance_key=payload["key"], payload=payload,
+                           blobs={b.role: b.sha256 for b in record.blobs},
+                           letters=tuple(sorted(payload.get("options", {}))))
 
-    def items(self, catalog: Any, manifest: Any, images: Callable[[str], bytes] | None = None) -> list[WebplanItem]:
-        return webplan_items(catalog, manifest)
-
-    def options(self, settings: Any, options: dict[str, Any]) -> dict[str, Any]:
-        return options
+    def order(self, item: WebplanItem) -> tuple[str, str]:
+        return item.test, item.instance_key
 
     def run_options(self, strategy: str, options: dict[str, Any]) -> dict[str, Any]:
         unknown = sorted(set(options) - set(OPTIONS))
@@ -93,9 +88,6 @@ class WebplanEvaluation:
         """The id the ``webplan`` export gives the instance in its test's file."""
         return item.instance_key
 
-    def rounds(self, item: WebplanItem, settings: Any) -> int:
-        return 1
-
     def finished(self, item: WebplanItem, settings: Any, replies: list[str]) -> bool:
         return bool(replies)
 
@@ -112,9 +104,6 @@ class WebplanEvaluation:
     def parse(self, item: WebplanItem, text: str, settings: Any) -> tuple[dict[str, Any], bool]:
         label = prompts.read_answer(text, item.kind, item.letters or ("A", "B"))
         return {"label": label}, label is not None
-
-    def parse_conversation(self, item: WebplanItem, replies: list[str], settings: Any) -> tuple[dict[str, Any], bool]:
-        return self.parse(item, replies[-1], settings)
 
     def judge_prompt(self, item: WebplanItem, answer: str) -> str:
         return prompts.judge_prompt(item.kind, item.letters or ("A", "B"), answer)

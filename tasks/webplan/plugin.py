@@ -2,45 +2,39 @@
 
 from __future__ import annotations
 
-from tasks.benchmark import BenchmarkPlugin, BuildStage, ExportFormat, ReviewCheck
+from tasks.benchmark import BenchmarkPlugin, BuildStage, ExportFormat, ReviewCheck, review_stage
 from tasks.webplan.options import WebplanBuildOptions
 from tasks.webplan.settings import WebplanSettings
 
-_STAGES = "tasks.webplan.stages"
 STAGES = (
-    BuildStage("trajectories", f"{_STAGES}:trajectories_stage", "record-web-trajectories", roles=("chat",),
+    BuildStage("trajectories", ".stages:trajectories_stage", "record-web-trajectories", roles=("chat",),
                reads=("source",), writes=("web_trajectory",), summary_key="trajectories",
                help="expert trajectories recorded on MiniWob++ (or imported), actions put in plain words"),
-    BuildStage("generate", f"{_STAGES}:generate_stage", "generate-webplan", reads=("web_trajectory",),
+    BuildStage("generate", ".stages:generate_stage", "generate-webplan", reads=("web_trajectory",),
                writes=("webplan_instance", "review_item"), summary_key="instances",
                help="each test's instances, confirmed by carrying the plans out in Chromium, sent to people"),
-    BuildStage("review", "tasks.review_tasks:review_stage", "apply-review", reads=("review_item",),
-               writes=("decision",), help="apply the verification decisions people made (or the unattended policy)"),
+    review_stage("apply the verification decisions people made (or the unattended policy)"),
 )
 
 PLUGIN = BenchmarkPlugin(
     name="webplan",
     title="web-agent planning tests",
     payload_kinds=("web_trajectory", "webplan_instance"),
-    payloads="tasks.webplan.payloads",
-    evaluator="tasks.webplan.evaluation:WebplanEvaluation",
-    settings_section="webplan",
+    release_subset="instances confirmed in the browser (or by their source) and accepted by a person",
+    evaluator=".evaluation:WebplanEvaluation",
     settings_model=WebplanSettings,
     reviews=(ReviewCheck(queue="webplan_verification", verdicts=("accept", "reject"),
-                         view="tasks.webplan.review_view:VIEW"),),
+                         view=".review_view:VIEW"),),
     exports=(ExportFormat("webplan", "per test a JSONL file of instances (task, images, options, answer, plans "
-                                     "and states) plus images/", "tasks.webplan.export:export_webplan"),),
+                                     "and states) plus images/", ".export:export_webplan"),),
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
-    harness="tasks.webplan.harness:HARNESS",
-    kit="tasks.webplan.kit:KIT",
+    harness=".harness:HARNESS",
+    kit=".kit:KIT",
     order=4,
     stages=STAGES,
     build_options=WebplanBuildOptions,
     # the main job's demo: one MiniWob++ episode per expert task, one edge case per form task, one future-state
     # pair per task and horizon (the paper's counts are `benchwright build webplan`'s default)
     sample_options={"count": 1, "episodes": 1},
-    cli="tasks.webplan.cli:build_command",
-    freeze=f"{_STAGES}:freeze_releases",
-    publish=f"{_STAGES}:publish_release",
-    stats="tasks.webplan.stats:stats_for_release",
+    stats=".stats:stats_for_release",
 )

@@ -191,19 +191,3 @@ def _store(storage: Any, made: Any, producer: Producer, run_id: str | None, test
     superseded = _supersede_earlier(storage.catalog, "webplan_instance", instances, ("test", "key"), run_id)
     return {"instances": len(records) // 2, "records": len(records), "new": new, "quarantined": len(quarantined),
             "superseded": superseded, "kept from earlier builds": made.kept}
-
-
-def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
-    """``<prefix>-webplan``: the instances people accepted."""
-    from tasks.releasing import freeze_accepted
-
-    return freeze_accepted(settings, prefix, params, benchmark=NAME, kind="webplan_instance",
-                           subset="instances confirmed in the browser (or by their source) and accepted by a person")
-
-
-def publish_release(settings: Settings, tag: str) -> dict[str, Any]:
-    """The release in the ``webplan`` format beside the other exports."""
-    from tasks.releasing import publish_in_format
-    from tasks.webplan.export import export_webplan
-
-    return publish_in_format(settings, tag, fmt="webplan", title="web-planning", exporter=export_webplan)

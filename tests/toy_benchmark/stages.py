@@ -1,10 +1,9 @@
-"""The toy benchmark's build stage and freezing: images of dots, each confirmed by a person before release."""
+"""The toy benchmark's build stage: images of dots, each confirmed by a person before release."""
 
 from __future__ import annotations
 
 import io
 import random
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -55,18 +54,3 @@ def draw_dots(settings: Settings, context: BuildContext) -> dict[str, int]:
         records += [image, review]
     return {"images": context.options.images, "records": len(records),
             "new": storage.catalog.put_records(records, run_id=context.run_id)}
-
-
-def freeze(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
-    """``<prefix>-toy``: the images people confirmed."""
-    from schemas.releases import ReleaseSelection
-    from storage.releases import create_release
-
-    storage = open_storage(settings)
-    accepted = storage.catalog.find_records(kind="dots_image", status=Status.ACCEPTED)
-    if not accepted:
-        return []
-    selection = ReleaseSelection(benchmarks=(NAME,), kinds=("dots_image",),
-                                 only_ids=tuple(sorted(r.id for r in accepted)), subset="confirmed images")
-    return [create_release(storage.catalog, storage.blobs, f"{prefix}-toy", selection=selection, params=params,
-                           only_if_changed=True).tag]

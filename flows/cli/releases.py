@@ -1,0 +1,172 @@
+"""``benchwright release ...`` (freeze, list, verify, compare, export) and ``benchwright stats``: what a release
+holds, as its benchmark counts it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from flows.cli import terminal
+
+
+def release_list() -> None:
+    """List every release with its size, content hash (records and blobs alone) and manifest hash."""
+    from storage.releases import content_hashes, list_releases
+
+    catalog = terminal.storage().catalog
+    contents = content_hashes(catalog)
+    shown = terminal.table(("release", "created", "records", "content sha256", "manifest sha256"),
+                           whole=("release", "content sha256", "manifest sha256"))
+    for name, version, created, count, sha in list_releases(catalog):
+        shown.add_row(f"{name}@{version}", f"{created:%Y-%m-%d %H:%M:%S}", str(count),
+                      contents[(name, version)][:16], sha[:16])
+    terminal.console.print(shown)
+
+
+def release_create(
+    name: Annotated[str, typer.Argument(help="Release name; the version is the next free number.")],
+    benchmark: Annotated[list[str] | None, typer.Option(help="Only these benchmarks (repeatable).")] = None,
+    kind: Annotated[list[str] | None, typer.Option(help="Only these record kinds (repeatable).")] = None,
+    status: Annotated[list[str] | None, typer.Option(help="Record statuses to include (repeatable).")] = None,
+) -> None:
+    """Freeze the selected records (default: all accepted ones) as a new, never-changing release version."""
+    from schemas.releases import ReleaseSelection
+    from storage.releases import create_release, statuses_from_names
+
+    storage = terminal.storage()
+    with terminal.failures_as_messages():
+        selection = ReleaseSelection(benchmarks=tuple(benchmark or ()), kinds=tuple(kind or ()),
+                                     **({"statuses": statuses_from_names(status)} if status else {}))
+        manifest = create_release(storage.catalog, storage.blobs, name, selection=selection)
+    terminal.console.print(f"created [bold]{manifest.tag}[/bold]: {len(manifest.records)} records, "
+                           f"{len(manifest.blobs)} blobs, content {manifest.content_hash()[:16]}, "
+                           f"manifest {manifest.sha256()[:16]}")
+
+
+def release_verify(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION (default: newest).")]) -> None:
+    """Re-read every blob and record of a release and check each against its hash. Exit 1 on any problem."""
+    from storage.releases import load_release, verify_release
+
+    storage = terminal.storage()
+    with terminal.failures_as_messages():
+        manifest = load_release(storage.catalog, tag)
+        with terminal.work_bar() as progress:
+            bar = progress.add_task(f"verifying {manifest.tag}", total=len(manifest.blobs) + len(manifest.records))
+            report = verify_release(storage.catalog, storage.blobs, tag,
+                                    on_progress=lambda n: progress.advance(bar, n))
+    if report.ok:
+        terminal.console.print(f"[green]ok[/green] {report.tag}: {report.records_checked} records and "
+                               f"{report.blobs_checked} blobs match their hashes; content sha256 "
+                               f"{report.content_sha256}")
+        return
+    for line in report.problems():
+        terminal.err.print(f"[red]FAIL[/red] {line}", soft_wrap=True)
+    raise typer.Exit(1)
+
+
+def release_diff(old: Annotated[str, typer.Argument(help="NAME@VERSION to compare from.")],
+                 new: Annotated[str, typer.Argument(help="NAME@VERSION to compare to.")],
+                 as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a summary.")] = False,
+                 ) -> None:
+    """List records added, removed and changed between two releases."""
+    from storage.releases import diff_releases
+
+    with terminal.failures_as_messages():
+        diff = diff_releases(terminal.storage().catalog, old, new)
+    if as_json:
+        terminal.console.print_json(json.dumps({"old": diff.old, "new": diff.new, "added": diff.added,
+                                                "removed": diff.removed, "changed": diff.changed}))
+        return
+    terminal.console.print(f"{diff.old} -> {diff.new}: {len(diff.added)} added, {len(diff.removed)} removed, "
+                           f"{len(diff.changed)} changed")
+    for rid in diff.added:
+        terminal.console.print(f"  [green]+[/green] {rid}")
+    for rid in diff.removed:
+        terminal.console.print(f"  [red]-[/red] {rid}")
+    for before, after, what in diff.changed:
+        terminal.console.print(f"  [yellow]~[/yellow] {before} -> {after} ({what})")
+
+
+def _export_help() -> str:
+    """The formats the registry offers; plugin modules are light, so listing them costs the CLI's start little."""
+    from tasks import benchmarks
+    from tasks.benchmark import HARNESS_FORMATS
+
+    return "; ".join(["records: records.parquet, records.jsonl, manifest.json and blobs/",
+                      *(f"{f.name}: {f.help}" for f in benchmarks.export_formats().values()),
+                      *(f"{f.name} (benchmarks that declare it): {f.help}" for f in HARNESS_FORMATS.values())]) + "."
+
+
+def release_export(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION (default: newest).")],
+                   out: Annotated[Path | None, typer.Option(help="Folder; default: the configured export folder.")]
+                   = None,
+                   fmt: Annotated[str, typer.Option("--format", help=_export_help())] = "records") -> None:
+    """Write a release in a format other tools read."""
+    from storage.releases import export_release, load_release
+    from tasks import benchmarks
+    from tasks.benchmark import HARNESS_FORMATS
+
+    storage = terminal.storage()
+    with terminal.failures_as_messages():
+        manifest = load_release(storage.catalog, tag)
+        folder = out or terminal.settings().export.folder
+        # a harness format is one shared writer, which refuses a release whose benchmark does not declare it
+        formats = {**benchmarks.export_formats(), **HARNESS_FORMATS}
+        if fmt in formats:
+            target = Path(folder) / f"{manifest.name}-v{manifest.version}-{fmt}"
+            written = formats[fmt].export(storage.catalog, storage.blobs, tag, target)
+            terminal.print_path(f"exported {manifest.tag} ({fmt})", target)
+            for name, count in written.items():
+                terminal.console.print(f"  {name} {count}", soft_wrap=True, markup=False, highlight=False)
+            return
+        if fmt != "records":
+            raise ValueError(f"unknown export format {fmt!r}: use records, {', '.join(formats)}")
+        with terminal.work_bar() as progress:
+            bar = progress.add_task(f"exporting {manifest.tag}", total=len(manifest.blobs) + len(manifest.records))
+            target = export_release(storage.catalog, storage.blobs, tag, folder,
+                                    on_progress=lambda n: progress.advance(bar, n))
+    terminal.print_path(f"exported {manifest.tag}", target)
+
+
+def _first_release() -> str:
+    """``stats``'s default release: the main job's name for the first registered benchmark's."""
+    from tasks import benchmarks
+
+    return f"benchwright-{benchmarks.names()[0]}" if benchmarks.names() else "benchwright"
+
+
+def stats(
+    tag: Annotated[str, typer.Argument(help="A release, NAME or NAME@VERSION.")] = _first_release(),
+    png: Annotated[Path | None, typer.Option(help="Where to write the chart; default beside the exports.")] = None,
+    limit: Annotated[int, typer.Option("--tasks", "--limit", help="How many rows of the long listings (the "
+                                                                   "largest tasks) to show.")] = 10,
+) -> None:
+    """What a release holds, as its benchmark counts it (its own tables, e.g. samples and trajectories per setting
+    and task, and data-quality tables such as label conflicts), printed and drawn as a PNG chart."""
+    from schemas.registry import load_target
+    from storage.releases import load_release
+    from tasks import benchmarks
+
+    storage = terminal.storage()
+    with terminal.failures_as_messages():
+        manifest = load_release(storage.catalog, tag)
+        plugin = benchmarks.release_benchmark(manifest)
+        if plugin.stats is None:
+            raise ValueError(f"{plugin.title} releases have no statistics view")
+        numbers = load_target(plugin.stats)(storage.catalog, manifest.tag)
+    for number, shown in enumerate(numbers.tables(limit)):
+        listing = Table(title=f"{manifest.tag}: {shown.title}" if number == 0 else shown.title)
+        for index, column in enumerate(shown.columns):
+            words = index == 0 or not shown.rows or isinstance(shown.rows[0][index], str)
+            listing.add_column(column, justify="left" if words else "right")
+        for row in shown.rows:
+            listing.add_row(*(str(cell) for cell in row), style="bold" if row[0] in shown.emphasised else None)
+        terminal.console.print(listing)
+    default = Path(terminal.settings().export.folder) / f"{manifest.name}-v{manifest.version}-stats.png"
+    with terminal.failures_as_messages():  # --png below a file, or a link where the chart goes: one line
+        chart = numbers.chart(png or default, manifest.tag)
+    terminal.console.print(f"chart: {chart}")
