@@ -46,7 +46,7 @@ def measure(clients: int, items: int, overlap: int, path: str) -> dict[str, Any]
     import httpx
 
     from storage import open_storage
-    from tests.test_annotation_app import ANNOTATORS, app_settings, publish
+    from tests.support.app import ANNOTATORS, app_settings, publish
 
     names = (ANNOTATORS * (clients // len(ANNOTATORS) + 1))[:clients]
     if len(set(names)) < clients:
@@ -126,7 +126,7 @@ def statement_costs(answers: int) -> None:
 
     from annotation_ui.work import Work
     from storage import Catalog
-    from tests.test_annotation_app import app_settings, publish
+    from tests.support.app import app_settings, publish
 
     spent: dict[str, list[float]] = defaultdict(list)
 

@@ -35,7 +35,7 @@ def rss_mib() -> float:
 
 
 def serve(latency: float, port: Any) -> None:
-    from tests.chat_server import ScriptedChatServer
+    from tests.support.chat_server import ScriptedChatServer
 
     with ScriptedChatServer() as server:
         server.script(("sleep", latency, "<score>50%</score>"))

@@ -37,7 +37,7 @@ UNLIMITED = {"login_free_failures": 10 ** 9, "lockout_failures": 10 ** 9, "locko
 
 
 def start_server(folder: Path, limits: dict[str, Any]) -> tuple[subprocess.Popen, str]:
-    from tests.test_annotation_app import app_settings, publish
+    from tests.support.app import app_settings, publish
 
     settings = app_settings(folder, host=HOST, **limits)
     publish(settings, 20)

@@ -70,7 +70,7 @@ def timed_build(benchmark: str, stages: list[str], options: dict[str, Any], fold
     database on ``server``, else a DuckDB file."""
     from flows.build import build
     from flows.runtime import at_the_terminal
-    from tests.postgres_server import fresh_database
+    from tests.support.postgres_server import fresh_database
 
     settings = settings_in(folder, fresh_database(server) if server else None, **compute)
     with at_the_terminal(settings):
@@ -81,9 +81,10 @@ def timed_build(benchmark: str, stages: list[str], options: dict[str, Any], fold
 
 def render(world: Path, clips: Path, episodes: int, clip_count: int) -> None:
     """The sample episodes and clips missing from ``world`` and ``clips``."""
+    from tasks.sources.tasks import render_sample_world
+
     from tasks.explore.stages import SAMPLE_TASKS
     from tasks.progress.stages import SAMPLE_CAMERAS
-    from tasks.sources.tasks import render_sample_world
 
     render_sample_world(str(world), episodes, 0, SAMPLE_CAMERAS, (320, 240))
     render_sample_world(str(clips), clip_count, 0, ("ego",), (640, 480), SAMPLE_TASKS)
@@ -115,7 +116,7 @@ class WarmCluster:
         from distributed import Client
 
         from flows.runners import DASK_CLUSTER_CONFIG
-        from tests.postgres_server import ends_with_its_parent
+        from tests.support.postgres_server import ends_with_its_parent
 
         folder.mkdir(parents=True, exist_ok=True)
         here = Path(__file__).resolve().parent  # benchwright, and this script when a probe imports it
@@ -200,7 +201,7 @@ def prefect_server(folder: Path, postgres: str | None) -> Iterator[None]:
             yield
         return
     from flows.server import start_server, stop_server
-    from tests.postgres_server import fresh_database
+    from tests.support.postgres_server import fresh_database
 
     database = fresh_database(postgres).replace("postgresql://", "postgresql+asyncpg://", 1)
     saved = {name: os.environ.get(name) for name in ("PREFECT_HOME", "PREFECT_API_DATABASE_CONNECTION_URL",
@@ -228,8 +229,8 @@ def write_rate(catalog: Any, records: list[Any]) -> float:
 def catalog_rates(count: int, folder: Path, server: str) -> tuple[float, float]:
     from storage.catalog import Catalog
     from storage.postgres import PostgresCatalog
-    from tests.conftest import item_record
-    from tests.postgres_server import fresh_database
+    from tests.support.catalog import item_record
+    from tests.support.postgres_server import fresh_database
 
     records = [item_record(i) for i in range(count)]
     duck = write_rate(Catalog(folder / "rate.duckdb"), records)
@@ -309,7 +310,7 @@ def main() -> None:
     parser.add_argument("--world", type=Path, help="keep the rendered sample world here and reuse it (default: a "
                         "temporary folder, rendered each run)")
     args = parser.parse_args()
-    from tests.postgres_server import postgres_server
+    from tests.support.postgres_server import postgres_server
 
     quiet_dask()
     with tempfile.TemporaryDirectory() as tmp, postgres_server() as server, \

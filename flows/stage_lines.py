@@ -47,7 +47,17 @@ def review_line(benchmark: str, stages: dict[str, dict[str, Any]], waiting: bool
 
 def stage_lines(benchmark: str, result: dict[str, dict[str, Any]]) -> list[str]:
     """The lines ``build NAME`` prints: each stage's counts (``stage: key value, ...``), then review in words."""
-    lines = [f"{stage}: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+    lines = [f"{stage}: " + ", ".join(f"{k} {_value(v)}" for k, v in counts.items())
              for stage, counts in result.items() if stage not in REVIEW_STAGES]
     said = review_line(benchmark, result)
     return lines + ([said] if said else [])
+
+
+def _value(value: Any) -> str:
+    """A count as words: a breakdown (``{"maze": 3, "jigsaw": 2}``) as ``(maze 3, jigsaw 2)``, a list joined, never
+    Python's own spelling of a dict."""
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{k} {_value(v)}" for k, v in value.items()) + ")" if value else "none"
+    if isinstance(value, list | tuple):
+        return ", ".join(_value(v) for v in value) or "none"
+    return str(value)

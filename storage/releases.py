@@ -201,6 +201,17 @@ class ReleaseDiff:
     added: list[str]
     removed: list[str]
     changed: list[tuple[str, str, str]]  # (old id or same id, new id, what changed)
+    kinds: dict[str, str] = field(default_factory=dict)  # record id -> its kind, for every id above
+
+    def by_kind(self) -> dict[str, dict[str, int]]:
+        """How many records of each kind were added, removed and changed (a change counted by its new record)."""
+        counts: dict[str, dict[str, int]] = {}
+        for what, ids in (("added", self.added), ("removed", self.removed),
+                          ("changed", [after for _, after, _ in self.changed])):
+            for rid in ids:
+                kind = counts.setdefault(self.kinds.get(rid, "?"), {"added": 0, "removed": 0, "changed": 0})
+                kind[what] += 1
+        return dict(sorted(counts.items()))
 
 
 def diff_releases(catalog: Catalog, old_tag: str, new_tag: str) -> ReleaseDiff:
@@ -229,7 +240,8 @@ def diff_releases(catalog: Catalog, old_tag: str, new_tag: str) -> ReleaseDiff:
                 replaced.add(rid)
     added = sorted(new_by_id.keys() - old_by_id.keys() - replaced)
     removed = sorted(gone - replaced)
-    return ReleaseDiff(old=old.tag, new=new.tag, added=added, removed=removed, changed=changed)
+    kinds = {e.id: e.kind for e in (*old.records, *new.records)}
+    return ReleaseDiff(old=old.tag, new=new.tag, added=added, removed=removed, changed=changed, kinds=kinds)
 
 
 def export_release(catalog: Catalog, store: BlobStore, tag: str, out_dir: str | Path | OutputFolder, *,

@@ -36,6 +36,7 @@ class Evaluation:
     generation: ClassVar[Generation]  # the paper's decoding settings
     prompt_version: ClassVar[str]
     percent_metrics: ClassVar[bool] = False  # the leaderboard shows its metrics as percentages
+    metric_order: ClassVar[tuple[str, ...]] = ()  # its headline metrics in the paper's order (tables, leaderboard)
 
     # -- items -------------------------------------------------------------------------------------------------
 

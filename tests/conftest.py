@@ -1,5 +1,6 @@
-"""Shared fixtures: a fresh catalog (on DuckDB and on PostgreSQL) and blob store per test, and real S3-speaking and
-PostgreSQL servers on 127.0.0.1."""
+"""Shared fixtures: a fresh catalog (on DuckDB and on PostgreSQL) and blob store per test, settings over a temporary
+folder, real S3-speaking and PostgreSQL servers on 127.0.0.1, the annotation app served on a clock the test moves,
+and the CLI's project folder. The helpers they use, and the tests' other helpers, are in tests/support/."""
 
 from __future__ import annotations
 
@@ -10,17 +11,21 @@ from typing import Any
 
 import pytest
 
-from schemas import BenchmarkItem, Producer, Record, make_record
+from schemas.config import BlobSettings, CatalogSettings, ExportSettings, Settings
 from storage import Catalog, LocalBlobStore, Storage
 
+# pytest rewrites the asserts of test modules only: the helpers' asserts, in the packages below (tests/support/ and
+# each benchmark's folder), say what they compared too
+pytest.register_assert_rewrite(*(f"tests.{p.name}" for p in sorted(Path(__file__).parent.iterdir())
+                                 if (p / "__init__.py").is_file()))
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @pytest.fixture(scope="session")
 def postgres() -> Iterator[str]:
-    """A PostgreSQL server of this test session's own (tests/postgres_server.py); its URL."""
-    from tests.postgres_server import postgres_server
+    """A PostgreSQL server of this test session's own (tests/support/postgres_server.py); its URL."""
+    from tests.support.postgres_server import postgres_server
 
     with postgres_server() as url:
         yield url
@@ -33,26 +38,18 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]
         yield Catalog(tmp_path / "catalog.duckdb", lock_timeout_s=30)
         return
     from storage.postgres import PostgresCatalog
-    from tests.postgres_server import fresh_database
+    from tests.support.postgres_server import fresh_database
 
     catalog = PostgresCatalog(fresh_database(request.getfixturevalue("postgres")), lock_timeout_s=30)
     yield catalog
     catalog.close()
 
 
-def catalog_settings(catalog: Catalog) -> Any:
-    """The [catalog] settings that open ``catalog`` again (its file, or its server's URL)."""
-    from schemas.config import CatalogSettings
-
-    url = getattr(catalog, "url", None)
-    return CatalogSettings(url=url) if url else CatalogSettings(path=catalog.path)
-
-
-def reopened(catalog: Catalog) -> Catalog:
-    """The same catalog opened again, as another process would."""
-    from storage import open_catalog
-
-    return open_catalog(catalog_settings(catalog))
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Settings whose catalog, blobs and exports are in the test's temporary folder."""
+    return Settings(catalog=CatalogSettings(path=tmp_path / "catalog.duckdb"),
+                    blobs=BlobSettings(uri=f"file://{tmp_path}/blobs"), export=ExportSettings(folder=tmp_path / "exp"))
 
 
 @pytest.fixture
@@ -80,55 +77,12 @@ def s3_endpoint() -> Iterator[str]:
     server.stop()
 
 
-def write_world(folder: Path, tasks: tuple[str, ...] = ("pick_place", "pick_place"),
-                size: tuple[int, int] = (160, 120)) -> tuple[Path, dict[str, Any]]:
-    """Sample-world episodes (seeds 1, 2, ... of ``tasks``) with a front and a top camera, written into ``folder``;
-    (the folder, episode id -> episode)."""
-    from tasks.sources.sample_world import generate_episode, write_episode
-
-    episodes = [generate_episode(seed, task) for seed, task in enumerate(tasks, start=1)]
-    for episode in episodes:
-        write_episode(episode, folder, cameras=("front", "top"), size=size)
-    return folder, {e.id: e for e in episodes}
-
-
-def solid_png(shade: int, size: tuple[int, int] = (24, 16)) -> bytes:
-    """A small PNG of one colour; different shades give different images (and different blobs)."""
-    import io
-
-    from PIL import Image
-
-    buffer = io.BytesIO()
-    Image.new("RGB", size, (shade, 255 - shade, 40)).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-def item_record(i: int, *, parents: tuple[str, ...] = (), task: str = "maze", producer: Producer | None = None
-                ) -> Record:
-    return make_record(BenchmarkItem(task=task, question=f"question {i}", options=["a", "b"], answer=i % 2),
-                       benchmark="explore", producer=producer or Producer(task="test"), parents=parents)
-
-
-def publish_review_items(catalog: Catalog, n: int, queue: str = "recheck") -> list[Record]:
-    """``n`` review items in ``queue``, each about its own benchmark item, stored."""
-    from schemas import ReviewItem
-
-    items = []
-    for i in range(n):
-        target = item_record(i)
-        item = make_record(ReviewItem(target_id=target.id, queue=queue, question=f"check {i}"),
-                           benchmark="explore", producer=Producer(task="test"), parents=[target.id])
-        catalog.put_records([target, item])
-        items.append(item)
-    return items
-
-
 @pytest.fixture
 def running(tmp_path: Path) -> Iterator[Any]:
     """Serves the annotation app with the given [annotation] settings; yields a starter returning (settings, url).
     Every app it started is closed at the end of the test."""
     from annotation_ui.app import serve
-    from tests.test_annotation_app import app_settings
+    from tests.support.app import app_settings
 
     servers = []
 
@@ -140,3 +94,37 @@ def running(tmp_path: Path) -> Iterator[Any]:
     yield start
     for blocks in servers:
         blocks.close()
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The clock of every app started in the test (its limiter's waits and its lockouts): a
+    ``tests.support.app.Clock`` that moves only when told."""
+    import functools
+
+    from annotation_ui import service
+    from annotation_ui.limits import LockoutStore, LoginLimiter
+    from tests.support.app import Clock
+
+    moved = Clock()
+    monkeypatch.setattr(service, "LoginLimiter", functools.partial(LoginLimiter, clock=moved.monotonic))
+    monkeypatch.setattr(service, "LockoutStore", functools.partial(LockoutStore, clock=moved.wall))
+    return moved
+
+
+@pytest.fixture
+def fixed_width(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI's consoles at 200 columns, whatever terminal runs the suite (``tests.support.cli.pin_console_width``);
+    a module asks for it with ``pytestmark = pytest.mark.usefixtures("fixed_width")``."""
+    from tests.support.cli import pin_console_width
+
+    pin_console_width(monkeypatch)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Storage, Any, Any]:
+    """The test's temporary folder as a project the CLI runs in (``tests.support.cli.make_project``): (storage, an
+    accepted demo, an item derived from it)."""
+    from tests.support.cli import make_project
+
+    return make_project(tmp_path, monkeypatch)

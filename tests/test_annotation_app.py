@@ -4,42 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import threading
 from collections import Counter
 
 import httpx
 import pytest
 
-from annotation_ui.accounts import hash_password
 from schemas import Status
-from schemas.config import Account, AnnotationSettings, BlobSettings, CatalogSettings, Settings
 from storage import open_storage
-from tests.conftest import publish_review_items, solid_png
+from tests.support.app import ANNOTATORS, app_settings, publish
+from tests.support.images import solid_png
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-ANNOTATORS = [f"ann{i}" for i in range(1, 9)]
-HASH = hash_password("pw")  # one hash for all test accounts: scrypt is slow on purpose
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def app_settings(tmp_path, **annotation) -> Settings:
-    users = [Account(name=n, password_hash=HASH) for n in ANNOTATORS] + [
-        Account(name="boss", role="admin", password_hash=HASH)]
-    # the tests' client plays a proxy on the same host, so it can speak for other addresses (X-Forwarded-For)
-    annotation.setdefault("trusted_proxies", ["127.0.0.1"])
-    return Settings(catalog=CatalogSettings(path=str(tmp_path / "catalog.duckdb")),
-                    blobs=BlobSettings(uri=f"file://{tmp_path}/blobs"),
-                    annotation=AnnotationSettings(port=free_port(), users=users, **annotation))
-
-
-def publish(settings: Settings, n: int, queue: str = "recheck") -> list:
-    return publish_review_items(open_storage(settings).catalog, n, queue)
 
 
 def client(url: str, name: str):

@@ -2,72 +2,13 @@
 
 from __future__ import annotations
 
-import io
-import shutil
-from contextlib import contextmanager
-from typing import Any
-
-from PIL import Image
-
-from schemas import Producer, ReviewItem, Status, make_record
-from scripts import review_screens
+from schemas import Status
 from storage import open_storage
-from tasks.progress.payloads import Observation
-from tests.test_annotation_app import app_settings
+from tests.support.app import INJECTED_GOAL, app_settings, free_port, publish_visual_negatives
+from tests.support.browser import app_in_browser, edit_cell, log_in, review_tabs
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-GOAL = "<script>window.injected = 1</script><b>stack</b> the cubes"
 # the element ids of a review tab start with its queue's name
 VN, SC = "#visual_negative", "#scene_correction"
-
-
-def png(colour: tuple[int, int, int]) -> bytes:
-    buffer = io.BytesIO()
-    Image.new("RGB", (64, 48), colour).save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-@contextmanager
-def app_in_browser(settings):
-    """The app served on the settings' port and a headless Debian chromium; yields (browser, url)."""
-    from playwright.sync_api import sync_playwright
-
-    from annotation_ui.app import serve
-
-    blocks = serve(settings, block=False)
-    try:
-        with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-            yield browser, f"http://127.0.0.1:{settings.annotation.port}/"
-            browser.close()
-    finally:
-        blocks.close()
-
-
-def log_in(page, url: str, name: str) -> None:
-    review_screens.log_in(page, url, name, password="pw")
-
-
-def publish_visual_negatives(settings, n: int) -> list:
-    storage = open_storage(settings)
-    items = []
-    for i in range(n):
-        original = make_record(Observation(demo_id=f"demo{i}", frame=f"front_{i:04d}.jpg"),
-                               benchmark="progress", producer=Producer(task="test"),
-                               blobs=[storage.put_blob(png((10 * i, 100, 50)), role="observation",
-                                                       media_type="image/png")], status=Status.ACCEPTED)
-        edited = make_record(Observation(demo_id=f"demo{i}", frame=f"front_{i:04d}_edit.jpg", answerable=False,
-                                         negative="visual"),
-                             benchmark="progress", producer=Producer(task="test"), parents=[original.id],
-                             blobs=[storage.put_blob(png((200, 10 * i, 50)), role="observation",
-                                                     media_type="image/png")])
-        item = make_record(ReviewItem(target_id=edited.id, queue="visual_negative", question="Is the edit valid?",
-                                      suggestion={"original": original.id, "task_goal": GOAL, "step": "pick up",
-                                                  "strategy": "color", "prompt": "make the cube red"}),
-                           benchmark="progress", producer=Producer(task="test"), parents=[edited.id])
-        storage.catalog.put_records([original, edited, item])
-        items.append(item)
-    return items
 
 
 def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
@@ -109,7 +50,7 @@ def test_log_in_decide_three_with_the_keyboard_and_undo_one(tmp_path):
     assert catalog.get_record(items[2].id).status == Status.CANDIDATE  # reopened for ann1
     shown = next(d for d in catalog.find_records(kind="decision") if d.payload["item_id"] == items[0].id)
     assert shown.payload["shown"]["target"] == items[0].payload["target_id"]
-    assert shown.payload["shown"]["suggestion"]["task_goal"] == GOAL
+    assert shown.payload["shown"]["suggestion"]["task_goal"] == INJECTED_GOAL
     drawn = shown.payload["shown"]["images"]  # every image the screen drew, the original beside the edit included
     assert len(drawn) >= 2 and any(caption.startswith("original") for caption in drawn)
 
@@ -118,13 +59,13 @@ def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
     from playwright.sync_api import expect
 
     from tasks.sources.sample_world import generate_episode, write_episode
-    from tests.test_explore_build import _build
+    from tests.support.scenes import build_scenes
 
     settings = app_settings(tmp_path)
     clips = tmp_path / "clips"
     write_episode(generate_episode(300, "gather"), clips, cameras=("ego",), size=(640, 480))
     storage = open_storage(settings)
-    _build(clips, storage)
+    build_scenes(clips, storage)
     (item,) = [i for i in storage.catalog.find_records(kind="review_item")]
     with app_in_browser(settings) as (browser, url):
         page = browser.new_page()
@@ -147,30 +88,13 @@ def test_correct_a_scene_in_the_table_and_see_it_checked(tmp_path):
 def scene_settings(tmp_path):
     """App settings over a catalog holding one sample-world clip's instance, its machine scene and review item."""
     from tasks.sources.sample_world import generate_episode, write_episode
-    from tests.test_explore_build import _build
+    from tests.support.scenes import build_scenes
 
     settings = app_settings(tmp_path)
     clips = tmp_path / "clips"
     write_episode(generate_episode(300, "gather"), clips, cameras=("ego",), size=(640, 480))
-    _build(clips, open_storage(settings))
+    build_scenes(clips, open_storage(settings))
     return settings
-
-
-def edit_cell(page, old: str, new: str) -> None:
-    """Double-click the table cell showing ``old``, type ``new`` over it and press Enter (the cell stays selected)."""
-    from playwright.sync_api import expect
-
-    def cell_text(text: str) -> Any:  # a selected cell's accessible name includes its buttons' labels: match its text
-        return page.locator(f"{SC}-table [data-editable]").get_by_text(text, exact=True).first
-
-    expect(cell_text(old)).to_be_visible(timeout=30_000)
-    cell_text(old).dblclick()
-    # typing before the cell's editor has focus would go nowhere (seen once in CI under load): wait for it
-    expect(page.locator(f"{SC}-table").locator("textarea:focus, input:focus")).to_have_count(1, timeout=30_000)
-    page.keyboard.press("ControlOrMeta+a")
-    page.keyboard.type(new)
-    page.keyboard.press("Enter")
-    expect(cell_text(new)).to_be_visible(timeout=30_000)  # the edit is kept
 
 
 def take_scene(page, url: str, name: str) -> None:
@@ -284,9 +208,7 @@ def test_opening_pages_and_the_admin_tab_leases_nothing(tmp_path):
     with app_in_browser(settings) as (browser, url):
         admin = browser.new_page()
         log_in(admin, url, "boss")
-        for tab, prefix in (("Visual negatives", "visual_negative"), ("Scene correction", "scene_correction"),
-                            ("ViC-Bench recheck", "vic_recheck"),
-                            ("Web planning verification", "webplan_verification"), ("Recheck", "rc")):
+        for prefix, tab in review_tabs().items():
             admin.get_by_role("tab", name=tab, exact=True).click()  # each tab's opening handler has run
             expect(admin.locator(f"#{prefix}-progress")).to_contain_text("boss", timeout=30_000)
         admin.get_by_role("tab", name="Admin", exact=True).click()
@@ -314,8 +236,6 @@ def test_a_page_on_another_port_can_neither_read_nor_answer_an_item(tmp_path):
     that reads as JSON, answers nothing."""
     import http.server
     import threading
-
-    from tests.test_annotation_app import free_port
 
     settings = app_settings(tmp_path)
     items = publish_visual_negatives(settings, 1)

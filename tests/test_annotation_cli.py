@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import pytest
+
 from schemas import Status
-from tests.conftest import item_record
-from tests.test_cli import fixed_width, invoke, project  # noqa: F401  (fixtures)
+from tests.support.catalog import item_record
+from tests.support.cli import invoke
+
+pytestmark = pytest.mark.usefixtures("fixed_width")  # the consoles at 200 columns
 
 
-def test_lineage_is_a_tree_with_each_records_stage(project):  # noqa: F811
+def test_lineage_is_a_tree_with_each_records_stage(project):
     storage, root, child = project
     grandchild = item_record(2, parents=(root.id, child.id))  # two paths lead to it from the root
     storage.catalog.put_records([grandchild])
@@ -25,14 +29,14 @@ def test_lineage_is_a_tree_with_each_records_stage(project):  # noqa: F811
     assert f" {grandchild.producer.task} " in under_child and "candidate" in under_child
 
 
-def test_annotate_without_accounts_prints_the_configuration_to_add_and_no_address(project):  # noqa: F811
+def test_annotate_without_accounts_prints_the_configuration_to_add_and_no_address(project):
     result = invoke("annotate")
     assert result.exit_code == 1
     assert "[[annotation.users]]" in result.output and 'role = "annotator"' in result.output
     assert "http://" not in result.output and "hash-password" in result.output
 
 
-def test_review_recheck_sends_a_seeded_sample_of_a_release_once(project):  # noqa: F811
+def test_review_recheck_sends_a_seeded_sample_of_a_release_once(project):
     from annotation_ui.work import Work
     from schemas.config import AnnotationSettings
     from storage.releases import create_release

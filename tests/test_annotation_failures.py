@@ -13,8 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.test_annotation_app import app_settings, publish
-from tests.test_annotation_security import call, session
+from tests.support.app import app_settings, call, publish, session
 
 SECRET = "/secret/catalog.duckdb"
 STATE_CHANGING = {"POST", "PUT", "PATCH", "DELETE"}
@@ -119,7 +118,7 @@ def test_an_internal_error_in_the_page_shows_a_plain_message(tmp_path, monkeypat
     from playwright.sync_api import expect
 
     from annotation_ui.work import Work
-    from tests.test_annotation_browser import app_in_browser, log_in
+    from tests.support.browser import app_in_browser, log_in
 
     settings = app_settings(tmp_path)
     publish(settings, 1)

@@ -10,32 +10,7 @@ import httpx
 
 from schemas import Status
 from storage import open_storage
-from tests.test_annotation_app import publish
-from tests.test_annotation_browser import publish_visual_negatives
-
-
-def login(url: str, name: str, password: str = "pw", address: str | None = None) -> httpx.Response:
-    # app_settings trusts X-Forwarded-For from 127.0.0.1 (a local proxy), so tests can speak for other addresses
-    headers = {"x-forwarded-for": address} if address else {}
-    return httpx.post(url + "login", data={"username": name, "password": password}, headers=headers)
-
-
-def session(url: str, name: str) -> httpx.Client:
-    http = httpx.Client(base_url=url, timeout=60)
-    response = http.post("login", data={"username": name, "password": "pw"})
-    assert response.status_code == 200, response.text
-    return http
-
-
-def call(http: httpx.Client, endpoint: str, *args: object) -> tuple[str, object]:
-    """One API call the way scripts make it (POST, then read the result stream): (event kind, data)."""
-    posted = http.post(f"gradio_api/call/{endpoint}", json={"data": list(args)})
-    assert posted.status_code == 200, posted.text
-    stream = http.get(f"gradio_api/call/{endpoint}/{posted.json()['event_id']}").text
-    kind = next(line[6:].strip() for line in stream.splitlines() if line.startswith("event:"))
-    data = next(line[5:].strip() for line in stream.splitlines() if line.startswith("data:"))
-    return kind, json.loads(data)
-
+from tests.support.app import call, login, publish, publish_visual_negatives, session
 
 # -- logins ------------------------------------------------------------------------------------------------------
 
@@ -152,7 +127,6 @@ def test_unlock_is_an_admin_function_in_the_api_and_the_admin_view(running):
     assert kind == "complete"
     assert "ann2" not in data[1]  # the view's list of lockouts, after the unlock
     assert login(url, "ann2").status_code == 200
-
 
 
 # -- other origins -----------------------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from annotation_ui.agreement import cohen_kappa, fleiss_kappa, pairwise_cohen, p
 from annotation_ui.work import Work, WorkError
 from schemas import Status
 from schemas.config import AnnotationSettings
-from tests.conftest import publish_review_items, reopened
+from tests.support.catalog import publish_review_items, reopened
 
 publish = publish_review_items
 

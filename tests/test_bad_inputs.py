@@ -20,8 +20,8 @@ from tasks.progress.construct import build_folder
 from tasks.progress.published import SAMPLE_DIR, import_into_catalog
 from tasks.progress.sampling import SamplingPlan
 from tasks.sources.sample_world import generate_episode, write_episode
-from tests.conftest import catalog_settings, write_world
-from tests.test_progress_construct import _camera_frames, to_lerobot, write_hdf5
+from tests.support.catalog import catalog_settings
+from tests.support.episodes import camera_frames, to_lerobot, write_hdf5, write_world
 
 PLAN = SamplingPlan(interval_per_segment=1, boundary_offsets=(), demo_camera="front", cross_cameras=("top",))
 PRODUCER = Producer(task="test-bad-inputs")
@@ -83,7 +83,7 @@ def folder_source(src: Path, world: Any, ego: Any) -> list[str]:
     for name in names:
         (src / name / "top").mkdir(parents=True)
         shutil.copy(world[0] / name / "front.mp4", src / name / "front.mp4")
-        for index, rgb in _camera_frames(world[0], name, "top").items():
+        for index, rgb in camera_frames(world[0], name, "top").items():
             cv2.imwrite(str(src / name / "top" / f"{index}.jpg"), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
     (src / "key_steps.json").write_text(json.dumps(
         {name: {"goal": world[1][name].goal, "steps": _steps(world[1][name])} for name in names}))
@@ -99,7 +99,7 @@ def hdf5_source(src: Path, world: Any, ego: Any) -> list[str]:
 
 
 def published_source(src: Path, world: Any, ego: Any) -> list[str]:
-    from tests.test_progress_import import jpeg
+    from tests.support.images import jpeg
 
     rows = [json.loads(line) for line in (SAMPLE_DIR / "visual_same_view.jsonl").read_text().splitlines()][:3]
     (src / "pub").mkdir(parents=True)

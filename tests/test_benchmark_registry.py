@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,21 +12,22 @@ import pytest
 from schemas import Status
 from storage.releases import create_release
 from tasks import benchmarks
-from tests.conftest import item_record
+from tests.support.catalog import item_record
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_importing_the_contract_imports_no_benchmark():
+    packages = tuple(plugin.package for plugin in benchmarks.every())
     code = ("import sys, tasks.benchmark, tasks.evaluate.run, tasks.evaluate.items; "
-            "print(sorted(m for m in sys.modules if m.startswith(('tasks.progress', 'tasks.explore'))))")
+            f"print(sorted(m for m in sys.modules if m.startswith({packages!r})))")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
 
 
 def test_registered_benchmarks_load_on_demand():
-    assert benchmarks.names()[:2] == ("progress", "explore")
-    for name in ("progress", "explore"):
+    assert benchmarks.names() and len(set(benchmarks.names())) == len(benchmarks.names())
+    for name in benchmarks.names():
         plugin = benchmarks.get(name)
         assert plugin.name == name and plugin.evaluation.strategies
         assert plugin.evaluation.default_strategy in plugin.evaluation.strategies
@@ -44,11 +46,14 @@ def test_an_unknown_benchmark_is_an_error_never_a_fallback(storage):
         benchmarks.evaluated_benchmark(manifest)
     from tasks.evaluate.items import load_items
 
-    with pytest.raises(ValueError, match="PROGRESS-BENCH, EXPLORE-Bench, ViC-Bench, web-agent planning tests"):
+    titles = ", ".join(plugin.title for plugin in benchmarks.every())  # every registered benchmark, in order
+    with pytest.raises(ValueError, match=re.escape(f"({titles})")):
         load_items(storage.catalog, manifest)
 
 
 def test_export_formats_come_from_the_registry():
     formats = benchmarks.export_formats()
-    assert list(formats) == ["progresslm", "explore", "vic", "webplan"]
+    declared = [fmt for plugin in benchmarks.every() for fmt in plugin.exports]
+    assert list(formats.values()) == declared  # each benchmark's own formats, in registry order, no name twice
+    assert all(plugin.exports for plugin in benchmarks.every())
     assert formats["explore"].exporter == "tasks.explore.export:export_explore"

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from flows.cli import app
 from storage import Catalog, LocalBlobStore, S3BlobStore, Storage
 from storage.gc import collect_garbage
-from tests.test_cli import pin_console_width
-from tests.test_releases import demo_with_frame
+from tests.support.catalog import demo_with_frame
+from tests.support.cli import pin_console_width
 
 DAY = 24 * 3600
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from flows.cli import app
 from flows.cli.build_options import build_options
 from tasks import benchmarks
-from tests.test_cli import pin_console_width
+from tests.support.cli import pin_console_width
 
 runner = CliRunner()
 

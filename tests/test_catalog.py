@@ -8,7 +8,7 @@ import pytest
 
 from schemas import Producer, Status
 from storage.catalog import SCHEMA_VERSION, Catalog
-from tests.conftest import item_record
+from tests.support.catalog import item_record
 
 
 def test_writes_are_idempotent_and_batched(tmp_path):
@@ -85,7 +85,7 @@ def test_a_process_forked_after_using_the_catalog_uses_a_catalog_and_exits_clean
     import sys
 
     probe = ("import os, sys; from pathlib import Path; from storage.catalog import Catalog; "
-             "from tests.conftest import item_record; folder = Path(sys.argv[1]); "
+             "from tests.support.catalog import item_record; folder = Path(sys.argv[1]); "
              "Catalog(folder / 'parent.duckdb').put_records([item_record(1)]); pid = os.fork()\n"
              "if pid == 0:\n"
              "    print('child wrote', Catalog(folder / 'child.duckdb').put_records([item_record(2)]), flush=True)\n"
@@ -113,7 +113,7 @@ def test_a_bulk_write_loads_neither_pandas_nor_arrow(tmp_path):
     import subprocess
     import sys
 
-    probe = (f"import sys; from storage.catalog import Catalog; from tests.conftest import item_record; "
+    probe = (f"import sys; from storage.catalog import Catalog; from tests.support.catalog import item_record; "
              f"c = Catalog({str(tmp_path / 'c.duckdb')!r}); rs = [item_record(i) for i in range(40)]; "
              f"kids = [item_record(100 + i, parents=(r.id,)) for i, r in enumerate(rs)]; "
              f"print(c.put_records(rs + kids), c.query('SELECT count(*) FROM record_parents')[0][0], "
@@ -201,7 +201,7 @@ def test_a_service_keeping_the_file_open_lets_go_only_when_a_process_waits(tmp_p
             used.wait(30)
         assert len(opened) == 1
         written = subprocess.run([sys.executable, "-c", (
-            "import sys; from storage.catalog import Catalog; from tests.conftest import item_record; "
+            "import sys; from storage.catalog import Catalog; from tests.support.catalog import item_record; "
             "print(Catalog(sys.argv[1], lock_timeout_s=20).put_records([item_record(7)]))"), str(path)],
             capture_output=True, text=True, timeout=120)
     finally:
@@ -274,7 +274,7 @@ def test_a_build_lets_a_waiting_process_in_while_it_computes(tmp_path):
         catalog.query("SELECT count(*) FROM records")
         assert len(opened) == 1
         written = subprocess.run([sys.executable, "-c", (
-            "import sys; from storage.catalog import Catalog; from tests.conftest import item_record; "
+            "import sys; from storage.catalog import Catalog; from tests.support.catalog import item_record; "
             "print(Catalog(sys.argv[1], lock_timeout_s=20).put_records([item_record(7)]))"), str(catalog.path)],
             capture_output=True, text=True, timeout=120)
         assert written.returncode == 0, written.stderr[-2000:]

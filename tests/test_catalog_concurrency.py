@@ -57,7 +57,7 @@ def _open(where: str, backend: str) -> Catalog:
 
 
 def _write(where: str, backend: str, worker: int) -> tuple[int, int, list[str], list[tuple[str, str]]]:
-    from tests.conftest import item_record
+    from tests.support.catalog import item_record
 
     catalog = _open(where, backend)
     own_per_round = SIZES[backend][0]
@@ -79,7 +79,7 @@ def _write(where: str, backend: str, worker: int) -> tuple[int, int, list[str], 
 def test_eight_processes_write_concurrently_on_busy_cores(tmp_path: Path, request: pytest.FixtureRequest,
                                                           backend: str):
     if backend == "postgres":
-        from tests.postgres_server import fresh_database
+        from tests.support.postgres_server import fresh_database
 
         where = fresh_database(request.getfixturevalue("postgres"))
     else:

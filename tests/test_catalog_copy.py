@@ -15,8 +15,9 @@ from storage.catalog import Catalog
 from storage.copy import TABLES, copy_catalog
 from storage.postgres import PostgresCatalog
 from storage.releases import create_release, verify_release
-from tests.conftest import item_record, publish_review_items, solid_png
-from tests.postgres_server import fresh_database
+from tests.support.catalog import item_record, publish_review_items
+from tests.support.images import solid_png
+from tests.support.postgres_server import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 

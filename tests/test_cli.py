@@ -3,48 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from rich.console import Console
-from typer.testing import CliRunner
 
-from flows.cli import app, terminal
 from schemas import Status
-from storage import Catalog, LocalBlobStore, Storage
-from tests.conftest import item_record
-from tests.test_releases import demo_with_frame
+from tests.support.cli import invoke, pin_console_width
 
-runner = CliRunner()
-
-
-@pytest.fixture
-def project(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("BENCHWRIGHT_CONFIG", raising=False)
-    (tmp_path / "benchwright.toml").write_text(
-        '[catalog]\npath = "state/cat.duckdb"\n[blobs]\nuri = "file://state/blobs"\n'
-        '[models.chat]\nbackend = "openai"\nmodel = "qwen"\napi_key = "sk-live-123"\n')
-    storage = Storage(Catalog(tmp_path / "state" / "cat.duckdb"), LocalBlobStore(tmp_path / "state" / "blobs"))
-    root = demo_with_frame(storage, 0)
-    child = item_record(1, parents=(root.id,))
-    storage.catalog.put_records([root, child, demo_with_frame(storage, 1)])
-    storage.catalog.set_status([root.id], Status.ACCEPTED, actor="ann")
-    return storage, root, child
-
-
-def pin_console_width(monkeypatch: pytest.MonkeyPatch, width: int = 200) -> None:
-    """The CLI's consoles at a fixed width. Rich wraps at the terminal's width, or at COLUMNS as it was when
-    flows.cli was first imported (a COLUMNS given to CliRunner later is not read), so without this what a test
-    reads depends on the terminal the suite runs in."""
-    monkeypatch.setattr(terminal, "console", Console(width=width))
-    monkeypatch.setattr(terminal, "err", Console(width=width, stderr=True))
-
-
-@pytest.fixture(autouse=True)
-def fixed_width(monkeypatch):
-    pin_console_width(monkeypatch)
-
-
-def invoke(*args: str):
-    return runner.invoke(app, list(args))
+pytestmark = pytest.mark.usefixtures("fixed_width")  # the consoles at 200 columns
 
 
 def test_every_command_explains_itself():
@@ -157,7 +120,7 @@ def test_an_answers_file_that_cannot_be_read_is_one_line_before_any_flow(project
 
 
 def test_models_list_and_check(tmp_path, monkeypatch):
-    from tests.chat_server import ScriptedChatServer
+    from tests.support.chat_server import ScriptedChatServer
 
     monkeypatch.chdir(tmp_path)
     with ScriptedChatServer() as server:
@@ -227,7 +190,7 @@ def test_release_export_in_a_harness_format_the_benchmark_declares(tmp_path, mon
 
     from schemas.config import BlobSettings, CatalogSettings, Settings
     from tasks import benchmarks
-    from tests.test_evaluate import progress_release
+    from tests.support.evaluation import progress_release
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("BENCHWRIGHT_CONFIG", raising=False)

@@ -21,8 +21,7 @@ from tasks.sources.episodes import iter_episodes
 from tasks.sources.frames import FrameError, Hdf5Frames, VideoFrames, internal_object
 from tasks.sources.narrations import read_ego4d
 from tasks.sources.sample_world import generate_episode, write_episode
-from tests.conftest import write_world
-from tests.test_progress_construct import to_lerobot, write_hdf5
+from tests.support.episodes import to_lerobot, write_hdf5, write_world
 
 SECRET = "TOP SECRET: must never be read"
 DEEP = "[" * 100_000 + "]" * 100_000

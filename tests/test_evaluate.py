@@ -11,104 +11,18 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from schemas import Producer, Status, make_record
-from schemas.config import BlobSettings, CatalogSettings, ExportSettings, Settings
+from schemas import Producer, Status
 from schemas.releases import ReleaseSelection
 from storage import open_storage
 from storage.releases import create_release
-from tasks.explore.payloads import ExploreInstance, SceneAnnotation, SceneObject
-from tasks.models.base import encode_png
-from tasks.progress.payloads import Demo, Observation
-from tests.chat_server import MALFORMED, ScriptedChatServer
+from tests.support.chat_server import MALFORMED, ScriptedChatServer
+from tests.support.evaluation import evaluate, explore_release, progress_release
 
 ROOT = Path(__file__).resolve().parent.parent
 TWO_STAGE_HALF = ("<ref_think>looks like frame 2</ref_think><ref>2</ref><score_think>same</score_think>"
                   "<score>50%</score>")
-
-
-def picture(seed: int) -> bytes:
-    return encode_png(np.full((8, 8, 3), seed % 256, dtype=np.uint8) + np.arange(8, dtype=np.uint8)[:, None, None])
-
-
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(catalog=CatalogSettings(path=tmp_path / "catalog.duckdb"),
-                    blobs=BlobSettings(uri=f"file://{tmp_path}/blobs"), export=ExportSettings(folder=tmp_path / "exp"))
-
-
-def progress_release(settings: Settings, trajectories: int = 2, per_demo: int = 3, lacking: bool = False
-                     ) -> tuple[str, int]:
-    """Per trajectory a visual demo (3 key frames, N = 2) and a text demo, ``per_demo`` answerable observations
-    at progress k / (per_demo + 1) for each, and one unanswerable (edited) observation; every image distinct.
-    ``lacking`` adds two items whose frames the source lacks: an observation without its frame, and one of a
-    visual demo without its last key frame (not counted in the items returned)."""
-    storage = open_storage(settings)
-    producer = Producer(task="test")
-    records = []
-    for t in range(trajectories):
-        frames = [storage.put_blob(picture(10 * t + i), role=f"demo_{i}", media_type="image/png") for i in range(3)]
-        common = {"trajectory_id": f"robot/task/{t}", "task_goal": f"stack block {t}", "total_steps": 2,
-                  "data_source": "test"}
-        visual = make_record(Demo(modality="visual", steps=["f0.jpg", "f1.jpg", "f2.jpg"], **common),
-                             benchmark="progress", producer=producer, blobs=frames, status=Status.ACCEPTED)
-        text = make_record(Demo(modality="text", steps=["pick the block", "place the block"], **common),
-                           benchmark="progress", producer=producer, status=Status.ACCEPTED)
-        records += [visual, text]
-        for demo in (visual, text):
-            for k in range(1, per_demo + 1):
-                progress = k / (per_demo + 1)
-                seen = storage.put_blob(picture(100 + 10 * t + k + (50 if demo is text else 0)), role="observation",
-                                        media_type="image/png")
-                closest = (2 if progress <= 0.5 else 3) if demo is visual else (1 if progress <= 0.75 else 2)
-                records.append(make_record(
-                    Observation(demo_id=demo.id, frame=f"o{k}.jpg", closest_idx=closest, progress_score=progress),
-                    benchmark="progress", producer=producer, parents=[demo.id], blobs=[seen],
-                    status=Status.ACCEPTED))
-        edited = storage.put_blob(picture(200 + t), role="observation", media_type="image/png")
-        records.append(make_record(Observation(demo_id=visual.id, frame="edit.jpg", answerable=False,
-                                               negative="visual"),
-                                   benchmark="progress", producer=producer, parents=[visual.id],
-                                   blobs=[edited], status=Status.ACCEPTED))
-    if lacking:
-        records += lacking_frames(storage, producer)
-    storage.catalog.put_records(records)
-    manifest = create_release(storage.catalog, storage.blobs, "tiny-progress",
-                              selection=ReleaseSelection(benchmarks=("progress",), kinds=("demo", "observation")))
-    return manifest.tag, trajectories * (2 * per_demo + 1)
-
-
-def lacking_frames(storage, producer: Producer) -> list:
-    frames = [storage.put_blob(picture(60 + i), role=f"demo_{i}", media_type="image/png") for i in range(2)]
-    demo = make_record(Demo(modality="visual", steps=["g0.jpg", "g1.jpg", "g2.jpg"], missing_frames=["g2.jpg"],
-                            trajectory_id="robot/task/lacking", task_goal="open the drawer", total_steps=2,
-                            data_source="test"),
-                       benchmark="progress", producer=producer, blobs=frames, status=Status.ACCEPTED)
-    seen = storage.put_blob(picture(70), role="observation", media_type="image/png")
-    of_demo = make_record(Observation(demo_id=demo.id, frame="g1.jpg", closest_idx=2, progress_score=0.5),
-                          benchmark="progress", producer=producer, parents=[demo.id], blobs=[seen],
-                          status=Status.ACCEPTED)
-    text = make_record(Demo(modality="text", steps=["open", "pull"], trajectory_id="robot/task/blind",
-                            task_goal="open the drawer", total_steps=2, data_source="test"),
-                       benchmark="progress", producer=producer, status=Status.ACCEPTED)
-    unseen = make_record(Observation(demo_id=text.id, frame="gone.jpg", closest_idx=1, progress_score=0.25,
-                                     frame_missing=True),
-                         benchmark="progress", producer=producer, parents=[text.id], status=Status.ACCEPTED)
-    return [demo, of_demo, text, unseen]
-
-
-def evaluate(settings: Settings, **options):
-    from tasks.evaluate.engine import gather_answers, prepare_evaluation, score_and_store
-
-    predictions = options.pop("predictions", None)
-    judge = options.pop("judge", None)
-    plan = prepare_evaluation(settings, options.pop("release"), options.pop("model", None),
-                                 options.pop("strategy", None), predictions, None, **options)
-    collected = gather_answers(settings, plan)
-    result = score_and_store(settings, plan, collected, None, judge)
-    return plan, collected, result
 
 
 @pytest.fixture(scope="module")
@@ -258,39 +172,6 @@ def test_the_noiseless_oracle_scores_perfectly(settings, strategy):
     assert constant.scoring.tables.groups["micro"].constant_predictions == 2 * 2  # trajectory x setting
 
 
-def explore_release(settings: Settings, lacking: bool = False) -> str:
-    """Two annotated instances; ``lacking`` adds a third whose initial frame the source did not provide."""
-    storage = open_storage(settings)
-    producer = Producer(task="test")
-    records = []
-    scenes = [
-        [SceneObject(id="cup.1", category="cup", description="red ceramic cup", relation=["cup on table"]),
-         SceneObject(id="table.1", category="table", description="brown wooden table"),
-         SceneObject(id="bowl.1", category="bowl", description="white bowl", relation=["bowl next to cup"],
-                     key_state="bowl knocked over")],
-        [SceneObject(id="plate.1", category="plate", description="blue plate", relation=["plate on table"]),
-         SceneObject(id="table.1", category="table", description="grey table")],
-    ]
-    for index, objects in enumerate(scenes):
-        image = storage.put_blob(picture(index), role="initial", media_type="image/png")
-        instance = make_record(ExploreInstance(
-            clip_id=f"clip{index}", source="test", start_frame=0, end_frame=100, start_s=0, end_s=10,
-            atomic_actions=[f"C picks up object {i}" for i in range(12 + index)], subset="Short"),
-            benchmark="explore", producer=producer, blobs=[image], status=Status.ACCEPTED)
-        scene = make_record(SceneAnnotation(instance_id=instance.id, stage="human", objects=objects),
-                            benchmark="explore", producer=producer, parents=[instance.id],
-                            status=Status.ACCEPTED)
-        records += [instance, scene]
-    if lacking:
-        records.append(make_record(ExploreInstance(
-            clip_id="clip9", source="test", start_frame=40, end_frame=100, start_s=4, end_s=10,
-            atomic_actions=["C opens the door"], subset="Short"),
-            benchmark="explore", producer=producer, status=Status.ACCEPTED))
-    storage.catalog.put_records(records)
-    return create_release(storage.catalog, storage.blobs, "tiny-explore",
-                          selection=ReleaseSelection(benchmarks=("explore",))).tag
-
-
 def test_explore_oracle_covers_the_scene_and_official_mode_shifts_the_relations(settings):
     tag = explore_release(settings)
     _, _, correct = evaluate(settings, release=tag, model="baseline:oracle?drop=0")
@@ -350,7 +231,7 @@ def test_the_leaderboard_compares_runs_across_models(settings, tmp_path, monkeyp
     from typer.testing import CliRunner
 
     from flows.cli import app
-    from tests.test_cli import pin_console_width
+    from tests.support.cli import pin_console_width
 
     tag, _ = progress_release(settings)
     evaluate(settings, release=tag, model="baseline:oracle?noise=0")
@@ -447,7 +328,7 @@ def test_items_whose_frames_the_source_lacks_are_quarantined_not_asked(settings)
 
 
 def test_a_local_checkpoint_answers_through_the_same_path(settings, tmp_path):
-    from tests import tiny_models
+    from tests.support import tiny_models
 
     tag, _ = progress_release(settings, trajectories=1, per_demo=1)
     checkpoint = tiny_models.build_qwen2_vl(tmp_path / "qwen2-vl")

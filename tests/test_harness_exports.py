@@ -20,17 +20,15 @@ import pandas as pd
 import pytest
 
 from schemas import Producer, ReviewItem, Status, make_record
-from schemas.config import BlobSettings, CatalogSettings, ExportSettings, Settings
+from schemas.config import Settings
 from schemas.releases import ReleaseSelection
 from storage import open_storage
 from storage.releases import create_release
 from tasks import benchmarks
 from tasks.evaluate.run import eval_settings
 from tasks.webplan.instance import WebplanInstance
-from tests.conftest import solid_png as png
-from tests.test_evaluate import evaluate, explore_release, progress_release
-from tests.test_vic_benchmark import vic_release
-from tests.test_webplan_eval import _instances as webplan_instances
+from tests.support.evaluation import evaluate, explore_release, progress_release, vic_release, webplan_instances
+from tests.support.images import solid_png as png
 
 # VLMEvalKit's custom-dataset columns (vlmeval/dataset/image_base.py, image_mcq.py): every TSV has these
 VLMEVALKIT_COLUMNS = ("index", "image", "question", "answer", "category")
@@ -38,12 +36,6 @@ VLMEVALKIT_COLUMNS = ("index", "image", "question", "answer", "category")
 LMMS_EVAL_FIELDS = {"task", "dataset_path", "dataset_kwargs", "test_split", "output_type", "doc_to_visual",
                     "doc_to_text", "doc_to_target", "process_results", "metric_list", "generation_kwargs",
                     "lmms_eval_specific_kwargs"}
-
-
-@pytest.fixture
-def settings(tmp_path: Path) -> Settings:
-    return Settings(catalog=CatalogSettings(path=tmp_path / "catalog.duckdb"),
-                    blobs=BlobSettings(uri=f"file://{tmp_path}/blobs"), export=ExportSettings(folder=tmp_path / "exp"))
 
 
 def _progress_answer(item: Any, n: int) -> str:
@@ -106,7 +98,8 @@ def webplan_release(settings: Settings, people: bool = True) -> str:
                           selection=ReleaseSelection(benchmarks=("webplan",), kinds=("webplan_instance",))).tag
 
 
-# benchmark -> (release builder, the strategy whose questions the answers are to, an answer per (item, n))
+# benchmark -> (release builder, the strategy whose questions the answers are to, an answer per (item, n)); the
+# tests run for every registered benchmark, so one missing here fails (KeyError) instead of going untested
 CASES: dict[str, tuple[Callable[[Settings], str], str, Callable[[Any, int], str]]] = {
     "progress": (lambda s: progress_release(s, lacking=True)[0], "direct", _progress_answer),
     "explore": (explore_release, "final-scene", _explore_answer),
@@ -198,7 +191,7 @@ def _exported(settings: Settings, name: str, exporter: Callable[..., dict[str, i
     return tag, exporter(storage.catalog, storage.blobs, tag, folder), _expected(settings, tag)
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", benchmarks.names())
 def test_the_hf_export_loads_with_datasets_row_for_row(settings: Settings, tmp_path: Path, name: str) -> None:
     import datasets
 
@@ -239,7 +232,7 @@ def _tsv_images(cell: str) -> list[bytes]:
     return [base64.b64decode(e) for e in encoded]
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", benchmarks.names())
 def test_the_vlmevalkit_tsv_has_its_columns_and_every_row(settings: Settings, tmp_path: Path, name: str) -> None:
     from tasks.exporting.vlmevalkit import export_vlmevalkit
 
@@ -280,7 +273,7 @@ def _utils(folder: Path) -> Any:
     return module
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", benchmarks.names())
 def test_the_lmms_eval_task_folder_follows_its_schema(settings: Settings, tmp_path: Path, name: str) -> None:
     import datasets
 
@@ -359,7 +352,7 @@ def _lmms_eval_samples(folder: Path, answers: dict[str, str], strategy: str, out
     return out
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", benchmarks.names())
 def test_harness_predictions_score_as_the_same_answers_do(settings: Settings, tmp_path: Path, name: str) -> None:
     from tasks.exporting.lmms_eval import export_lmms_eval
     from tasks.exporting.vlmevalkit import export_vlmevalkit
@@ -461,7 +454,7 @@ def _lmms_eval_figures(utils: Any, task: dict[str, Any], docs: Any, answers: dic
             for m in task["metric_list"]}
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", benchmarks.names())
 def test_each_lmms_eval_configuration_reports_what_evaluate_gives_its_items(settings: Settings, tmp_path: Path,
                                                                             name: str) -> None:
     """For every configuration: lmms-eval's figures (its hooks on the exported rows) are ``evaluate

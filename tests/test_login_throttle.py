@@ -6,45 +6,15 @@ No test sleeps through a wait: the app's limiter and lockout file run on a clock
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
-import time
 from collections import Counter
 from typing import Any
 
 import pytest
 
 from annotation_ui.limits import LockoutStore, LoginLimiter
-from tests.test_annotation_security import call, login, session
-
-
-class Clock:
-    """A monotonic and a wall clock that move only when told."""
-
-    def __init__(self) -> None:
-        self.start = time.time()  # near the real time: the CLI reads the lockout file with the real clock
-        self.elapsed = 0.0
-
-    def monotonic(self) -> float:
-        return 1_000.0 + self.elapsed
-
-    def wall(self) -> float:
-        return self.start + self.elapsed
-
-    def advance(self, seconds: float) -> None:
-        self.elapsed += seconds
-
-
-@pytest.fixture
-def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    """The clock of every app started in the test (its limiter's waits and its lockouts)."""
-    from annotation_ui import service
-
-    moved = Clock()
-    monkeypatch.setattr(service, "LoginLimiter", functools.partial(LoginLimiter, clock=moved.monotonic))
-    monkeypatch.setattr(service, "LockoutStore", functools.partial(LockoutStore, clock=moved.wall))
-    return moved
+from tests.support.app import Clock, app_settings, call, login, session
 
 
 def cli_unlock(settings: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch, *names: str) -> Any:
@@ -180,7 +150,7 @@ def test_the_cli_says_in_one_line_that_a_lockout_file_cannot_be_used(tmp_path, m
     from typer.testing import CliRunner
 
     from flows.cli import app as cli
-    from tests.test_cli import pin_console_width
+    from tests.support.cli import pin_console_width
 
     pin_console_width(monkeypatch, width=1000)  # the one line unwrapped, however long the temporary path
     config = tmp_path / "benchwright.toml"
@@ -195,8 +165,6 @@ def test_the_cli_says_in_one_line_that_a_lockout_file_cannot_be_used(tmp_path, m
 
 
 def test_the_limiter_alone_counts_by_its_clock_and_forgets_after_the_window(tmp_path):
-    from tests.test_annotation_app import app_settings
-
     moved = Clock()
     settings = app_settings(tmp_path, login_window_s=100, login_max_delay_s=3)
     limiter = LoginLimiter(settings, LockoutStore(tmp_path / "lockouts.sqlite", clock=moved.wall),

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import httpx
 
-from tests.test_annotation_app import app_settings
-from tests.test_annotation_browser import app_in_browser
-from tests.test_login_throttle import clock  # noqa: F401  (fixture)
+from tests.support.app import app_settings
+from tests.support.browser import app_in_browser
 
 NOTE = "#bw-login-refused"
 
@@ -18,7 +17,7 @@ def submit(page, name: str, password: str) -> None:
     page.get_by_role("button", name="Login").click()
 
 
-def test_the_login_page_says_when_a_throttled_or_locked_account_may_try_again(tmp_path, clock):  # noqa: F811
+def test_the_login_page_says_when_a_throttled_or_locked_account_may_try_again(tmp_path, clock):
     from playwright.sync_api import expect
 
     settings = app_settings(tmp_path, lockout_failures=4)

@@ -11,7 +11,7 @@ from PIL import Image
 from schemas.config import ModelRole, Settings
 from tasks.models.base import EditRequest, Generation, Message, decode_image, encode_png
 from tasks.models.registry import load_backend, prefect_tags
-from tests import tiny_models
+from tests.support import tiny_models
 
 
 @pytest.fixture(scope="module")

@@ -10,17 +10,7 @@ from schemas.config import ModelRole, Settings
 from tasks.models import classic_vision
 from tasks.models.base import EditRequest, decode_image, encode_png
 from tasks.models.registry import NoBackendConfiguredError, describe, load_backend
-
-RED_BOX = (30, 40, 80, 90)
-
-
-def drawn_scene() -> np.ndarray:
-    picture = np.full((160, 240, 3), (128, 120, 110), np.uint8)  # a dull table
-    x0, y0, x1, y1 = RED_BOX
-    cv2.rectangle(picture, (x0, y0), (x1 - 1, y1 - 1), (220, 30, 30), thickness=-1)
-    cv2.circle(picture, (160, 60), 25, (30, 60, 220), thickness=-1)
-    cv2.fillPoly(picture, [np.array([[120, 150], [170, 100], [220, 150]])], (40, 200, 60))
-    return picture
+from tests.support.images import RED_BOX, drawn_scene
 
 
 def hsv(picture: np.ndarray) -> np.ndarray:

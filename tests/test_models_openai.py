@@ -15,7 +15,7 @@ from tasks.models.openai_chat import RAW_KEPT, ChatRequestError, OpenAIChat
 from tasks.models.registry import load_backend
 from tasks.models.structured import ask_structured
 from tasks.quarantine import quarantine
-from tests.chat_server import MALFORMED, ScriptedChatServer
+from tests.support.chat_server import MALFORMED, ScriptedChatServer
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_client_errors_are_not_retried(server):
     assert len(server.requests) == 1
 
 
-# what the error says about each malformed answer of tests.chat_server.MALFORMED
+# what the error says about each malformed answer of tests.support.chat_server.MALFORMED
 MALFORMED_REASONS = {
     "not JSON": "the body is not JSON", "HTML page": "the body is not JSON", "truncated JSON": "the body is not JSON",
     "JSON list": "the body is a JSON list, not an object",

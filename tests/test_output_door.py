@@ -52,7 +52,7 @@ def test_the_door_writes_below_its_root_and_refuses_the_ways_out(tmp_path: Path)
 
 @pytest.fixture(scope="module")
 def toy_registered() -> Iterator[None]:
-    from tests.toy_benchmark import registered
+    from tests.support.toy_benchmark import registered
 
     with registered():
         yield
@@ -60,7 +60,7 @@ def toy_registered() -> Iterator[None]:
 
 def _cases() -> list[tuple[str, str]]:
     """(benchmark, format) for every format of every registered benchmark, the toy one registered as a fifth."""
-    from tests.toy_benchmark import registered
+    from tests.support.toy_benchmark import registered
 
     with registered():
         return [(plugin.name, fmt) for plugin in benchmarks.every()
@@ -212,7 +212,7 @@ def _writing_mode(node: ast.Call) -> bool:
 
 
 def _project_sources() -> Iterator[Path]:
-    for room in ("schemas", "storage", "tasks", "flows", "annotation_ui", "tests/toy_benchmark"):
+    for room in ("schemas", "storage", "tasks", "flows", "annotation_ui", "tests/support/toy_benchmark"):
         yield from sorted((ROOT / room).rglob("*.py"))
 
 

@@ -142,7 +142,7 @@ def test_an_empty_source_folder_says_nothing_was_found(storage, tmp_path, fmt):
 def test_empty_published_and_clip_folders_say_so(storage, tmp_path):
     from schemas.config import BlobSettings, Settings
     from tasks.explore.stages import extract_explore_instances
-    from tests.conftest import catalog_settings
+    from tests.support.catalog import catalog_settings
 
     (tmp_path / "empty").mkdir()
     assert "holds none of the PROGRESS-BENCH files" in import_into_catalog(

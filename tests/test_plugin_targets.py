@@ -13,7 +13,7 @@ from schemas.registry import absolute, load_target
 from tasks import benchmarks
 from tasks.benchmark import BenchmarkPlugin, Evaluation, HarnessMapping, ReviewView
 from tasks.kits import Kit
-from tests.toy_benchmark import registered
+from tests.support.toy_benchmark import registered
 
 PLUGINS = [pytest.param(name, id=name) for name in (*benchmarks.names(), "toy")]
 

@@ -1,5 +1,5 @@
-"""The PostgreSQL server the tests and benches start (tests/postgres_server.py) starts from a fresh interpreter and
-ends with the process that started it."""
+"""The PostgreSQL server the tests and benches start (tests/support/postgres_server.py) starts from a fresh
+interpreter and ends with the process that started it."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 # change to the ``postgres`` user once failed to start where the interpreter lives under /root.
 STARTER = """
 import sys
-from tests.postgres_server import postgres_server
+from tests.support.postgres_server import postgres_server
 with postgres_server() as url:
     print(url, flush=True)
     sys.stdin.read()

@@ -20,14 +20,7 @@ from storage.releases import (
     verify_release,
 )
 from tasks.progress.payloads import Demo
-from tests.conftest import item_record
-
-
-def demo_with_frame(storage: Storage, i: int):
-    ref = storage.put_blob(f"jpeg bytes {i}".encode(), role="frame_0", media_type="image/jpeg")
-    payload = Demo(trajectory_id=f"traj-{i}", modality="visual", task_goal="stack the cups", steps=[f"f{i}.jpg"],
-                   total_steps=1, data_source="robomind")
-    return make_record(payload, benchmark="progress", producer=Producer(task="test"), blobs=[ref])
+from tests.support.catalog import demo_with_frame, item_record
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import pytest
 
 from schemas import Status
 from storage import Catalog, LocalBlobStore, Storage
-from tests.conftest import item_record
-from tests.test_cli import invoke, pin_console_width
+from tests.support.catalog import item_record
+from tests.support.cli import invoke, pin_console_width
 
 CORRECTIONS = {"corrections": 2, "quarantined": 1, "new": 3, "withdrawn": 1}  # apply_scene_corrections' counts
 
@@ -137,8 +137,7 @@ def test_an_adjudication_that_chose_a_correction_names_whose(released):
 
 
 def test_a_refused_admin_call_is_one_log_line_without_a_traceback(running, caplog):
-    from tests.test_annotation_app import publish
-    from tests.test_annotation_security import call, session
+    from tests.support.app import call, publish, session
 
     settings, url = running()
     item = publish(settings, 1)[0]

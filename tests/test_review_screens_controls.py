@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from storage import open_storage
-from tests.test_annotation_browser import CHROMIUM, app_in_browser, edit_cell, log_in
-from tests.test_review_screens import WINDOW, populated
+from tests.support.browser import CHROMIUM, app_in_browser, edit_cell, log_in
+from tests.support.screens import WINDOW, populated
 
 SC, VIC = "#scene_correction", "#vic_recheck"
 

@@ -65,7 +65,7 @@ def test_a_blob_that_is_no_image_is_named_not_drawn():
     """A released trajectory's video in the Recheck tab: its screen is drawn, the video named, not decoded."""
     from annotation_ui.queue_tabs import _pictures
     from tasks.benchmark import Picture
-    from tests.conftest import solid_png
+    from tests.support.images import solid_png
 
     class Cached:
         @staticmethod

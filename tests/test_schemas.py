@@ -24,7 +24,7 @@ from tasks.explore.payloads import SceneAnnotation, SceneObject
 from tasks.explore.settings import ExploreSettings
 from tasks.progress.payloads import Demo, Observation
 from tasks.progress.settings import ProgressSettings
-from tests.conftest import item_record
+from tests.support.catalog import item_record
 
 ROOT = Path(__file__).resolve().parents[1]
 

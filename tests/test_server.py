@@ -7,7 +7,6 @@ import functools
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import sqlite3
@@ -21,7 +20,8 @@ from typing import Any
 import pytest
 
 from storage import Catalog
-from tests.test_annotation_app import HASH, free_port
+from tests.support.app import HASH, free_port
+from tests.support.server import code_copy
 
 REPO = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "flows.cli"]
@@ -31,13 +31,6 @@ def _run(args: list[str], cwd: Path, home: Path, code: Path = REPO, **extra: str
     environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     environment |= {"PREFECT_HOME": str(home), "PYTHONPATH": str(code), "COLUMNS": "200", **extra}
     return subprocess.run(CLI + args, cwd=cwd, env=environment, capture_output=True, text=True, timeout=600)
-
-
-def _code_copy(folder: Path) -> Path:
-    """The project's packages copied, so that a test may edit them (the warm process watches its code)."""
-    for package in ("flows", "schemas", "storage", "tasks", "annotation_ui"):
-        shutil.copytree(REPO / package, folder / package, ignore=shutil.ignore_patterns("__pycache__"))
-    return folder
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +43,7 @@ def prefect_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.slow
 def test_a_kept_server_serves_later_commands_and_stops(tmp_path: Path, prefect_template: Path) -> None:
-    home, code = tmp_path / "prefect-home", _code_copy(tmp_path / "code")
+    home, code = tmp_path / "prefect-home", code_copy(tmp_path / "code")
     cli = functools.partial(_run, code=code, BENCHWRIGHT_PREFECT_TEMPLATE=str(prefect_template))
     started = cli(["server", "start"], tmp_path, home)
     try:

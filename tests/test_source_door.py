@@ -127,7 +127,7 @@ ANSWERS = ImporterSample(name="answers", write=_write_answers, run=_run_answers,
 
 def _declared() -> list[ImporterSample]:
     """Every registered benchmark's importers, with the toy benchmark registered as a fifth would be."""
-    from tests.toy_benchmark import registered
+    from tests.support.toy_benchmark import registered
 
     with registered():
         return [*(sample for plugin in benchmarks.every() for sample in plugin.attack_kit().importers), ANSWERS]
@@ -135,7 +135,7 @@ def _declared() -> list[ImporterSample]:
 
 @pytest.fixture(scope="module", autouse=True)
 def toy_registered() -> Iterator[None]:
-    from tests.toy_benchmark import registered
+    from tests.support.toy_benchmark import registered
 
     with registered():
         yield
@@ -320,8 +320,8 @@ def raw_reads(source: str) -> list[tuple[int, str]]:
 
 
 def _reader_sources() -> Iterator[Path]:
-    rooms = ("tasks/progress", "tasks/explore", "tasks/vic", "tasks/webplan", "tasks/evaluate", "tasks/exporting",
-             "tasks/models", "tasks/sources", "flows", "annotation_ui", "tests/toy_benchmark")
+    rooms = (*(plugin.package.replace(".", "/") for plugin in benchmarks.every()), "tasks/evaluate", "tasks/exporting",
+             "tasks/models", "tasks/sources", "flows", "annotation_ui", "tests/support/toy_benchmark")
     for room in rooms:
         yield from sorted((ROOT / room).rglob("*.py"))
 

@@ -1,6 +1,6 @@
-"""A benchmark joins through the registry alone: a toy one, defined in tests/toy_benchmark/ (one stage, one review
-view, one metric) and registered at run time, goes through the main job (build, then release and evaluation once
-people reviewed it in the annotation app), with no edit to flows/, annotation_ui/, schemas/ or tasks/evaluate/."""
+"""A benchmark joins through the registry alone: a toy one, defined in tests/support/toy_benchmark/ (one stage, one
+review view, one metric) and registered at run time, goes through the main job (build, then release and evaluation
+once people reviewed it in the annotation app), with no edit to flows/, annotation_ui/, schemas/ or tasks/evaluate/."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from types import SimpleNamespace
 import pytest
 
 from schemas import Status
-from tests.test_annotation_app import app_settings
+from tests.support.app import app_settings
 
 
 @pytest.fixture
 def toy() -> Iterator[None]:
-    from tests.toy_benchmark import registered
+    from tests.support.toy_benchmark import registered
 
     with registered():
         yield
@@ -84,4 +84,5 @@ def test_the_toy_benchmark_needs_no_edit_to_the_shared_rooms():
     mentions = [str(path) for room in rooms for path in (root / room).rglob("*.py")
                 if names.search(path.read_text(encoding="utf-8"))]
     assert mentions == []
-    assert names.search((root / "tests" / "toy_benchmark" / "plugin.py").read_text())  # the pattern finds them
+    toy = root / "tests" / "support" / "toy_benchmark"
+    assert names.search((toy / "plugin.py").read_text())  # the pattern finds them

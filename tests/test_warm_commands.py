@@ -2,7 +2,7 @@
 and several at once, each printing what it prints when it runs itself; longer ones stopped with Ctrl-C or killed
 while others run, which leaves none of their forks running, the others served and the catalog as it was.
 
-The commands run the project's code copied (tests.test_server._code_copy): an edit of the checkout meanwhile would
+The commands run the project's code copied (tests.support.server.code_copy): an edit of the checkout meanwhile would
 make the warm process refuse them and start over."""
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.test_annotation_app import HASH, free_port
-from tests.test_server import _code_copy
+from tests.support.app import HASH, free_port
+from tests.support.server import code_copy
 
 BENCHWRIGHT = str(Path(sys.executable).with_name("benchwright"))  # as a user types it: flows.entry
 RELEASE = "warmtest@1"
@@ -44,7 +44,7 @@ class Project:
         self.folder, self.home = folder, folder / "prefect-home"
         template = template_path() if template_path().is_file() else make_template(folder / "template.db")
         self.env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL" and not k.startswith("BENCHWRIGHT")}
-        self.env |= {"PREFECT_HOME": str(self.home), "PYTHONPATH": str(_code_copy(folder / "code")),
+        self.env |= {"PREFECT_HOME": str(self.home), "PYTHONPATH": str(code_copy(folder / "code")),
                      "COLUMNS": "200", "BENCHWRIGHT_PREFECT_TEMPLATE": str(template)}
         self.clients: list[subprocess.Popen[str]] = []
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 
 import typer
 
-from flows.cli import terminal
+from flows.cli import listing, terminal
 
 
 def config_show() -> None:
@@ -29,16 +29,17 @@ def _without_none(value: Any) -> Any:
     return value
 
 
-def models_list() -> None:
+def models_list(as_json: listing.JsonOption = False) -> None:
     """Each role with its backend, model and parameters (configured, or the offline default)."""
     from tasks.models.registry import describe
 
-    shown = terminal.table(("role", "backend", "model", "params", "from"))
-    for row in describe(terminal.settings()):
-        shown.add_row(row["role"], row["backend"] or "[dim]none[/dim]", row["model"] or "",
-                      json.dumps(row["params"]) if row["params"] else "",
-                      "config" if row["configured"] else ("default" if row["backend"] else ""))
-    terminal.console.print(shown)
+    rows = [{"role": row["role"], "backend": row["backend"] or "none", "model": row["model"] or "",
+             "params": row["params"] or {},
+             "from": "config" if row["configured"] else ("default" if row["backend"] else "")}
+            for row in describe(terminal.settings())]
+    listing.show(rows, ("role", "backend", "model", "params", "from"), as_json=as_json,
+                 shown=lambda column, value: (json.dumps(value) if value else "") if column == "params"
+                 else str(value))
 
 
 def models_check(role: Annotated[str, typer.Argument(

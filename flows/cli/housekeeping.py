@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress
 
-from flows.cli import terminal
+from flows.cli import listing, terminal
 from flows.cli.printers import run_headline
 
 
@@ -19,7 +19,7 @@ def runs(limit: Annotated[int, typer.Option(help="How many of the newest runs to
              help="Only this flow: benchwright-main, build-<benchmark>, benchwright-evaluate.")] = None,
          show: Annotated[str | None, typer.Option(
              help="Print one run (id or a unique prefix) with its full parameters and summary as JSON.")] = None,
-         ) -> None:
+         as_json: listing.JsonOption = False) -> None:
     """List the flow runs recorded in the catalog, newest first: every build, backfill, evaluation and main job,
     whether started by a command, a schedule (its deployment is named) or another flow (its parent run is named),
     with its state, duration and a one-line summary."""
@@ -31,18 +31,19 @@ def runs(limit: Annotated[int, typer.Option(help="How many of the newest runs to
             raise typer.Exit(1)
         terminal.console.print_json(json.dumps(chosen[0], default=str))
         return
-    shown = terminal.table(("run id", "flow", "started by", "state", "started", "took", "summary"))
-    # whole ids: the scheduler's are UUIDv7, whose first digits are a timestamp shared by runs it created together
-    for column in shown.columns[:-1]:  # a narrow terminal folds the summary, never an id or a name
-        column.no_wrap = True
+    rows = []
+    # whole ids (the scheduler's are UUIDv7, whose first digits are a timestamp shared by runs it created together):
+    # a terminal too narrow for the table gets a block per run
     for run in catalog.runs(limit, flow=flow):
         started, finished = run["started_at"], run["finished_at"]
         origin = (f"deployment {run['deployment']}" if run["deployment"] else
                   f"run {run['parent_run_id']}" if run["parent_run_id"] else "command")
-        shown.add_row(run["run_id"], run["flow"], origin, run["state"], f"{started:%Y-%m-%d %H:%M:%S}",
-                      f"{(finished - started).total_seconds():.0f} s" if finished else "",
-                      run_headline(run["summary"]))
-    terminal.console.print(shown)
+        rows.append({"run id": run["run_id"], "flow": run["flow"], "started by": origin, "state": run["state"],
+                     "started": f"{started:%Y-%m-%d %H:%M:%S}",
+                     "took": f"{(finished - started).total_seconds():.0f} s" if finished else "",
+                     "summary": run_headline(run["summary"])})
+    listing.show(rows, ("run id", "flow", "started by", "state", "started", "took", "summary"), as_json=as_json,
+                 wrap=("summary",))
 
 
 def blobs_gc(

@@ -8,6 +8,7 @@ from typing import Any
 from flows.cli import terminal
 from flows.stage_counts import BuiltCounts
 from flows.stage_lines import review_line, stage_lines
+from tasks import benchmarks
 
 
 def print_main_job(summary: dict[str, Any]) -> None:
@@ -107,7 +108,12 @@ def run_headline(summary: dict[str, Any], width: int = 160) -> str:
                  + (f", {sum(o['awaiting review'].values())} await review" if o["awaiting review"] else "")
                  for name, o in summary["benchmarks"].items()]
     else:
-        parts = [f"{key} " + ", ".join(f"{k} {_short(v)}" for k, v in value.items() if isinstance(v, int | float))
+        def shown(key: str, value: Any) -> str:  # metrics on the scale the benchmark's paper and `evaluate` use
+            if key == "metrics" and summary.get("benchmark") in benchmarks.names():
+                return terminal.metric(summary["benchmark"], value)
+            return _short(value)
+
+        parts = [f"{key} " + ", ".join(f"{k} {shown(key, v)}" for k, v in value.items() if isinstance(v, int | float))
                  for key, value in summary.items() if isinstance(value, dict)]
     line = "; ".join(p for p in parts if p.strip())
     return line if len(line) <= width else line[:width - 1] + "…"

@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.text import Text
 
-from flows.cli import terminal
+from flows.cli import listing, terminal
 from schemas.text import one_line
 
 if TYPE_CHECKING:
@@ -87,23 +86,22 @@ def records_list(
     = None,
     status: Annotated[str | None, typer.Option(help="candidate, accepted, rejected or quarantined.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 20,
+    as_json: listing.JsonOption = False,
 ) -> None:
-    """List records, oldest first; quarantined ones show why."""
+    """List records, oldest first; quarantined ones show why (ids shortened to 16 digits; whole with --json)."""
     from schemas import Status
 
     with terminal.failures_as_messages():
         found = terminal.storage().catalog.find_records(benchmark=benchmark, kind=kind,
                                                         status=Status(status) if status else None, limit=limit)
-    shown = terminal.table(("id", "benchmark", "kind", "status", "reason"))
-    for record in found:
-        shown.add_row(record.id[:16], record.benchmark, record.kind, record.status.value,
-                      Text(one_line(record.status_reason or "", 500)))  # as written: "[sources]" is no markup
-    terminal.console.print(shown)
+    rows = [{"id": record.id, "benchmark": record.benchmark, "kind": record.kind, "status": record.status.value,
+             "reason": one_line(record.status_reason or "", 500)} for record in found]
+    listing.show(rows, ("id", "benchmark", "kind", "status", "reason"), as_json=as_json,
+                 shown=lambda column, value: value[:16] if column == "id" else str(value), wrap=("reason",))
 
 
-def records_stats() -> None:
+def records_stats(as_json: listing.JsonOption = False) -> None:
     """Count records by benchmark, kind and status."""
-    shown = terminal.table(("benchmark", "kind", "status", "records"))
-    for (benchmark, kind, status), count in terminal.storage().catalog.count_records().items():
-        shown.add_row(benchmark, kind, status, str(count))
-    terminal.console.print(shown)
+    rows = [{"benchmark": benchmark, "kind": kind, "status": status, "records": count}
+            for (benchmark, kind, status), count in terminal.storage().catalog.count_records().items()]
+    listing.show(rows, ("benchmark", "kind", "status", "records"), as_json=as_json)

@@ -10,21 +10,21 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from flows.cli import terminal
+from flows.cli import listing, terminal
 
 
-def release_list() -> None:
-    """List every release with its size, content hash (records and blobs alone) and manifest hash."""
+def release_list(as_json: listing.JsonOption = False) -> None:
+    """List every release with its size, content hash (records and blobs alone) and manifest hash (the first 16
+    digits; all 64 with --json)."""
     from storage.releases import content_hashes, list_releases
 
     catalog = terminal.storage().catalog
     contents = content_hashes(catalog)
-    shown = terminal.table(("release", "created", "records", "content sha256", "manifest sha256"),
-                           whole=("release", "content sha256", "manifest sha256"))
-    for name, version, created, count, sha in list_releases(catalog):
-        shown.add_row(f"{name}@{version}", f"{created:%Y-%m-%d %H:%M:%S}", str(count),
-                      contents[(name, version)][:16], sha[:16])
-    terminal.console.print(shown)
+    rows = [{"release": f"{name}@{version}", "created": f"{created:%Y-%m-%d %H:%M:%S}", "records": count,
+             "content sha256": contents[(name, version)], "manifest sha256": sha}
+            for name, version, created, count, sha in list_releases(catalog)]
+    listing.show(rows, ("release", "created", "records", "content sha256", "manifest sha256"), as_json=as_json,
+                 shown=lambda column, value: str(value)[:16] if column.endswith("sha256") else str(value))
 
 
 def release_create(
@@ -70,25 +70,33 @@ def release_verify(tag: Annotated[str, typer.Argument(help="NAME or NAME@VERSION
 
 def release_diff(old: Annotated[str, typer.Argument(help="NAME@VERSION to compare from.")],
                  new: Annotated[str, typer.Argument(help="NAME@VERSION to compare to.")],
+                 limit: Annotated[int, typer.Option(
+                     help="Ids listed per section (added, removed, changed); 0 lists none. --json lists all.")] = 10,
                  as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a summary.")] = False,
                  ) -> None:
-    """List records added, removed and changed between two releases."""
+    """Compare two releases: how many records of each kind were added, removed and changed, then the first ids of
+    each (a change is a record whose status or blobs changed, or one replaced by a record derived from it)."""
     from storage.releases import diff_releases
 
     with terminal.failures_as_messages():
         diff = diff_releases(terminal.storage().catalog, old, new)
     if as_json:
-        terminal.console.print_json(json.dumps({"old": diff.old, "new": diff.new, "added": diff.added,
-                                                "removed": diff.removed, "changed": diff.changed}))
+        typer.echo(json.dumps({"old": diff.old, "new": diff.new, "added": diff.added, "removed": diff.removed,
+                               "changed": diff.changed, "by kind": diff.by_kind()}))
         return
     terminal.console.print(f"{diff.old} -> {diff.new}: {len(diff.added)} added, {len(diff.removed)} removed, "
-                           f"{len(diff.changed)} changed")
-    for rid in diff.added:
-        terminal.console.print(f"  [green]+[/green] {rid}")
-    for rid in diff.removed:
-        terminal.console.print(f"  [red]-[/red] {rid}")
-    for before, after, what in diff.changed:
-        terminal.console.print(f"  [yellow]~[/yellow] {before} -> {after} ({what})")
+                           f"{len(diff.changed)} changed", markup=False)
+    rows = [{"kind": kind, **counts} for kind, counts in diff.by_kind().items()]
+    if rows:
+        listing.show(rows, ("kind", "added", "removed", "changed"))
+    sections = (("+", "added", diff.added), ("-", "removed", diff.removed),
+                ("~", "changed", [f"{before} -> {after} ({what})" for before, after, what in diff.changed]))
+    for mark, name, lines in sections:
+        for line in lines[:limit]:
+            terminal.console.print(f"  {mark} {line}", markup=False, highlight=False)
+        if len(lines) > limit > 0 or (lines and limit == 0):
+            terminal.console.print(f"  ... {len(lines) - limit if limit else len(lines)} more {name} (--limit, "
+                                   f"--json)", markup=False, highlight=False)
 
 
 def _export_help() -> str:

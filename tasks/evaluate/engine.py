@@ -117,7 +117,8 @@ def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool
         from tqdm import tqdm
 
         total = sum(requests_for(plan.evaluation, i, plan.settings) for i in plan.items)
-        bar = tqdm(total=total, desc=f"asking {plan.label}", unit="answer", file=sys.stderr, dynamic_ncols=True)
+        bar = tqdm(total=total, desc=f"asking {plan.label}", unit="answer", file=sys.stderr, dynamic_ncols=True,
+                   disable=None)  # a bar on a terminal only, none in a log
     try:
         collected = collect_answers(plan.evaluation, plan.items, plan.answerer, plan.settings, storage.blobs.get,
                                     (lambda n: bar.update(n)) if bar is not None else None)  # type: ignore[misc]
@@ -270,8 +271,10 @@ def report_evaluation(settings: Settings, plan: EvaluationPlan, result: Evaluati
             handle.write(json.dumps({k: payload.get(k) for k in ("item_id", "official_key", "raw_output", "turns",
                                                                   "parsed", "parse_method", "scores")},
                                     ensure_ascii=False) + "\n")
+    scale = (lambda v: report.pct(v)) if evaluation.percent_metrics else (lambda v: report.num(v))
+    headline = [(name, scale(value)) for name, value in result.metrics.items()]
     md, html_path, markdown = report.write_report(folder, title=f"{plan.label} on {plan.manifest.tag}",
-                                                  summary=summary, tables=tables, plots=plots,
+                                                  headline=headline, summary=summary, tables=tables, plots=plots,
                                                   problems=result.problems)
     artifact = {"key": re.sub(r"[^a-z0-9-]", "-", f"eval-{plan.key[:16]}"), "markdown": markdown,
                 "description": f"{plan.label} on {plan.manifest.tag}"}

@@ -28,19 +28,24 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def write_report(folder: Path, *, title: str, summary: list[tuple[str, str]], tables: str, plots: list[Path],
-                 problems: list[str]) -> tuple[Path, Path, str]:
+def write_report(folder: Path, *, title: str, headline: list[tuple[str, str]], summary: list[tuple[str, str]],
+                 tables: str, plots: list[Path], problems: list[str]) -> tuple[Path, Path, str]:
     """``report.md`` and ``report.html`` (plots inlined) in ``folder``, through the output door; returns both paths
-    and the Markdown."""
+    and the Markdown. What a reader looks for comes first (the headline figures, then the benchmark's tables and
+    charts); problems and the settings of the run follow."""
     from storage.output import OutputFolder
 
     out = OutputFolder(folder)
-    lines = [f"# {title}", "", markdown_table(["", ""], [[k, v] for k, v in summary]), "", tables, ""]
+    lines = [f"# {title}", ""]
+    if headline:
+        lines += [markdown_table([name for name, _ in headline], [[value for _, value in headline]]), ""]
+    lines += [tables, ""]
     lines += [f"![{p.stem}]({p.name})" for p in plots]
     if problems:
-        lines += ["", "### Problems", *[f"- {p}" for p in problems[:50]]]
+        lines += ["", "## Problems", "", *[f"- {p}" for p in problems[:50]]]
         if len(problems) > 50:
             lines.append(f"- ... and {len(problems) - 50} more (see the quarantined records)")
+    lines += ["", "## Settings", "", markdown_table(["setting", "value"], [[k, v] for k, v in summary])]
     markdown = "\n".join(lines) + "\n"
     md_path = out.save_text(markdown, "report.md")
     html_path = out.save_text(markdown_to_html(markdown, title, folder), "report.html")
@@ -48,54 +53,32 @@ def write_report(folder: Path, *, title: str, summary: list[tuple[str, str]], ta
 
 
 def markdown_to_html(markdown: str, title: str, folder: Path) -> str:
-    """The subset of Markdown the reports use (headings, pipe tables, lists, images) as one HTML page."""
-    body: list[str] = []
-    table: list[list[str]] = []
+    """The report's Markdown as one self-contained HTML page: rendered by markdown-it-py (CommonMark with pipe
+    tables; raw HTML in the text, such as a model's answer quoted in a problem, is shown as text, never run), each
+    plot inlined as a data URI."""
+    from markdown_it import MarkdownIt
 
-    def close_table() -> None:
-        if not table:
-            return
-        head, *rows = table
-        body.append("<table><thead><tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in head) + "</tr></thead><tbody>"
-                    + "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-                    + "</tbody></table>")
-        table.clear()
+    def inlined(match: re.Match[str]) -> str:
+        data = base64.b64encode((folder / match.group(2)).read_bytes()).decode()
+        return f"![{match.group(1)}](data:image/png;base64,{data})"
 
-    for line in markdown.splitlines():
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
-            if not all(re.fullmatch(r":?-+:?", c) for c in cells):
-                table.append(cells)
-            continue
-        close_table()
-        image = re.fullmatch(r"!\[(.*?)\]\((.*?)\)", line.strip())
-        if image:
-            data = base64.b64encode((folder / image.group(2)).read_bytes()).decode()
-            body.append(f'<p><img alt="{html.escape(image.group(1))}" src="data:image/png;base64,{data}"></p>')
-        elif line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            body.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
-        elif line.startswith("- "):
-            body.append(f"<li>{html.escape(line[2:])}</li>")
-        elif line.strip():
-            body.append(f"<p>{html.escape(line)}</p>")
-    close_table()
-    style = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto}table{border-collapse:collapse;"
-             "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
+    body = MarkdownIt("commonmark", {"html": False}).enable("table").render(
+        re.sub(r"^!\[(.*?)\]\(([^)/:]+\.png)\)$", inlined, markdown, flags=re.MULTILINE))
+    style = ("body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em}table{border-collapse:"
+             "collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}"
              "td:first-child,th:first-child{text-align:left}img{max-width:100%}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-            f"<style>{style}</style></head><body>{''.join(body)}</body></html>")
-
-
-# The papers' column order (stored payloads keep their keys sorted).
-HEADLINE_ORDER = ("NSE", "PRC", "AFRR", "UDA", "NSE macro", "PRC macro", "ref accuracy",
-                  "S_obj", "S_att", "S_rel", "S_uni", "S_key", "S_abn")
+            f"<style>{style}</style></head><body>{body}</body></html>")
 
 
 def headline_names(evaluations: list[Any]) -> list[str]:
-    """The headline metrics the runs report, in the papers' order."""
+    """The headline metrics the runs report, in their papers' order (each benchmark's ``metric_order``: stored
+    payloads keep their keys sorted), then any other alphabetically."""
     known = {name for record in evaluations for name in record.payload["metrics"]}
-    return [m for m in HEADLINE_ORDER if m in known] + sorted(known - set(HEADLINE_ORDER))
+    order = [m for name in dict.fromkeys(r.payload["benchmark"] for r in evaluations)
+             for m in benchmarks.get(name).evaluation.metric_order]
+    ordered = [m for m in dict.fromkeys(order) if m in known]
+    return ordered + sorted(known - set(ordered))
 
 
 def leaderboard_rows(evaluations: list[Any]) -> tuple[list[str], list[list[str]]]:
@@ -107,7 +90,7 @@ def leaderboard_rows(evaluations: list[Any]) -> tuple[list[str], list[list[str]]
         payload = record.payload
         metrics = payload["metrics"]
         percent = benchmarks.get(payload["benchmark"]).evaluation.percent_metrics
-        cells = [pct(metrics.get(m)) if percent and "S_" not in m else num(metrics.get(m)) for m in metric_names]
+        cells = [pct(metrics.get(m)) if percent else num(metrics.get(m)) for m in metric_names]
         rows.append([payload["release"], payload["model"], payload["strategy"], *cells,
                      str(payload["counts"].get("scored", 0)), record.created_at.strftime("%Y-%m-%d %H:%M")])
     return header, rows
@@ -129,7 +112,7 @@ def plot_leaderboard(evaluations: list[Any], path: Path) -> Path:
     for index, record in enumerate(evaluations):
         metrics = record.payload["metrics"]
         percent = benchmarks.get(record.payload["benchmark"]).evaluation.percent_metrics
-        values = [(metrics.get(m) or 0) * (100 if percent and not m.startswith("S_") else 1) for m in names]
+        values = [(metrics.get(m) or 0) * (100 if percent else 1) for m in names]
         axis.bar(np.arange(len(names)) + index * width, values, width,
                  label=f"{record.payload['model']} ({record.payload['strategy']}, {record.payload['release']})")
     axis.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names, fontsize=8)

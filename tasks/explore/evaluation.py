@@ -166,6 +166,7 @@ class ExploreEvaluation(Evaluation):
     generation = Generation(max_tokens=8192, temperature=0.0, top_p=1.0, seed=0)
     prompt_version = prompts.PROMPT_VERSION
     percent_metrics = False
+    metric_order = ("S_obj", "S_att", "S_rel", "S_uni", "S_key", "S_abn")  # EXPLORE-Bench Table 2
 
     def items(self, catalog: Any, manifest: ReleaseManifest, images: Any = None) -> list[Any]:
         return explore_items(catalog, manifest)

@@ -148,6 +148,7 @@ class ProgressEvaluation(Evaluation):
     generation = Generation(max_tokens=4096, temperature=0.6, top_p=0.9, top_k=50, seed=0)
     prompt_version = prompts.PROMPT_VERSION
     percent_metrics = True
+    metric_order = ("NSE", "PRC", "AFRR", "UDA", "NSE macro", "PRC macro", "ref accuracy")  # ProgressLM Table 1
 
     def items(self, catalog: Any, manifest: ReleaseManifest, images: Any = None) -> list[Any]:
         return progress_items(catalog, manifest)

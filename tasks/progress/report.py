@@ -46,7 +46,10 @@ def progress_tables(scoring: Scoring, label: str) -> str:
     return "\n\n".join([
         "### Answerable samples (ProgressLM Table 1; values ×100)", table1,
         "### Same vs cross view (ProgressLM Table 2)", table2,
-        "### Unanswerable detection", uda, "### Anchor step (two-stage answers)", ref, "\n".join(notes)])
+        "### Unanswerable detection", uda,
+        # only two-stage answers name an anchor step: no empty table for a direct run
+        *(["### Anchor step (two-stage answers)", ref] if any(report.ref_counted.values()) else []),
+        "\n".join(notes)])
 
 
 def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
@@ -67,6 +70,7 @@ def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
     unparsed = sum(not s.parsed for s in samples)
     axes[0].set_title(f"predicted scores ({abstained} n/a, {unparsed} unparseable)", fontsize=10)
     axes[0].set_xlabel("progress (%)")
+    axes[0].set_ylabel("samples")
     axes[0].legend(fontsize=8)
     for setting, colour in (("same", "#4C72B0"), ("cross", "#DD8452"), ("text", "#55A868")):
         errors = [abs(s.predicted - s.truth) / max(s.truth, 1 - s.truth) for s in samples
@@ -76,7 +80,8 @@ def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
             axes[1].hist(errors, bins=np.linspace(0, 1, 21), alpha=0.5, label=f"{setting} ({len(errors)})",
                          color=colour)
     axes[1].set_title("per-sample NSE", fontsize=10)
-    axes[1].set_xlabel("NSE")
+    axes[1].set_xlabel("NSE (lower is better)")
+    axes[1].set_ylabel("samples")
     axes[1].legend(fontsize=8)
     figure.suptitle(label, fontsize=11)
     figure.tight_layout()

@@ -92,6 +92,7 @@ class VicEvaluation(Evaluation):
     generation = Generation(max_tokens=8192, temperature=0.0, top_p=1.0, top_k=1, seed=0)
     prompt_version = "vic-v1"
     percent_metrics = False  # its figures are x100 already, as the paper prints them
+    metric_order = ("ACC", "Recall_o", "ThinkGain", "Legality")
 
     def __init__(self) -> None:
         self._instances: dict[str, VicInstance] = {}

@@ -45,7 +45,9 @@ def made_before(instances: list[tuple[dict[str, Any], tuple[str, ...]]]) -> Done
 def progress(items: Iterable[Any], total: int, what: str) -> Iterator[Any]:
     from tqdm import tqdm
 
-    yield from tqdm(items, total=total, desc=what, unit="item", file=sys.stderr, dynamic_ncols=True, leave=False)
+    # disable=None: a bar on a terminal only; a log (a scheduled run, a CI job) gets no carriage-return lines
+    yield from tqdm(items, total=total, desc=what, unit="item", file=sys.stderr, dynamic_ncols=True, leave=False,
+                    disable=None)
 
 
 def per_task(total: int, parts: int) -> int:

@@ -53,6 +53,8 @@ class WebplanEvaluation(Evaluation):
     generation = Generation(max_tokens=1024, temperature=0.0, seed=0)
     prompt_version = "webplan-v1"
     percent_metrics = False  # accuracies are percentages already
+    metric_order = ("temporal", "order_gap_mcq", "order_gap_open", "future_short", "future_long", "future",
+                    "realweb_shuffle", "realweb_semantic", "realweb", "edge")
 
     def item(self, record: Any, images: Callable[[str], bytes] | None) -> WebplanItem:
         payload = record.payload

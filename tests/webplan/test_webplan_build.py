@@ -1,0 +1,120 @@
+"""The web-planning build stages over the catalog: trajectories imported with bad rows quarantined and nothing
+stored twice, actions put in plain words by templates or by the chat role (a local OpenAI-compatible server), and
+temporal and real-web instances stored as candidates with a verification item each, linked to their trajectory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from schemas import Status
+from schemas.config import BlobSettings, CatalogSettings, ExportSettings, ModelRole, Settings
+from storage import open_storage
+from tasks.benchmark import BuildContext
+from tasks.webplan.options import WebplanBuildOptions
+from tasks.webplan.stages import generate_stage, trajectories_stage
+from tests.support.chat_server import ScriptedChatServer
+from tests.support.images import solid_png as png
+
+
+def source(folder: Path) -> Path:
+    """Three trajectories (6, 5 and 2 actions) and two bad rows in our JSONL format."""
+    (folder / "frames").mkdir(parents=True)
+    rows = []
+    for name, length in (("shop", 6), ("mail", 5), ("short", 2)):
+        steps = []
+        for i in range(length):
+            (folder / "frames" / f"{name}{i}.png").write_bytes(png(10 * i + len(name)))
+            steps.append({"screenshot": f"frames/{name}{i}.png", "action_raw": f"[button]  {name} step {i} -> CLICK"})
+        rows.append(json.dumps({"id": name, "task": f"Do the {name} task", "website": f"{name}.example",
+                                "steps": steps}))
+    rows += [json.dumps({"id": "escape", "task": "t", "steps": [{"screenshot": "/etc/passwd", "action": "x"}]}),
+             '{"id": "cut"']
+    (folder / "trajectories.jsonl").write_text("\n".join(rows) + "\n")
+    return folder
+
+
+def settings_for(tmp_path: Path, **models: ModelRole) -> Settings:
+    return Settings(catalog=CatalogSettings(path=tmp_path / "catalog.duckdb"), models=models,
+                    blobs=BlobSettings(uri=f"file://{tmp_path}/blobs"), export=ExportSettings(folder=tmp_path / "x"))
+
+
+def context(options: dict[str, Any]) -> BuildContext:
+    return BuildContext(benchmark="webplan", run_id=None, options=WebplanBuildOptions(**options))
+
+
+def test_imported_trajectories_are_stored_once_and_bad_rows_quarantined(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    options = {"trajectories_dir": str(source(tmp_path / "src")), "trajectories_format": "jsonl"}
+    counts = trajectories_stage(settings, context(options))
+    assert counts | {"new": 0} == {"trajectories": 3, "records": 3, "new": 0, "quarantined": 2, "superseded": 0,
+                                   "paraphrased by": "template"}
+    catalog = open_storage(settings).catalog
+    stored = catalog.find_records(kind="web_trajectory")
+    shop = next(r for r in stored if r.payload["trajectory_id"] == "shop")
+    assert shop.payload["actions"][0] == "Click on the shop step 0 button" and len(shop.blobs) == 6
+    reasons = sorted(q.status_reason for q in catalog.find_records(kind="quarantined_input"))
+    assert any("outside the source root" in r for r in reasons) and any("not valid JSON" in r for r in reasons)
+    assert trajectories_stage(settings, context(options))["new"] == 0  # a rerun stores nothing twice
+
+    made = generate_stage(settings, context({"tests": ("temporal", "realweb")}))
+    assert made["temporal"]["instances"] == 12  # four questions from each of the three trajectories
+    assert made["realweb"]["instances"] == 4  # a shuffle and a semantic question from each of the two long ones
+    assert made["realweb"]["quarantined"] == 1  # the 2-action trajectory, named once
+    instances = catalog.find_records(kind="webplan_instance")
+    assert {r.status for r in instances} == {Status.CANDIDATE}
+    assert {r.parents[0] for r in instances} <= {r.id for r in stored}
+    items = catalog.find_records(kind="review_item")
+    assert sorted(i.payload["target_id"] for i in items) == sorted(r.id for r in instances)
+    realweb = [r for r in instances if r.payload["test"] == "realweb"]
+    for record in realweb:
+        right = record.payload["options"][record.payload["answer"]]
+        trajectory = next(t for t in stored if t.id == record.parents[0])
+        assert right == " ".join(f"{i}. {a}." for i, a in enumerate(
+            trajectory.payload["actions"][record.payload["meta"]["step"]:], 1))
+    again = generate_stage(settings, context({"tests": ("temporal", "realweb")}))
+    assert again["new"] == 0 and again["instances"] == 0  # nothing made twice: what was made is kept
+    assert again["temporal"]["kept from earlier builds"] == 3 and again["realweb"]["kept from earlier builds"] == 4
+    rebuilt = generate_stage(settings, context({"tests": ("temporal", "realweb"), "rebuild": True}))
+    assert rebuilt["instances"] == 16 and rebuilt["new"] == 0 and rebuilt["superseded"] == 0  # the same again
+
+
+def test_the_chat_role_paraphrases_and_an_unusable_answer_falls_back_to_the_template(tmp_path: Path) -> None:
+    def answer(body: dict[str, Any]) -> str:
+        asked = body["messages"][-1]["content"]
+        text = asked if isinstance(asked, str) else " ".join(p.get("text", "") for p in asked)
+        raw = text.split("Action: ")[-1]
+        return "Press it\nthen more" if "step 1" in raw else f"Press the {raw.split(']')[1].split('->')[0].strip()}"
+
+    with ScriptedChatServer() as server:
+        server.behaviours.clear()
+        server.behaviours.append(("call", answer))
+        chat = ModelRole(backend="openai", model="writer", params={"base_url": server.url, "backoff_s": 0.01})
+        settings = settings_for(tmp_path, chat=chat)
+        counts = trajectories_stage(settings, context({"trajectories_dir": str(source(tmp_path / "src"))}))
+        asked = len(server.requests)
+    assert counts["paraphrased by"] == "chat openai writer"
+    catalog = open_storage(settings).catalog
+    shop = next(r for r in catalog.find_records(kind="web_trajectory") if r.payload["trajectory_id"] == "shop")
+    assert shop.payload["actions"][0] == "Press the shop step 0"
+    assert shop.payload["actions"][1] == "Click on the shop step 1 button"  # two lines: the template's instead
+    assert shop.producer.params["model"] == "writer" and asked == 13
+
+
+def test_a_changed_trajectory_supersedes_the_old_one_and_what_was_cut_from_it(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path)
+    folder = source(tmp_path / "src")
+    options = {"trajectories_dir": str(folder)}
+    trajectories_stage(settings, context(options))
+    generate_stage(settings, context({"tests": ("temporal",)}))
+    catalog = open_storage(settings).catalog
+    before = {r.payload["trajectory_id"]: r.id for r in catalog.find_records(kind="web_trajectory")}
+    (folder / "frames" / "mail0.png").write_bytes(png(250))  # the source's first mail screenshot was redone
+    assert trajectories_stage(settings, context(options))["superseded"] == 1 + 4 + 4  # it, 4 questions, 4 items
+    old = catalog.get_record(before["mail"])
+    assert old.status == Status.SUPERSEDED and catalog.get_record(before["shop"]).status == Status.ACCEPTED
+    made = generate_stage(settings, context({"tests": ("temporal",)}))
+    assert made["temporal"]["new"] == 8 and made["superseded"] == 0  # the mail questions again, from the new one
+    current = [r for r in catalog.find_records(kind="webplan_instance") if r.status == Status.CANDIDATE]
+    assert len(current) == 12 and before["mail"] not in {p for r in current for p in r.parents}
