@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +15,7 @@ from schemas import Producer, Status
 from schemas.releases import ReleaseSelection
 from storage import open_storage
 from storage.releases import create_release
-from tests.support.chat_server import MALFORMED, ScriptedChatServer
+from tests.support.chat_server import MALFORMED, ScriptedChatServer, kill_once_asked
 from tests.support.evaluation import evaluate, explore_release, progress_release
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,16 +88,8 @@ def test_a_killed_evaluation_resumes_without_asking_again_what_was_cached(settin
         server.script(("sleep", 0.25, "<score>40%</score>"))
         command = [sys.executable, "-m", "flows.cli", "evaluate", "--release", tag, "--model",
                    f"openai:tiny-vlm?base_url={server.url}&max_concurrency=2"]
-        # its own session: the kill below takes the temporary Prefect server it starts along, as a crash would
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        deadline = time.monotonic() + 240
-        while len(server.requests) < 20 and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.05)
-        assert process.poll() is None, process.stdout.read().decode()[-3000:]
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        first_run = [json.dumps(r["body"]["messages"], sort_keys=True) for r in server.requests]
+        # its own session: the kill takes the temporary Prefect server it starts along, as a crash would
+        first_run = kill_once_asked(command, ROOT, env, server, 20)
         catalog = open_storage(settings).catalog
         [(cached,)] = catalog.query("SELECT count(*) FROM responses")
         assert 0 < cached < items

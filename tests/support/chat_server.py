@@ -8,6 +8,7 @@ import threading
 import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -140,3 +141,23 @@ class ScriptedChatServer:
     def __exit__(self, *exc: Any) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def kill_once_asked(command: list[str], cwd: Path, env: dict[str, str], server: ScriptedChatServer,
+                    requests: int) -> list[str]:
+    """Run ``command`` (an evaluation asking ``server``) and kill its whole process group once the server has
+    received ``requests`` requests, as a machine going down would; the messages of the requests it made, each as
+    canonical JSON. The command must still be running then: what it printed otherwise is the assertion's message."""
+    import os
+    import signal
+    import subprocess
+
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    deadline = time.monotonic() + 240  # only so a broken run cannot hang the suite
+    while len(server.requests) < requests and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert process.poll() is None, process.stdout.read().decode()[-3000:]  # type: ignore[union-attr]
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    return [json.dumps(r["body"]["messages"], sort_keys=True) for r in server.requests]

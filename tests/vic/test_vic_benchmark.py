@@ -7,10 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +17,7 @@ import pytest
 from schemas import Status
 from schemas.config import Settings
 from storage import open_storage
-from tests.support.chat_server import ScriptedChatServer
+from tests.support.chat_server import ScriptedChatServer, kill_once_asked
 from tests.support.evaluation import vic_release
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -232,16 +230,8 @@ def test_a_killed_stage3_run_resumes_without_asking_a_cached_turn_again(settings
         server.script(("call", _agent(truth, blocked), 0.3))
         command = [sys.executable, "-m", "flows.cli", "evaluate", "--release", tag, "--strategy", "stage3",
                    "--model", f"openai:tiny-vlm?base_url={server.url}&max_concurrency=1"]
-        # its own session: the kill below takes the temporary Prefect server it starts along, as a crash would
-        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-        deadline = time.monotonic() + 240
-        while len(server.requests) < 6 and time.monotonic() < deadline and process.poll() is None:
-            time.sleep(0.05)
-        assert process.poll() is None, process.stdout.read().decode()[-3000:]
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-        first_run = [json.dumps(r["body"]["messages"], sort_keys=True) for r in server.requests]
+        # its own session: the kill takes the temporary Prefect server it starts along, as a crash would
+        first_run = kill_once_asked(command, ROOT, env, server, 6)
         [(cached,)] = storage.catalog.query("SELECT count(*) FROM responses")
         assert 0 < cached < turns
         server.script(("call", _agent(truth, blocked), 0.0))
