@@ -54,7 +54,7 @@ def load_target(target: str) -> Any:
 
 def absolute(target: str | None, package: str) -> str | None:
     """A ``"module:attr"`` name with a module starting with "." taken inside ``package`` (``.stages:freeze`` in
-    ``tasks.vic`` is ``tasks.vic.stages:freeze``); other names, and None, as they are."""
+    ``tasks.example`` is ``tasks.example.stages:freeze``); other names, and None, as they are."""
     if target is None or not target.startswith("."):
         return target
     return f"{package}{target}"

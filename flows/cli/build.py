@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from flows.cli import terminal
+import flows.cli.terminal as terminal
 from flows.cli.apps import build_app
 from flows.cli.build_options import BuildOption, build_options
 from flows.cli.printers import print_counts

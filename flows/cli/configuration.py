@@ -9,7 +9,8 @@ from typing import Annotated, Any
 
 import typer
 
-from flows.cli import listing, terminal
+import flows.cli.listing as listing
+import flows.cli.terminal as terminal
 
 
 def config_show() -> None:

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand
 
-from flows.cli import terminal
+import flows.cli.terminal as terminal
 from flows.cli.printers import print_evaluation
 
 

@@ -10,7 +10,8 @@ from typing import Annotated, Any
 import typer
 from rich.progress import Progress
 
-from flows.cli import listing, terminal
+import flows.cli.listing as listing
+import flows.cli.terminal as terminal
 from flows.cli.printers import run_headline
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.table import Table
 
-from flows.cli import terminal
+import flows.cli.terminal as terminal
 
 if TYPE_CHECKING:
     from tasks.evaluate.leaderboard import Board

@@ -15,7 +15,7 @@ from rich.cells import cell_len
 from rich.table import Table
 from rich.text import Text
 
-from flows.cli import terminal
+import flows.cli.terminal as terminal
 
 WRAPPED_WIDTH = 30  # the narrowest a wrapped prose column may get before the listing turns into blocks
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the rows as a JSON list, for scripts.")]

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from flows.cli import terminal
+import flows.cli.terminal as terminal
 
 
 def annotate(ctx: typer.Context,

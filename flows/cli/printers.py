@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flows.cli import terminal
+import flows.cli.terminal as terminal
 from flows.stage_counts import BuiltCounts
 from flows.stage_lines import review_line, stage_lines
 from tasks import benchmarks

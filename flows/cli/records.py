@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from flows.cli import listing, terminal
+import flows.cli.listing as listing
+import flows.cli.terminal as terminal
 from schemas.text import one_line
 
 if TYPE_CHECKING:

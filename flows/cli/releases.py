@@ -10,7 +10,8 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from flows.cli import listing, terminal
+import flows.cli.listing as listing
+import flows.cli.terminal as terminal
 
 
 def release_list(as_json: listing.JsonOption = False) -> None:

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from flows.cli import terminal
+import flows.cli.terminal as terminal
 from flows.cli.printers import print_main_job
 
 

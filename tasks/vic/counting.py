@@ -604,9 +604,11 @@ class CountingSimulator:
     def __init__(self, instance: VicInstance, max_count: int = MAX_ACTION_COUNT) -> None:
         from PIL import Image
 
+        from tasks.sources.door import decode_checked
+
         self._instance = instance
         self._max_count = max_count
-        self._base = Image.open(io.BytesIO(instance.open_form.image)).convert("RGB")
+        self._base = Image.fromarray(decode_checked(instance.open_form.image, "a counting picture"))
         self._png = instance.open_form.image
         self.counts: dict[str, int] = {}
         meta = instance.meta

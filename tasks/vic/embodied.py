@@ -375,9 +375,9 @@ def generate_episodes(count: int, seed: int, options: dict[str, Any] | None = No
 # -- verification (a replay in a fresh world; shares nothing with the planner) ---------------------------------------
 
 def _decode(data: bytes) -> np.ndarray:
-    from PIL import Image
+    from tasks.sources.door import decode_checked
 
-    return np.asarray(Image.open(io.BytesIO(data)).convert("RGB"))
+    return decode_checked(data, "an embodied frame")
 
 
 def _stage_one_problems(instance: VicInstance, frames: list[np.ndarray]) -> list[str]:

@@ -194,7 +194,9 @@ def image_problems(png: bytes, size: tuple[int, int], edges: Iterable[Iterable[C
     """Where a maze image disagrees with the ground truth: walls, the S and E cells, the lettered cells."""
     from PIL import Image
 
-    image = Image.open(io.BytesIO(png)).convert("RGB")
+    from tasks.sources.door import decode_checked
+
+    image = Image.fromarray(decode_checked(png, "a maze image"))
     rows, cols = size
     expected = (cols * cell_px + 2 * MARGIN, rows * cell_px + 2 * MARGIN)
     if image.size != expected:
@@ -219,5 +221,7 @@ def agent_cell(png: bytes, size: tuple[int, int], cell_px: int = CELL_PX) -> lis
     """The cells whose centre shows the agent's blue (the Stage-3 tests read the simulator's images with it)."""
     from PIL import Image
 
-    image = Image.open(io.BytesIO(png)).convert("RGB")
+    from tasks.sources.door import decode_checked
+
+    image = Image.fromarray(decode_checked(png, "a maze image"))
     return sorted(_cells_with(image, size, AGENT, 0.0, 0.0, cell_px))

@@ -222,13 +222,11 @@ def _generation() -> Generation:
 def _decoded(png: bytes) -> PoolImage:
     """A scorer called on bytes alone (the ``Callable[[bytes], float]`` form) names the image by its digest."""
     import hashlib
-    import io
 
     import numpy as np
-    from PIL import Image
 
+    from tasks.sources.door import decode_checked
     from tasks.vic.images import PoolImage
 
-    with Image.open(io.BytesIO(png)) as opened:
-        pixels = np.asarray(opened.convert("RGB"), dtype=np.uint8).copy()
+    pixels = np.array(decode_checked(png, "a rendered picture"), dtype=np.uint8)  # a writable copy
     return PoolImage(name=f"image sha256:{hashlib.sha256(png).hexdigest()[:12]}", pixels=pixels)
