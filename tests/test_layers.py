@@ -74,7 +74,9 @@ def test_the_contracts_name_every_benchmark_and_every_shared_module_of_tasks() -
                  ["contracts"]}
     plugins = {benchmarks.get(name).package for name in benchmarks.names()}
     assert set(contracts["Benchmarks are independent of one another"]["modules"]) == plugins
-    shared = set(contracts["The shared rooms import no benchmark (they ask the registry)"]["source_modules"])
+    rooms = contracts["The shared rooms import no benchmark (they ask the registry)"]
+    assert set(rooms["forbidden_modules"]) == plugins
+    shared = set(rooms["source_modules"])
     modules = {f"tasks.{p.stem if p.is_file() else p.name}" for p in (ROOT / "tasks").iterdir()
                if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").exists()}
     assert sorted(modules - plugins - shared) == []
