@@ -238,6 +238,12 @@ def test_the_leaderboard_compares_runs_across_models(settings, tmp_path, monkeyp
     assert "| 0.0 | 100.0 | 0.0 | 100.0 |" in oracle_row  # NSE, PRC, AFRR, UDA in percent
     assert (tmp_path / "board" / "leaderboard-progress.png").stat().st_size > 0
     assert (tmp_path / "board" / "predicted-scores-progress.png").stat().st_size > 0
+    scripted = json.loads(CliRunner().invoke(app, ["leaderboard", "--json"]).output)
+    oracle = next(row for row in scripted if row["model"] == "baseline:oracle?noise=0")
+    assert (oracle["NSE"], oracle["PRC"], oracle["UDA"], oracle["samples"]) == (0.0, 100.0, 100.0, 14)
+    pin_console_width(monkeypatch, 60)  # too narrow for the board: a block per run, every metric whole
+    narrow = CliRunner().invoke(app, ["leaderboard"]).output
+    assert "baseline:oracle?noise=0" in narrow.splitlines() and "  PRC macro" in narrow and "…" not in narrow
     empty = CliRunner().invoke(app, ["leaderboard", "--benchmark", "explore"])
     assert empty.exit_code == 1 and "no evaluation runs yet" in empty.output
 

@@ -7,26 +7,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
+import flows.cli.listing as listing
 import flows.cli.terminal as terminal
 
 if TYPE_CHECKING:
     from tasks.evaluate.leaderboard import Board
 
 
-def _board_table(board: Board) -> Table:
-    """Names wrap and figures never do, so the numbers stay readable in a narrow terminal."""
+def _show_board(board: Board, as_json: bool) -> None:
+    """A table where the board fits the terminal (names wrap, figures never do), else a block per run with each
+    metric on a line of its own: a figure or a metric's name is never cut."""
     from tasks.evaluate.leaderboard import DESCRIPTIVE_COLUMNS
 
-    shown = Table(title=board.title, show_lines=True)
-    for column in board.header:
-        figure = column not in DESCRIPTIVE_COLUMNS
-        shown.add_column(column.replace(" ", "\n"), overflow="fold", no_wrap=figure,
-                         justify="right" if figure else "left")
-    for row in board.rows:
-        shown.add_row(*row)
-    return shown
+    columns = tuple(board.header)
+    listing.show([dict(zip(columns, row, strict=True)) for row in board.rows], columns, title=board.title,
+                 as_json=as_json, wrap=("model", "strategy", "release"),
+                 figures=tuple(c for c in columns if c not in DESCRIPTIVE_COLUMNS))
 
 
 def _benchmark_help() -> str:
@@ -42,6 +39,7 @@ def leaderboard(
     out: Annotated[Path | None, typer.Option(help=(
         "Also write leaderboard.md, a PNG of the headline metrics per benchmark and what each benchmark draws of "
         "its runs (such as the distribution of the scores every run predicted), here."))] = None,
+    as_json: listing.JsonOption = False,
 ) -> None:
     """Compare evaluation runs across models and releases: the headline metrics of every current run."""
     from storage.output import OutputFolder
@@ -59,7 +57,7 @@ def leaderboard(
         raise typer.Exit(1)
     sections = []
     for board in boards(runs):
-        terminal.console.print(_board_table(board))
+        _show_board(board, as_json)
         sections.append(f"## {board.benchmark}\n\n{leaderboard_markdown(board.runs)}")
         if out:
             with terminal.failures_as_messages():  # a link or a device where a chart goes: one line, none written

@@ -23,24 +23,37 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print the rows as a JS
 Row = dict[str, Any]
 
 
+def _number(value: Any) -> Any:
+    """A figure a table shows as text (``"96.88"``, ``"n/a"``) as a number for a script, None where there is none."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return int(value) if value.lstrip("-").isdigit() else float(value)
+    except ValueError:
+        return None
+
+
 def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
 def show(rows: Sequence[Row], columns: Sequence[str], *, as_json: bool = False, title: str | None = None,
          caption: str | None = None, shown: Callable[[str, Any], str] | None = None,
-         wrap: tuple[str, ...] = ()) -> None:
+         wrap: tuple[str, ...] = (), figures: tuple[str, ...] = ()) -> None:
     """Print ``rows`` under ``columns``: as JSON, as a table when it fits the console (the ``wrap`` columns, prose,
     wrapped between words to at least ``WRAPPED_WIDTH``; every other cell whole on one line), else as one block per
-    row (the first column as its heading, the others indented beneath, label and value)."""
+    row (the first column as its heading, the others indented beneath, label and value). ``figures`` columns
+    are right-aligned in a table."""
     if as_json:
         # plain print, not rich: no markup, no wrapping, so a script reads exactly what json.dumps wrote
-        typer.echo(json.dumps([{c: row.get(c) for c in columns} for row in rows], default=str, ensure_ascii=False))
+        typer.echo(json.dumps([{c: _number(row.get(c)) if c in figures else row.get(c) for c in columns}
+                               for row in rows], default=str, ensure_ascii=False))
         return
     text = [[(shown or (lambda _c, v: _cell(v)))(c, row.get(c)) for c in columns] for row in rows]
     table = Table(title=title, caption=caption)
     for column in columns:
-        table.add_column(column, no_wrap=column not in wrap, overflow="fold")
+        table.add_column(column, no_wrap=column not in wrap, overflow="fold",
+                         justify="right" if column in figures else "left")
     for cells in text:
         table.add_row(*(Text(cell) for cell in cells))  # as written: "[sources]" in a reason is no markup
     console = terminal.console
