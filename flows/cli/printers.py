@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import flows.cli.listing as listing
 import flows.cli.terminal as terminal
 from flows.stage_counts import BuiltCounts
 from flows.stage_lines import review_line, stage_lines
@@ -27,29 +28,22 @@ def print_main_job(summary: dict[str, Any]) -> None:
                                f"{evaluation['report']['html']}", soft_wrap=True)
 
 
-def _cell(value: int | None) -> str:
-    return "" if value is None else str(value)
-
-
 def print_built(summary: dict[str, Any]) -> None:
     """What each build stage read, stored and quarantined, as one table."""
     # "new" counts every record this run stored for the first time, quarantine records included, so it can exceed
     # "records" (what the stage built); the caption says so
-    shown = terminal.table(("benchmark", "source", "read", "records", "new", "quarantined"),
-                           title=f"main job {summary['run_id']}")
-    shown.caption = ("records: built by the stage; new: stored for the first time by this run (quarantine records "
-                     "included; 0 on a rerun)")
-    quarantined = 0
+    rows = []
     for benchmark, stages in summary["built"].items():
         for stage, counts in stages.items():
             built = BuiltCounts.of(counts)
-            if built is None:  # review, corrections: decisions, not sources
-                continue
-            quarantined += built.quarantined or 0
-            shown.add_row(benchmark, stage, _cell(built.read), _cell(built.records), _cell(built.new),
-                          _cell(built.quarantined))
-    terminal.console.print(shown)
-    if quarantined:
+            if built is not None:  # review, corrections: decisions, not sources
+                rows.append({"benchmark": benchmark, "source": stage, "read": built.read, "records": built.records,
+                             "new": built.new, "quarantined": built.quarantined})
+    listing.show(rows, ("benchmark", "source", "read", "records", "new", "quarantined"),
+                 title=f"main job {summary['run_id']}",
+                 caption="records: built by the stage; new: stored for the first time by this run (quarantine "
+                         "records included; 0 on a rerun)")
+    if any(row["quarantined"] for row in rows):
         terminal.console.print("quarantined input: [bold]benchwright records list --status quarantined[/bold]")
 
 
@@ -86,10 +80,8 @@ def print_evaluation(result: dict[str, Any]) -> None:
     terminal.console.print(f"[bold]{result['model']}[/bold] on {result['release']} ({result['strategy']})")
     for label, text in result["how scored"].items():
         terminal.console.print(f"{label}: {text}", soft_wrap=True)
-    shown = terminal.table(("metric", "value"))
-    for name, value in result["metrics"].items():
-        shown.add_row(name, terminal.metric(result["benchmark"], value))
-    terminal.console.print(shown)
+    listing.show([{"metric": name, "value": terminal.metric(result["benchmark"], value)}
+                  for name, value in result["metrics"].items()], ("metric", "value"))
     terminal.console.print(", ".join(f"{k} {v}" for k, v in result["counts"].items()), soft_wrap=True)
     for problem in result["problems"][:10]:
         terminal.err.print(problem, style="yellow", soft_wrap=True, markup=False, highlight=False)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from schemas.config import Settings, load_settings
@@ -62,15 +61,6 @@ def failures_as_messages() -> Iterator[None]:
         # the message as written: "[vic] tasks" is a section's name, not markup for rich to swallow
         err.print(Text.assemble(("error: ", "red"), one_line(str(message), 2000)))
         raise typer.Exit(1) from None
-
-
-def table(columns: tuple[str, ...], title: str | None = None, whole: tuple[str, ...] = ()) -> Table:
-    """A table; the ``whole`` columns (names, hashes a user copies) are folded onto more lines in a narrow
-    terminal, never cut short with an ellipsis."""
-    shown = Table(title=title)
-    for column in columns:
-        shown.add_column(column, overflow="fold" if column in whole else "ellipsis")
-    return shown
 
 
 def print_path(label: str, path: Path | str) -> None:
