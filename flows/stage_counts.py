@@ -2,9 +2,9 @@
 
 A stage returns a dict of counts (``StageFunction``). One that makes records from its inputs reports them under
 ``records`` (what it built), ``new`` (stored for the first time, quarantine records included), ``quarantined`` and
-``superseded``, and counts the inputs it read in its own unit first (``episodes``, ``rows``, ``clips``...): the
-unit is the stage's to name, so the printers take it from the counts' order instead of knowing every benchmark's
-word for it. A stage without ``records`` (review, corrections) reports decisions, not records built."""
+``superseded``; the key that counts the inputs it read is the stage's to name, and its declaration says which
+(``BuildStage.unit``: ``episodes``, ``rows``, ``clips``), so the printers know no benchmark's word for it. A stage
+that ``decides`` (review, corrections) reports decisions applied, not records built."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-RECORD_COUNTS = ("records", "new", "quarantined", "superseded")
+from tasks import benchmarks
+from tasks.benchmark import BuildStage
 
 
 def _number(value: Any) -> bool:
@@ -31,11 +32,17 @@ class BuiltCounts:
     superseded: int | None
 
     @classmethod
-    def of(cls, counts: Mapping[str, Any]) -> BuiltCounts | None:
-        """The counts of a stage that builds records; None for one that does not (it reports no ``records``)."""
+    def of(cls, counts: Mapping[str, Any], unit: str = "") -> BuiltCounts | None:
+        """The counts of a stage that builds records, its inputs under ``unit`` (its ``BuildStage.unit``); None
+        for one that does not (it reports no ``records``)."""
         if "records" not in counts:
             return None
-        unit = next((key for key, value in counts.items() if key not in RECORD_COUNTS and _number(value)), None)
-        return cls(unit=unit, read=counts[unit] if unit else None, records=counts["records"],
+        read = counts.get(unit) if unit else None
+        return cls(unit=unit or None, read=read if _number(read) else None, records=counts["records"],
                    new=counts.get("new"), quarantined=counts.get("quarantined"),
                    superseded=counts.get("superseded"))
+
+
+def declared_stages(benchmark: str) -> dict[str, BuildStage]:
+    """The benchmark's build stages by their key in a build's summary."""
+    return {stage.key: stage for stage in benchmarks.get(benchmark).stages}

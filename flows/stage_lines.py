@@ -1,14 +1,15 @@
 """What review did in a build, in words, for the lines ``benchwright run`` and ``benchwright build NAME`` print.
 
-The ``review`` stage (``tasks.review_tasks``) and a benchmark's ``corrections`` stage (EXPLORE's
-``apply_scene_corrections``) return counts; a run's summary says what they mean: corrections applied and withdrawn,
-records rejected on recheck (out of the next release), items the unattended policy accepted, items that wait."""
+The stages that ``decide`` (``BuildStage.decides``: the shared review stage, ``tasks.review_tasks``, and a
+benchmark's own, such as one applying people's corrections) return counts of decisions applied; a run's summary
+says what they mean: corrections applied and withdrawn, records rejected on recheck (out of the next release), items
+the unattended policy accepted, items that wait."""
 
 from __future__ import annotations
 
 from typing import Any
 
-REVIEW_STAGES = ("review", "corrections")
+from flows.stage_counts import declared_stages
 
 
 def counted(n: int, one: str, many: str | None = None) -> str:
@@ -16,39 +17,46 @@ def counted(n: int, one: str, many: str | None = None) -> str:
 
 
 def review_line(benchmark: str, stages: dict[str, dict[str, Any]], waiting: bool = True) -> str | None:
-    """One line on what review did in ``benchmark``'s build (its stages' counts by stage key); None when it has no
-    review stage. ``waiting``: also say what waits for people (the main job says so in its outcome line)."""
-    review, corrections = stages.get("review"), stages.get("corrections")
-    if review is None and corrections is None:
+    """One line on what review did in ``benchmark``'s build (its stages' counts by stage key); None when no stage
+    that decides ran. ``waiting``: also say what waits for people (the main job says so in its outcome line)."""
+    declared = declared_stages(benchmark)
+    deciding = [counts for key, counts in stages.items() if key in declared and declared[key].decides]
+    if not deciding:
         return None
-    parts = []
-    if corrections is not None:
-        part = f"{counted(corrections.get('corrections', 0), 'correction')} applied"
-        part += f", {corrections.get('withdrawn', 0)} withdrawn (no longer their item's resolution)"
-        if corrections.get("quarantined"):
-            part += f", {corrections['quarantined']} quarantined (they break the guidelines)"
-        parts.append(part)
-    if review is not None:
-        rejected = review.get("rejected on recheck", 0)
-        parts.append(f"{counted(rejected, 'record')} rejected on recheck"
-                     + (" (the next release leaves them out)" if rejected else ""))
-        if review.get("decided by policy"):
-            parts.append(f"{counted(review['decided by policy'], 'item')} accepted by the unattended demo policy "
-                         "(marked as not human-reviewed)")
-        queues = review.get("queues") or {}
-        if waiting and queues:
-            parts.append(f"{counted(sum(queues.values()), 'item')} await people ("
-                         + ", ".join(f"{queue} {n}" for queue, n in sorted(queues.items())) + ")")
-        if review.get("in conflict"):
-            parts.append(f"{counted(review['in conflict'], 'item')} in conflict (answers that disagree), awaiting an "
-                         f"admin's adjudication")
+    # corrections first: they change what the recheck then reviews
+    deciding.sort(key=lambda counts: "corrections" not in counts)
+    parts = [part for counts in deciding for part in _decisions(counts, waiting)]
     return f"{benchmark} review: " + "; ".join(parts)
+
+
+def _decisions(counts: dict[str, Any], waiting: bool) -> list[str]:
+    if "corrections" in counts:
+        part = f"{counted(counts['corrections'], 'correction')} applied"
+        part += f", {counts.get('withdrawn', 0)} withdrawn (no longer their item's resolution)"
+        if counts.get("quarantined"):
+            part += f", {counts['quarantined']} quarantined (they break the guidelines)"
+        return [part]
+    rejected = counts.get("rejected on recheck", 0)
+    parts = [f"{counted(rejected, 'record')} rejected on recheck"
+             + (" (the next release leaves them out)" if rejected else "")]
+    if counts.get("decided by policy"):
+        parts.append(f"{counted(counts['decided by policy'], 'item')} accepted by the unattended demo policy "
+                     "(marked as not human-reviewed)")
+    queues = counts.get("queues") or {}
+    if waiting and queues:
+        parts.append(f"{counted(sum(queues.values()), 'item')} await people ("
+                     + ", ".join(f"{queue} {n}" for queue, n in sorted(queues.items())) + ")")
+    if counts.get("in conflict"):
+        parts.append(f"{counted(counts['in conflict'], 'item')} in conflict (answers that disagree), awaiting an "
+                     f"admin's adjudication")
+    return parts
 
 
 def stage_lines(benchmark: str, result: dict[str, dict[str, Any]]) -> list[str]:
     """The lines ``build NAME`` prints: each stage's counts (``stage: key value, ...``), then review in words."""
+    declared = declared_stages(benchmark)
     lines = [f"{stage}: " + ", ".join(f"{k} {_value(v)}" for k, v in counts.items())
-             for stage, counts in result.items() if stage not in REVIEW_STAGES]
+             for stage, counts in result.items() if stage not in declared or not declared[stage].decides]
     said = review_line(benchmark, result)
     return lines + ([said] if said else [])
 

@@ -45,6 +45,12 @@ class BuildStage:
     default: bool = True  # run when no stage is named
     summary_key: str = ""  # its key in the build's summary (default: the name)
     help: str = ""
+    # the key of its counts that counts the inputs it read, in its own unit (``episodes``, ``rows``, ``clips``):
+    # the "read" column of the main job's table; empty for a stage that reads no input of its own (a generator)
+    unit: str = ""
+    # its counts are review outcomes (decisions applied: ``corrections``, ``withdrawn``, ``rejected on recheck``,
+    # ``decided by policy``, ``queues``, ``in conflict``), said in words (``flows.stage_lines``), not records built
+    decides: bool = False
     # "module:attr" of (settings, context) -> the source locators the stage's work falls into (episodes...): the
     # build flow then runs the stage as several task runs on the configured task runner, each with a share of them
     # (``context.share``); their counts are added up. Empty: one task run.
@@ -75,7 +81,7 @@ def review_stage(help: str = "apply the decisions people made (or the unattended
     """The stage every benchmark with a review queue runs: people's decisions (or the unattended policy's)
     applied to what they reviewed."""
     return BuildStage("review", REVIEW_TASK, "apply-review", reads=("review_item",), writes=("decision",),
-                      help=help)
+                      help=help, decides=True)
 
 
 

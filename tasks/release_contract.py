@@ -84,9 +84,11 @@ class HarnessMapping:
     parsing rules scoring a row that carries its truth (``metrics`` names what it returns); None where a metric
     needs more than a row (a scorer model, the whole release). A strategy in ``unscored`` has none either (its
     answers need more than a row: a simulator replay), so its configurations report ``answered``.
-    ``aggregate(values)`` turns one metric's per-sample values of one configuration into the figure ``evaluate``
-    reports for those items (default: the mean of the values that are not None); a benchmark whose figure is not a
-    plain mean (a macro mean over cells) returns per-sample values its ``aggregate`` can group.
+    The per-sample values come from the rule the benchmark's ``Evaluation.score`` applies to each item (one
+    function serves both), on the scale ``evaluate`` shows the metric. ``aggregates[metric](values)`` turns one
+    metric's per-sample values of one configuration into the figure ``evaluate`` reports for those items (default:
+    the mean of the values that are not None); a metric that is not a plain mean (a rank correlation per
+    trajectory, a macro mean over cells) returns per-sample values its aggregate can group.
     ``source(record)`` names where a released record's content came from (a dataset, a generator and its seed), for
     the dataset card; None where that record does not say."""
 
@@ -96,13 +98,20 @@ class HarnessMapping:
     metrics: tuple[str, ...] = ()
     lower_is_better: tuple[str, ...] = ()  # of ``metrics``: errors, the smaller the better
     unscored: tuple[str, ...] = ()  # of ``strategies``: no per-sample metric, ``answered`` instead
-    aggregate: Callable[[list[Any]], float] | None = None
+    aggregates: dict[str, Callable[[list[Any]], float]] = field(default_factory=dict)
     source: Callable[[Any], str | None] | None = None
 
     def metrics_of(self, strategy: str) -> tuple[str, ...]:
         """The metrics lmms-eval reports on a configuration of ``strategy``'s questions (``answered`` where no
         per-sample metric applies)."""
         return self.metrics if self.sample_metric and strategy not in self.unscored else (ANSWERED,)
+
+    def aggregate(self, metric: str, values: list[Any]) -> float:
+        """One configuration's figure of ``metric`` (NaN where no sample counts, as lmms-eval prints it)."""
+        if metric in self.aggregates:
+            return self.aggregates[metric](values)
+        counted = [value for value in values if value is not None]
+        return sum(counted) / len(counted) if counted else float("nan")
 
 
 # The formats evaluation harnesses read, written by one shared writer each (tasks/exporting/); a benchmark supports

@@ -136,12 +136,17 @@ def test_the_main_job_table_shows_what_each_stage_read_in_its_own_unit(monkeypat
     from flows.stage_counts import BuiltCounts
 
     assert BuiltCounts.of({"decided by policy": 3, "queues": {}}) is None  # review: decisions, no records built
-    official = BuiltCounts.of({"rows": 9, "instances": 4, "records": 8, "new": 8, "quarantined": 1})
+    official = BuiltCounts.of({"rows": 9, "instances": 4, "records": 8, "new": 8, "quarantined": 1}, "rows")
     assert (official.unit, official.read, official.records, official.superseded) == ("rows", 9, 8, None)
+    # the read column is the count the stage's declaration names (``BuildStage.unit``), never a guess: a
+    # generator's "instances" count what it made, so its read cell stays empty
+    extract, annotate = (stage for stage in benchmarks.get("explore").stages if stage.name in ("extract", "annotate"))
     monkeypatch.setattr(terminal, "console", Console(width=200))
-    cli.print_main_job({"run_id": "r1", "releases": {}, "built": {"bench": {
-        "trajectories": {"trajectories": 3, "records": 3, "new": 0, "quarantined": 1},
-        "text": {"records": 2, "new": 2}, "review": {"decided by policy": 0}}}})
+    cli.print_main_job({"run_id": "r1", "releases": {}, "built": {
+        "explore": {extract.key: {"clips": 3, "records": 6, "new": 0, "quarantined": 1},
+                    annotate.key: {"instances": 3, "records": 3, "new": 3}, "review": {"decided by policy": 0}},
+        "vic": {"instances": {"instances": 2, "records": 4, "new": 4, "quarantined": 0}}}})
     rows = [[cell.strip() for cell in line.split("│")[1:-1]] for line in capsys.readouterr().out.splitlines()
             if line.startswith("│")]
-    assert rows == [["bench", "trajectories", "3", "3", "0", "1"], ["bench", "text", "", "2", "2", ""]]
+    assert rows == [["explore", extract.key, "3", "6", "0", "1"], ["explore", annotate.key, "3", "3", "3", ""],
+                    ["vic", "instances", "", "4", "4", "0"]]

@@ -57,5 +57,17 @@ def test_release_diff_sums_up_by_kind_and_lists_only_the_first_ids(released):
 def test_a_builds_counts_print_as_words_never_as_a_python_dict():
     from flows.stage_lines import stage_lines
 
-    lines = stage_lines("bench", {"generate": {"instances": 3, "by task": {"maze": 2, "jigsaw": 1}, "skipped": []}})
-    assert lines == ["generate: instances 3, by task (maze 2, jigsaw 1), skipped none"]
+    lines = stage_lines("vic", {"instances": {"instances": 3, "by task": {"maze": 2, "jigsaw": 1}, "skipped": []}})
+    assert lines == ["instances: instances 3, by task (maze 2, jigsaw 1), skipped none"]
+
+
+def test_the_stages_that_decide_are_said_in_words_corrections_first():
+    """Which stages report decisions is their declaration's (``BuildStage.decides``), not a list of names in flows."""
+    from flows.stage_lines import stage_lines
+
+    lines = stage_lines("explore", {
+        "review": {"rejected on recheck": 1, "decided by policy": 0, "queues": {"recheck": 2}},
+        "corrections": {"corrections": 2, "withdrawn": 1, "quarantined": 0, "new": 2}})
+    assert lines == ["explore review: 2 corrections applied, 1 withdrawn (no longer their item's resolution); "
+                     "1 record rejected on recheck (the next release leaves them out); 2 items await people "
+                     "(recheck 2)"]

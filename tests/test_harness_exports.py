@@ -302,7 +302,7 @@ def test_the_lmms_eval_task_folder_follows_its_schema(settings: Settings, tmp_pa
         names = [m["metric"] for m in task["metric_list"]]
         assert names == list(mapping.metrics_of(strategies.pop())) and not strategies
         assert [m["aggregation"] for m in task["metric_list"]] == [
-            "!function utils." + ("mean_scored" if n == "answered" else "aggregate") for n in names]
+            f"!function utils.aggregate_{n}" for n in names]
         for doc in docs:
             want = expected[(doc["strategy"], doc["index"])]
             _check_row(name, doc, config, want)
@@ -437,11 +437,15 @@ def _same(value: float | None, want: float | None) -> bool:
     return want is not None and value == pytest.approx(want)
 
 
+def _scaled(value: float | None, scale: int) -> float | None:
+    return None if value is None else scale * value
+
+
 def _headline(name: str, config: str, metric: str) -> str:
     """``evaluate``'s metric that an lmms-eval metric of a configuration reports (the test's figure for webplan)."""
     if name == "webplan":
         return config.split("_")[0]
-    return {"nse": "NSE", "afrr": "AFRR", "uda": "UDA"}.get(metric, metric)
+    return {"nse": "NSE", "prc": "PRC", "afrr": "AFRR", "uda": "UDA"}.get(metric, metric)
 
 
 def _lmms_eval_figures(utils: Any, task: dict[str, Any], docs: Any, answers: dict[str, str]) -> dict[str, Any]:
@@ -465,6 +469,7 @@ def test_each_lmms_eval_configuration_reports_what_evaluate_gives_its_items(sett
     from tasks.exporting.lmms_eval import export_lmms_eval
 
     build, _, answer_of = CASES[name]
+    plugin = benchmarks.get(name)
     tag = build(settings)
     storage = open_storage(settings)
     export_lmms_eval(storage.catalog, storage.blobs, tag, tmp_path / "lmms")
@@ -487,9 +492,10 @@ def test_each_lmms_eval_configuration_reports_what_evaluate_gives_its_items(sett
         result = evaluate(settings, release=tag, model=f"m-{path.stem}", strategy=docs[0]["strategy"],
                           predictions=str(predictions))[2]
         config = path.stem.split("_", 3)[-1] if name == "webplan" else path.stem
+        scale = 100 if plugin.evaluation.percent_metrics else 1  # lmms-eval shows a metric as evaluate does
         for metric, value in reported.items():
             want = (result.counts["scored"] / len(docs) if metric == "answered"
-                    else result.metrics.get(_headline(name, config.split("test_")[-1], metric)))
+                    else _scaled(result.metrics.get(_headline(name, config.split("test_")[-1], metric)), scale))
             assert _same(value, want), (path.stem, metric, value, want)
             checked.append((path.stem, metric))
     assert len({stem for stem, _ in checked}) == len(list((tmp_path / "lmms").glob("*.yaml"))) - 1

@@ -86,14 +86,14 @@ def test_the_main_job_prints_what_review_did_for_each_benchmark(monkeypatch, cap
         "explore": {"clips": {"clips": 5, "records": 5}, "review": {**nothing, "rejected on recheck": 2},
                     "corrections": {**CORRECTIONS, "quarantined": 0}},
         "vic": {"review": {**nothing, "decided by policy": 12}},
-        "toy": {"dots": {"records": 3}}}}
+        "webplan": {"trajectories": {"records": 3}}}}
     cli.print_main_job(summary)
     lines = capsys.readouterr().out.splitlines()
     assert ("explore review: 2 corrections applied, 1 withdrawn (no longer their item's resolution); 2 records "
             "rejected on recheck (the next release leaves them out)") in lines
     assert ("vic review: 0 records rejected on recheck; 12 items accepted by the unattended demo policy (marked as "
             "not human-reviewed)") in lines
-    assert not [line for line in lines if line.startswith("toy review")]  # no review stage, no line
+    assert not [line for line in lines if line.startswith("webplan review")]  # no review stage ran, no line
 
 
 # -- lineage ---------------------------------------------------------------------------------------------------

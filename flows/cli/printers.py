@@ -7,7 +7,7 @@ from typing import Any
 
 import flows.cli.listing as listing
 import flows.cli.terminal as terminal
-from flows.stage_counts import BuiltCounts
+from flows.stage_counts import BuiltCounts, declared_stages
 from flows.stage_lines import review_line, stage_lines
 from tasks import benchmarks
 
@@ -34,8 +34,9 @@ def print_built(summary: dict[str, Any]) -> None:
     # "records" (what the stage built); the caption says so
     rows = []
     for benchmark, stages in summary["built"].items():
+        declared = declared_stages(benchmark)
         for stage, counts in stages.items():
-            built = BuiltCounts.of(counts)
+            built = BuiltCounts.of(counts, declared[stage].unit if stage in declared else "")
             if built is not None:  # review, corrections: decisions, not sources
                 rows.append({"benchmark": benchmark, "source": stage, "read": built.read, "records": built.records,
                              "new": built.new, "quarantined": built.quarantined})

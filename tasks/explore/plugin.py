@@ -12,19 +12,21 @@ from tasks.explore.settings import ExploreSettings
 # In the order they run; "official" (the published annotation files) only when named.
 STAGES = (
     BuildStage("extract", ".stages:extract_stage", "extract-explore-instances", reads=("source",),
-               writes=("trajectory", "explore_instance"), summary_key="instances",
+               writes=("trajectory", "explore_instance"), summary_key="instances", unit="clips",
                help="an instance per narrated clip: initial frame, actions, final frame",
                units=".stages:extract_units"),
     BuildStage("annotate", ".stages:annotate_stage", "annotate-explore", roles=("chat", "detector", "tagger"),
                reads=("explore_instance",), writes=("scene", "review_item"), summary_key="scene annotation",
+               unit="instances",
                help="the final scene annotated stage by stage, published for human correction",
                units=".stages:annotate_units", follows_units_of="extract"),
     review_stage(),
     BuildStage("corrections", ".stages:corrections_stage", "apply-scene-corrections", reads=("decision",),
-               writes=("scene",), help="people's corrected scenes become human scene records"),
+               writes=("scene",), help="people's corrected scenes become human scene records",
+               decides=True),
     BuildStage("official", ".stages:official_stage", "import-explore-official", reads=("source",),
                writes=("trajectory", "explore_instance", "scene"), default=False,
-               summary_key="official annotations",
+               summary_key="official annotations", unit="rows",
                help="import the official EXPLORE-Bench annotation files (official_dir)"),
 )
 

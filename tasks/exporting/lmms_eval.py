@@ -5,9 +5,10 @@ them all, and ``utils.py`` with the hooks the YAMLs call (``!function utils.…`
 - ``doc_to_visual``: the row's images, in the order the benchmark's request shows them; ``doc_to_text``: the
   benchmark's own prompt (``question``) between lmms-eval's ``pre_prompt``/``post_prompt`` (empty by default);
   ``doc_to_target``: ``answer``.
-- ``process_results``: the benchmark's ``HarnessMapping.sample_metric`` (its parsing rules on one response against
-  the row's truth) when it has one, and ``aggregation`` its ``HarnessMapping.aggregate``, so a configuration's
-  figure is the one ``benchwright evaluate`` reports on the same items; both import benchwright from where the
+- ``process_results``: the benchmark's ``HarnessMapping.sample_metric`` (the per-sample rule its evaluation
+  applies, on one response against the row's truth) when it has one, and each metric's ``aggregation`` its
+  ``HarnessMapping.aggregate``, so a configuration's figure is the one ``benchwright evaluate`` reports on the same
+  items, on the same scale; both import benchwright from where the
   export was made (``BENCHWRIGHT`` in utils.py: change it if the code moves; its dependencies must import in
   lmms-eval's environment). Questions whose metrics need more than a row (a scorer model, a simulator replay) get
   ``answered`` (the share of non-empty responses) there, and are scored by ``benchwright evaluate --predictions``
@@ -69,14 +70,13 @@ def process_results(doc, results):
     return _benchwright().sample_metrics(BENCHMARK, doc, results[0])
 
 
-def aggregate(values):
-    """The benchmark's figure over one configuration's per-sample values (as `benchwright evaluate` computes it)."""
-    return _benchwright().aggregate_metric(BENCHMARK, values)
+'''
 
+_AGGREGATE = '''
 
-def mean_scored(values):
-    """The share of ``answered`` (and any plain mean): the values that count, averaged."""
-    return _benchwright().mean_scored(values)
+def aggregate_{metric}(values):
+    """{metric} over one configuration's per-sample values, as `benchwright evaluate` computes it."""
+    return _benchwright().aggregate_metric(BENCHMARK, {metric!r}, values)
 '''
 
 
@@ -86,7 +86,7 @@ def export_lmms_eval(catalog: Any, store: Any, tag: str, out_dir: Path | OutputF
     counts = write_parquet_configs(release, out, "data/{config}/" + SPLIT + ".parquet")
     plugin, prefix = release.plugin, task_prefix(release.manifest.name)
     mapping = plugin.harness_mapping()
-    tasks = []
+    tasks, every_metric = [], {}
     for config, rows in release.configs().items():
         task = f"{prefix}_{config}"
         data = out.path("data", config, f"{SPLIT}.parquet")
@@ -94,11 +94,12 @@ def export_lmms_eval(catalog: Any, store: Any, tag: str, out_dir: Path | OutputF
         out.save_text(task_yaml(task, str(data), metrics, plugin.evaluation.generation, mapping.lower_is_better),
                        f"{task}.yaml")
         tasks.append(task)
+        every_metric.update(dict.fromkeys(metrics))
     group = "\n".join([f"group: {prefix}", "task:", *(f"  - {task}" for task in tasks)]) + "\n"
     out.save_text(group, f"{prefix}.yaml")
     root = str(Path(__file__).resolve().parents[2])
-    out.save_text(_UTILS.format(tag=release.manifest.tag, title=plugin.title, root=root, name=plugin.name),
-                   "utils.py")
+    hooks = _UTILS.format(tag=release.manifest.tag, title=plugin.title, root=root, name=plugin.name)
+    out.save_text(hooks + "".join(_AGGREGATE.format(metric=metric) for metric in every_metric), "utils.py")
     return counts
 
 
@@ -110,9 +111,8 @@ def task_yaml(task: str, data_file: str, metrics: tuple[str, ...], generation: A
              "doc_to_visual: !function utils.doc_to_visual", "doc_to_text: !function utils.doc_to_text",
              "doc_to_target: answer", "process_results: !function utils.process_results", "metric_list:"]
     for metric in metrics:
-        # ``answered`` is a plain share; a benchmark's own metric aggregates as benchwright does (a macro mean...)
-        aggregation = "mean_scored" if metric == ANSWERED else "aggregate"
-        lines += [f"  - metric: {metric}", f"    aggregation: !function utils.{aggregation}",
+        # each metric aggregates as benchwright does (a plain mean, a macro mean over cells, a rank correlation)
+        lines += [f"  - metric: {metric}", f"    aggregation: !function utils.aggregate_{metric}",
                   "    higher_is_better: " + ("false" if metric in lower_is_better else "true")]
     lines += ["generation_kwargs:", f"  max_new_tokens: {generation.max_tokens}",
               f"  temperature: {generation.temperature}", f"  top_p: {generation.top_p}",
@@ -136,14 +136,6 @@ def sample_metrics(benchmark_name: str, doc: dict[str, Any], response: Any) -> d
     return mapping.sample_metric(doc, text)
 
 
-def mean_scored(values: list[Any]) -> float:
-    """The mean over the samples a metric applies to (None: not counted, e.g. NSE of an unanswerable sample)."""
-    scored = [value for value in values if value is not None]
-    return sum(scored) / len(scored) if scored else float("nan")
-
-
-def aggregate_metric(benchmark_name: str, values: list[Any]) -> float:
-    """lmms-eval's ``aggregation`` of a benchmark metric: the benchmark's own (``HarnessMapping.aggregate``) or the
-    mean of the values that count."""
-    mapping = benchmarks.get(benchmark_name).harness_mapping()
-    return mapping.aggregate(values) if mapping.aggregate else mean_scored(values)
+def aggregate_metric(benchmark_name: str, metric: str, values: list[Any]) -> float:
+    """lmms-eval's ``aggregation`` of one metric: the benchmark's own (``HarnessMapping.aggregate``)."""
+    return benchmarks.get(benchmark_name).harness_mapping().aggregate(metric, values)

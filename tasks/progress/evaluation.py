@@ -20,7 +20,7 @@ from tasks.evaluate.run import EvalSettings, Parsed
 from tasks.evaluate.scoring import Scoring
 from tasks.models.base import Generation, Message
 from tasks.progress import prompts
-from tasks.progress.metrics import ProgressSample, nse, progress_report, score_aligned_step
+from tasks.progress.metrics import ProgressSample, progress_report, sample_marks, score_aligned_step
 
 
 @dataclass(frozen=True)
@@ -87,11 +87,12 @@ def score_progress(items: list[ProgressItem], parsed: dict[str, Parsed]) -> Scor
                                 truth=item.truth, predicted=predicted, parsed=ok, ref=value.get("ref"),
                                 closest=item.closest, step_progress=item.step_progress)
         scoring.scored.append(sample)
+        marks = sample_marks(sample.scored())
         per: dict[str, Any] = {"setting": item.setting, "answerable": item.answerable, "parsed": ok,
                                "abstained": bool(ok and predicted is None)}
-        if ok and item.answerable and predicted is not None and item.truth is not None:
-            per["nse"] = nse(item.truth, predicted)
-            per["error"] = predicted - item.truth
+        if marks["nse"] is not None:
+            per["nse"] = marks["nse"]
+            per["error"] = predicted - item.truth  # type: ignore[operator]
         if item.closest is not None and value.get("ref") is not None:
             per["ref_correct"] = value["ref"] == item.closest
         scoring.per_sample[item.key] = per

@@ -8,7 +8,7 @@ from typing import Any
 
 from tasks.benchmark import HarnessFields, HarnessMapping
 from tasks.progress.evaluation import ProgressItem
-from tasks.progress.metrics import nse
+from tasks.progress.metrics import Scored, rank_correlation, sample_marks
 from tasks.progress.prompts import parse_progress_answer
 
 
@@ -20,15 +20,25 @@ def progress_fields(item: ProgressItem, strategy: str) -> HarnessFields:
                                 "closest_step": item.closest, "source_row": item.source_row})
 
 
-def progress_sample_metric(doc: dict[str, Any], response: str) -> dict[str, float | None]:
-    """NSE of an answerable sample read as a number, AFRR's count of an answerable one answered n/a, UDA's of an
-    unanswerable one (an unparseable answer: no NSE, no rejection, a miss), as metrics.py counts them."""
+def _sample(doc: dict[str, Any], response: str) -> Scored:
+    """A row and its response as ``metrics.py`` scores a sample (a sequence is a trajectory within a setting)."""
     answer = parse_progress_answer(response)
-    abstained = answer.ok and answer.score is None
-    if not doc["answerable"]:
-        return {"nse": None, "afrr": None, "uda": float(abstained)}
-    scored = answer.score is not None and doc["progress"] is not None
-    return {"nse": nse(doc["progress"], answer.score) if scored else None, "afrr": float(abstained), "uda": None}
+    return Scored(f"{doc['trajectory']}|{doc['category']}", bool(doc["answerable"]), doc["progress"],
+                  answer.score, answer.ok)
+
+
+def progress_sample_metric(doc: dict[str, Any], response: str) -> dict[str, Any]:
+    """NSE, AFRR and UDA of the sample by ``metrics.sample_marks`` (the rule ``evaluate`` applies), x100 as
+    ``evaluate`` shows them; PRC's value is the sample itself, which ``prc_aggregate`` ranks per trajectory."""
+    sample = _sample(doc, response)
+    marks = {metric: None if value is None else 100 * value for metric, value in sample_marks(sample).items()}
+    return {**marks, "prc": [sample.trajectory, sample.answerable, sample.truth, sample.predicted, sample.parsed]}
+
+
+def prc_aggregate(values: list[Any]) -> float:
+    """PRC over a configuration's samples, x100 (NaN where every trajectory is skipped, as the paper prints it)."""
+    prc = rank_correlation([Scored(*value) for value in values])[0]
+    return float("nan") if prc is None else 100 * prc
 
 
 def progress_source(record: Any) -> str | None:
@@ -37,4 +47,5 @@ def progress_source(record: Any) -> str | None:
 
 
 HARNESS = HarnessMapping(strategies=("direct",), fields=progress_fields, sample_metric=progress_sample_metric,
-                         metrics=("nse", "afrr", "uda"), lower_is_better=("nse", "afrr"), source=progress_source)
+                         metrics=("nse", "prc", "afrr", "uda"), lower_is_better=("nse", "afrr"),
+                         aggregates={"prc": prc_aggregate}, source=progress_source)

@@ -104,14 +104,30 @@ def _skip_reason(group: list[Scored]) -> str | None:
     return None
 
 
-def progress_scores(samples: list[Scored]) -> ProgressScores:
-    """The four metrics over the samples of one setting; PRC groups them by ``trajectory``."""
-    answerable = [s for s in samples if s.answerable]
-    unanswerable = [s for s in samples if not s.answerable]
-    numeric = [s for s in answerable if s.parsed and s.predicted is not None and s.truth is not None]
-    errors = [nse(s.truth, s.predicted) for s in numeric]  # type: ignore[arg-type]
+def sample_marks(sample: Scored) -> dict[str, float | None]:
+    """What one sample counts in the per-sample metrics (None: not counted there): NSE of a numeric answer to an
+    answerable sample, AFRR's rejection of an answerable one, UDA's detection of an unanswerable one. The one
+    per-sample rule: ``progress_scores`` averages these, and the harness exports report them per row."""
+    abstained = float(sample.parsed and sample.predicted is None)
+    if not sample.answerable:
+        return {"nse": None, "afrr": None, "uda": abstained}
+    numeric = sample.parsed and sample.predicted is not None and sample.truth is not None
+    return {"nse": nse(sample.truth, sample.predicted) if numeric else None,  # type: ignore[arg-type]
+            "afrr": abstained, "uda": None}
+
+
+def _mean_of(marks: list[dict[str, float | None]], metric: str) -> float | None:
+    counted = [mark[metric] for mark in marks if mark[metric] is not None]
+    return sum(counted) / len(counted) if counted else None  # type: ignore[arg-type]
+
+
+def rank_correlation(samples: list[Scored]) -> tuple[float | None, int, dict[str, int]]:
+    """PRC over samples: the mean Spearman's rho of the trajectories scored, their number, and the skipped ones
+    by reason."""
+    numeric = [s for s in samples if s.answerable and sample_marks(s)["nse"] is not None]
     # every trajectory with an answerable sample is a sequence, even one whose answers were all "n/a"
-    by_trajectory: dict[str, list[Scored]] = {s.trajectory: [] for s in answerable if s.truth is not None}
+    by_trajectory: dict[str, list[Scored]] = {s.trajectory: [] for s in samples
+                                               if s.answerable and s.truth is not None}
     for sample in numeric:
         by_trajectory[sample.trajectory].append(sample)
     rhos: list[float] = []
@@ -124,14 +140,17 @@ def progress_scores(samples: list[Scored]) -> ProgressScores:
             skipped[reason] = skipped.get(reason, 0) + 1
             continue
         rhos.append(rho)
+    return (sum(rhos) / len(rhos) if rhos else None), len(rhos), skipped
+
+
+def progress_scores(samples: list[Scored]) -> ProgressScores:
+    """The four metrics over the samples of one setting; PRC groups them by ``trajectory``."""
+    marks = [sample_marks(sample) for sample in samples]
+    prc, trajectories, skipped = rank_correlation(samples)
     return ProgressScores(
-        nse=sum(errors) / len(errors) if errors else None,
-        prc=sum(rhos) / len(rhos) if rhos else None,
-        afrr=sum(s.parsed and s.predicted is None for s in answerable) / len(answerable) if answerable else None,
-        uda=(sum(s.parsed and s.predicted is None for s in unanswerable) / len(unanswerable)
-             if unanswerable else None),
-        answerable=len(answerable), unanswerable=len(unanswerable), prc_trajectories=len(rhos),
-        prc_skipped=skipped, constant_predictions=skipped.get(CONSTANT_PREDICTION, 0))
+        nse=_mean_of(marks, "nse"), prc=prc, afrr=_mean_of(marks, "afrr"), uda=_mean_of(marks, "uda"),
+        answerable=sum(s.answerable for s in samples), unanswerable=sum(not s.answerable for s in samples),
+        prc_trajectories=trajectories, prc_skipped=skipped, constant_predictions=skipped.get(CONSTANT_PREDICTION, 0))
 
 
 def _weighted(parts: list[tuple[float | None, int]]) -> float | None:

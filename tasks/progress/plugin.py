@@ -11,7 +11,7 @@ STAGES = (
     BuildStage("construct", ".stages:construct_progress", "construct-progress", reads=("source",),
                writes=("trajectory", "demo", "observation"), summary_key="constructed",
                help="trajectories, demos and observations sampled from episodes with key steps",
-               units=".stages:progress_units", worker_modules=("tasks.progress.construct",)),
+               units=".stages:progress_units", unit="episodes", worker_modules=("tasks.progress.construct",)),
     BuildStage("text-negatives", ".stages:make_text_negatives", "text-negatives", roles=("chat",),
                reads=("demo", "observation"), writes=("demo", "observation"), summary_key="text negatives",
                help="text demos rewritten so they no longer match (unanswerable samples)"),
@@ -24,7 +24,7 @@ STAGES = (
                reads=("demo", "observation"), writes=("cot",), summary_key="chain of thought",
                help="reasoning for the training splits"),
     BuildStage("published", ".stages:import_progress_published", "import-progress-published",
-               reads=("source",), writes=("trajectory", "demo", "observation"),
+               reads=("source",), writes=("trajectory", "demo", "observation"), unit="rows",
                help="the published PROGRESS-BENCH .jsonl files (the bundled sample by default)"),
 )
 

@@ -190,7 +190,7 @@ class VicEvaluation(Evaluation):
 
         stage = STAGES[settings.strategy]
         if stage == 1:
-            return score_choice(item, replies[-1])
+            return score_choice(item.task, item.payload["stage_one_answer"], replies[-1])
         instance = self.instance(item)
         if stage == 2:
             return score_open(item.task, instance, replies[-1])

@@ -24,11 +24,11 @@ def vic_fields(item: VicItem, strategy: str) -> HarnessFields:
 
 
 def vic_sample_metric(doc: dict[str, Any], response: str) -> dict[str, float | None]:
-    """Stage 1's choice rule, as a percentage (``evaluate`` reports ACC x100). Stage 2 is ``unscored``: its
-    answer is replayed in the simulator, which needs the instance."""
-    from tasks.vic.suite import task
+    """Stage 1 by ``metrics.score_choice`` (the rule ``evaluate`` applies), x100 as ``evaluate`` shows ACC.
+    Stage 2 is ``unscored``: its answer is replayed in the simulator, which needs the instance."""
+    from tasks.vic.metrics import score_choice
 
-    return {"ACC": 100.0 * (task(doc["task"]).parse_choice(response) == doc["answer"])}
+    return {"ACC": 100.0 * score_choice(doc["task"], doc["answer"], response)[0]["ACC"]}
 
 
 def vic_source(record: Any) -> str | None:

@@ -29,11 +29,12 @@ UNPARSED_COUNTS = True  # an unreadable answer is wrong and counted; False would
 METRICS = {1: ("ACC",), 2: ("ACC", "Recall_o", "Legality"), 3: ("ACC", "Recall_o", "ThinkGain", "Legality")}
 
 
-def score_choice(item: Any, reply: str) -> tuple[dict[str, Any], bool]:
+def score_choice(task_name: str, right: str, reply: str) -> tuple[dict[str, Any], bool]:
+    """A Stage-1 reply by the task's choice rule against the right letter: the one per-sample rule of Stage 1
+    (``evaluate`` and the harness exports both call it)."""
     from tasks.vic.suite import task
 
-    letter = task(item.task).parse_choice(reply)
-    right = item.payload["stage_one_answer"]
+    letter = task(task_name).parse_choice(reply)
     return {"choice": letter, "right": right, "ACC": float(letter == right)}, letter is not None
 
 

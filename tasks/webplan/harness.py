@@ -14,7 +14,7 @@ from typing import Any
 from tasks.benchmark import HarnessFields, HarnessMapping
 from tasks.webplan import prompts
 from tasks.webplan.evaluation import WebplanItem
-from tasks.webplan.metrics import cell, summaries
+from tasks.webplan.metrics import cell, sample_accuracy, summaries
 
 
 def webplan_fields(item: WebplanItem, strategy: str) -> HarnessFields:
@@ -28,10 +28,10 @@ def webplan_fields(item: WebplanItem, strategy: str) -> HarnessFields:
 
 
 def webplan_sample_metric(doc: dict[str, Any], response: str) -> dict[str, Any]:
-    """[the sample's cell, 100 if right else 0]: an unreadable answer is wrong, as metrics.py counts it."""
+    """[the sample's cell, its accuracy by ``metrics.sample_accuracy``], the rule ``evaluate`` applies."""
     letters = tuple(letter for letter in "ABCD" if doc.get(letter)) or ("A", "B")
-    right = prompts.read_answer(response, doc["kind"], letters) == doc["answer"]
-    return {"accuracy": [doc["cell"], 100.0 * right]}
+    return {"accuracy": [doc["cell"], sample_accuracy(prompts.read_answer(response, doc["kind"], letters),
+                                                      doc["answer"])]}
 
 
 def webplan_aggregate(values: list[Any]) -> float:
@@ -53,4 +53,4 @@ def webplan_source(record: Any) -> str | None:
 
 
 HARNESS = HarnessMapping(strategies=("instruct",), fields=webplan_fields, sample_metric=webplan_sample_metric,
-                         metrics=("accuracy",), aggregate=webplan_aggregate, source=webplan_source)
+                         metrics=("accuracy",), aggregates={"accuracy": webplan_aggregate}, source=webplan_source)

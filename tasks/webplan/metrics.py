@@ -32,6 +32,12 @@ def cell(test: str, meta: dict[str, Any], style: str, history: bool = False) -> 
     return f"edge/task{meta.get('task_number', '')}/{style}"
 
 
+def sample_accuracy(label: str | None, truth: str) -> float:
+    """One answer's accuracy, x100: 100 when the label read is the truth, 0 otherwise (an answer nothing could
+    read is wrong). The one per-sample rule: ``score_run`` averages it per cell, the harness exports report it."""
+    return 100.0 * (label is not None and label == truth)
+
+
 def _mean(values: list[float]) -> float | None:
     return mean(values) if values else None
 
@@ -74,16 +80,16 @@ def score_run(items: list[Any], parsed: dict[str, Any], style: str, history: boo
         if answer is None:
             continue
         unread = answer.method == "failed"
-        right = 0.0 if unread else float(answer.value.get("label") == item.payload["answer"])
+        label = None if unread else answer.value.get("label")
+        right = sample_accuracy(label, item.payload["answer"])
         name = cell(item.test, item.payload.get("meta", {}), style, history)
         tallies[name].append((right, unread, answer.method == "judge"))
-        scoring.per_sample[item.key] = {"test": item.test, "cell": name, "correct": right,
-                                        "label": None if unread else answer.value.get("label"),
+        scoring.per_sample[item.key] = {"test": item.test, "cell": name, "correct": right / 100, "label": label,
                                         "answer": item.payload["answer"]}
     accuracy = {}
     for name, marks in sorted(tallies.items()):
         n = len(marks)
-        accuracy[name] = 100 * sum(m[0] for m in marks) / n
+        accuracy[name] = sum(m[0] for m in marks) / n
         scoring.rows += [("accuracy", name, accuracy[name], n),
                          ("unparsed_rate", name, 100 * sum(m[1] for m in marks) / n, n),
                          ("judge_used_rate", name, 100 * sum(m[2] for m in marks) / n, n)]
