@@ -11,6 +11,7 @@ from typing import Any
 from prefect import flow, task
 from prefect.cache_policies import NONE
 
+from flows.run_labels import label_run, report_build, run_tag
 from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings
 from schemas.registry import load_target
@@ -42,6 +43,7 @@ def build(benchmark: str, settings: Settings | None = None, stages: list[str] | 
     assert settings is not None  # recorded_run resolved it
     plugin = benchmarks.get(benchmark)
     chosen = plugin.chosen_stages(stages)
+    label_run([run_tag("benchmark", benchmark), "build", *(run_tag("stage", stage.name) for stage in chosen)])
     start_stage_workers(chosen, settings)  # where a command ran the flow, started already; a deployment's run: here
     context = BuildContext(benchmark=benchmark, run_id=current_flow_run_id(), options=plugin.options(options),
                            units=tuple(units) if units is not None else None, unattended_review=unattended_review,
@@ -51,7 +53,8 @@ def build(benchmark: str, settings: Settings | None = None, stages: list[str] | 
         summary: dict[str, Any] = {}
         for stages_over_same_units in runs_of(chosen, settings):
             summary.update(run_stages(stages_over_same_units, settings, context, cluster))
-        return summary
+    report_build(benchmark, summary)
+    return summary
 
 
 def start_stage_workers(chosen: tuple[BuildStage, ...], settings: Settings) -> None:

@@ -8,6 +8,8 @@ from prefect import flow, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NONE
 
+from flows.run_labels import label_run, run_tag
+from flows.run_labels import report_evaluation as report_run
 from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings, load_settings
 from tasks.evaluate import engine
@@ -20,7 +22,16 @@ score_and_store = task(engine.score_and_store, name="score-evaluation", cache_po
 report_evaluation = task(engine.report_evaluation, name="evaluation-report", cache_policy=NONE)
 
 
-@flow(name="benchwright-evaluate")
+def _run_name() -> str:
+    """``evaluate-<release>-<model>`` (``-predictions`` for a file of answers), as the UI lists the run."""
+    from prefect.runtime import flow_run
+
+    given = flow_run.parameters
+    model = run_tag("model", given.get("model") or "predictions").split(":", 1)[1]
+    return f"evaluate-{given.get('release')}-{model}"
+
+
+@flow(name="benchwright-evaluate", flow_run_name=_run_name)
 @recorded_run
 def evaluate_release(settings: Settings | None = None, release: str = "benchwright-progress",
                      model: str | None = None, strategy: str | None = None,
@@ -38,13 +49,18 @@ def evaluate_release(settings: Settings | None = None, release: str = "benchwrig
     plan = prepare_evaluation(settings, release, model, strategy, predictions, limit, concurrency,
                               options=options, judge_fallback=judge_fallback,
                               temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed)
+    label_run(["evaluate", run_tag("benchmark", plan.benchmark), run_tag("release", plan.manifest.tag),
+               run_tag("model", plan.label), run_tag("strategy", plan.settings.variant)])
     collected = gather_answers(settings, plan, show_progress)
     folder = out_dir or str(report_folder(settings, plan))
     result = score_and_store(settings, plan, collected, run_id, judge, folder)
     files = report_evaluation(settings, plan, result, folder)
     create_markdown_artifact(**files.pop("artifact"))
-    return {"release": plan.manifest.tag, "benchmark": plan.benchmark, "model": plan.label,
-            "strategy": plan.settings.variant, "key": plan.key,
-            "evaluation": result.record_id, "metrics": result.metrics, "counts": result.counts,
-            "problems": result.problems, "report": files, "options": plan.settings.options,
-            "how scored": dict(plan.evaluation.report_summary(plan.settings))}
+    shown = files.pop("headline")
+    summary = {"release": plan.manifest.tag, "benchmark": plan.benchmark, "model": plan.label,
+               "strategy": plan.settings.variant, "key": plan.key,
+               "evaluation": result.record_id, "metrics": result.metrics, "counts": result.counts,
+               "problems": result.problems, "report": files, "options": plan.settings.options,
+               "how scored": dict(plan.evaluation.report_summary(plan.settings))}
+    report_run(summary, shown)
+    return summary

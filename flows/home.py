@@ -20,7 +20,10 @@ QUIET_DEFAULTS = {
     "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180",
     "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "PREFECT_CLOUD_ENABLE_ORCHESTRATION_TELEMETRY": "false",
-    "PREFECT_LOGGING_LEVEL": "WARNING",
+    # flow and task runs log at INFO to the API (the UI's Logs tab); the terminal shows warnings only: the commands
+    # print their own summaries
+    "PREFECT_LOGGING_LEVEL": "INFO",
+    "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "WARNING",
     "PREFECT_RESULTS_PERSIST_BY_DEFAULT": "false",
     "GRADIO_ANALYTICS_ENABLED": "False",
     "HF_HUB_OFFLINE": "1",

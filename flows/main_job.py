@@ -12,6 +12,7 @@ from prefect.cache_policies import NONE
 from flows.build import build
 from flows.evaluate import evaluate_release
 from flows.release_tasks import check_release, export
+from flows.run_labels import label_run, report_releases, run_tag
 from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings
 from storage import open_storage
@@ -22,7 +23,7 @@ CANARY = ("baseline:oracle?noise=0.1",)
 EVALUATION_KEYS = ("release", "benchmark", "model", "strategy", "metrics", "counts", "report")
 
 
-@flow(name="benchwright-main")
+@flow(name="benchwright-main", flow_run_name="main-job-{release_prefix}")
 @recorded_run
 def main_job(settings: Settings | None = None, sources: dict[str, dict[str, Any]] | None = None,
              benchmarks: list[str] | None = None, unattended_review: str = "wait", review_wait_s: float = 0.0,
@@ -39,6 +40,7 @@ def main_job(settings: Settings | None = None, sources: dict[str, dict[str, Any]
     if unknown:
         raise ValueError(f"sources for {', '.join(unknown)}, which this run does not build: it builds "
                          f"{', '.join(p.name for p in plugins)}")
+    label_run(["main-job", *(run_tag("benchmark", plugin.name) for plugin in plugins)])
     catalog = open_storage(settings).catalog
     params = {"sources": sources or {}, "unattended_review": unattended_review, "release_prefix": release_prefix,
               "evaluate_models": list(evaluate_models)}
@@ -51,6 +53,7 @@ def main_job(settings: Settings | None = None, sources: dict[str, dict[str, Any]
     for plugin in plugins:
         for tag in _freeze(plugin, settings, release_prefix, params):
             summary["releases"][tag] = _release(plugin, settings, tag, export_release)
+    report_releases(summary["releases"])
     current = _release_tags(catalog)
     summary["evaluations"] = [
         {key: value for key, value in evaluate_release(settings, release=name, model=model).items()

@@ -77,7 +77,10 @@ def _start_unlocked(port: int | None, wait_s: float) -> dict[str, Any]:
     port = port or _free_port()
     url = f"http://127.0.0.1:{port}/api"
     log = home / "benchwright-server.log"
-    environment = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {"PREFECT_HOME": str(home)}
+    # the UI asks its API where ``/ui-settings`` says: the address chosen here, not Prefect's default :4200 (where
+    # it would find no server, or another one's runs)
+    environment = ({k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+                   | {"PREFECT_HOME": str(home), "PREFECT_UI_API_URL": url})
     prefect = Path(sys.executable).with_name("prefect")
     with open(log, "ab") as output:
         process = subprocess.Popen([str(prefect), "server", "start", "--host", "127.0.0.1", "--port", str(port)],
@@ -93,7 +96,8 @@ def _start_unlocked(port: int | None, wait_s: float) -> dict[str, Any]:
             raise RuntimeError(f"the Prefect server did not start (see {log})")
         time.sleep(0.25)
     warm.ready(kept_warm)
-    state = {"pid": process.pid, "url": url, "port": port, "log": str(log), "home": str(home),
+    state = {"pid": process.pid, "url": url, "ui": f"http://127.0.0.1:{port}/", "port": port, "log": str(log),
+             "home": str(home),
              "started_at": time.time(), "warm": kept_warm}
     state_path().write_text(json.dumps(state))
     return {**state, "started": True}
@@ -131,6 +135,11 @@ def stop_server() -> dict[str, Any] | None:
     return found
 
 
+def _ui(state: dict[str, Any]) -> str:
+    """The UI's address (a server recorded by an older benchwright: from its API's)."""
+    return state.get("ui") or state["url"].removesuffix("api")
+
+
 @server_app.command("start")
 def start(port: Annotated[int | None, typer.Option(help="Port on 127.0.0.1; default: a free one.")] = None,
           wait: Annotated[float, typer.Option(help="Seconds to wait for it to answer.")] = 180.0) -> None:
@@ -143,6 +152,7 @@ def start(port: Annotated[int | None, typer.Option(help="Port on 127.0.0.1; defa
         raise typer.Exit(1) from None
     verb = "started" if state["started"] else "already running"
     typer.echo(f"Prefect server {verb}: {state['url']} (pid {state['pid']}, log {state['log']})")
+    typer.echo(f"Prefect UI: {_ui(state)} (flow runs, their tags, logs and artifacts)")
     if state["started"] and Path(state["home"]) in SEEDED:
         typer.echo(f"its new PREFECT_HOME's database was copied from {SEEDED[Path(state['home'])]} (no migrations)")
     typer.echo(f"commands with PREFECT_HOME={state['home']} use it; stop it with: benchwright server stop")
@@ -166,6 +176,7 @@ def status() -> None:
         raise typer.Exit(1)
     health = "answering" if _healthy(found["url"]) else "NOT answering"
     typer.echo(f"Prefect server at {found['url']} (pid {found['pid']}), {health}; log {found['log']}")
+    typer.echo(f"Prefect UI: {_ui(found)}")
     if warm.is_warm_process(found.get("warm")):
         typer.echo(f"warm process (pid {found['warm']['pid']}) runs commands with Prefect already imported; "
                    f"log {found['warm']['log']}")

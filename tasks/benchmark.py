@@ -83,7 +83,7 @@ class BenchmarkPlugin:
     harness_formats: tuple[str, ...] = ()
     harness: str | None = None
     # "module:attr" of its tasks.kits.Kit: its importers with a good source each, and a small release, which the
-    # shared attack kits (tests/test_source_door.py, tests/test_output_door.py) attack
+    # shared attack kits (tests/test_source_door_attacks.py, tests/test_output_door.py) attack
     kit: str | None = None
     order: int = 100  # where it comes among the benchmarks (tabs, listings, matching a release to its benchmark)
 

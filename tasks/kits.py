@@ -1,10 +1,10 @@
 """What a benchmark declares so that the shared attack kits reach it: its importers, each with one good source to
 break, and one small release to export.
 
-The kits themselves are tests (tests/test_source_door.py, tests/test_output_door.py): they choose the attacks from
-what a declaration says the source holds (a JSON list, JSON lines, images, text files, tables), so a benchmark that
-declares an importer here gets every attack on it without writing one, and a new kind of attack reaches every
-benchmark at once. A plugin names its ``Kit`` in ``BenchmarkPlugin.kit``.
+The kits themselves are tests (tests/test_source_door_attacks.py, tests/test_output_door.py): they choose the
+attacks from what a declaration says the source holds (a JSON list, JSON lines, images, text files, tables), so a
+benchmark that declares an importer here gets every attack on it without writing one, and a new kind of attack
+reaches every benchmark at once. A plugin names its ``Kit`` in ``BenchmarkPlugin.kit``.
 
 The convention a good source keeps: it holds an item named ``bad`` (the one the attacks break, the first entry of
 its JSON list or the first line of its JSON lines) and the items named in ``good``, each of which must survive an

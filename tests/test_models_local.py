@@ -82,8 +82,9 @@ def test_diffusers_editor_with_a_tiny_instruct_pix2pix(models_dir):
     producer = editor.producer("visual-negative")
     assert producer.params["true_cfg_scale"] == 4.0 and producer.params["seed"] == 42  # the paper's settings
     assert producer.params["pipeline_class"] == "StableDiffusionInstructPix2PixPipeline"
-    assert prefect_tags(settings_for("editor", "diffusers", "x", device="cuda"), "editor") == {"gpu", "model:editor"}
-    assert prefect_tags(settings, "editor") == {"model:editor"}  # pinned to the CPU: no GPU slot needed
+    on_gpu = settings_for("editor", "diffusers", "x", device="cuda")
+    assert prefect_tags(on_gpu, "editor") == {"gpu", "editor:diffusers"}
+    assert prefect_tags(settings, "editor") == {"editor:diffusers"}  # pinned to the CPU: no GPU slot needed
 
 
 def test_sentence_transformers_embedder_and_embedding_scorer():

@@ -111,5 +111,5 @@ def test_stage_tasks_take_the_gpu_tag_from_their_roles():
 
     on_gpu = Settings(models={"editor": ModelRole(backend="diffusers", model="/m", params={"device": "cuda:0"})})
     assert with_role_tags(edit_images, on_gpu, "editor", "detector").tags == {
-        "progress", "gpu", "model:editor", "model:detector"}
-    assert with_role_tags(edit_images, Settings(), "editor").tags == {"progress", "model:editor"}
+        "progress", "gpu", "editor:diffusers", "detector:classic"}
+    assert with_role_tags(edit_images, Settings(), "editor").tags == {"progress", "editor:opencv"}

@@ -279,4 +279,4 @@ def report_evaluation(settings: Settings, plan: EvaluationPlan, result: Evaluati
     artifact = {"key": re.sub(r"[^a-z0-9-]", "-", f"eval-{plan.key[:16]}"), "markdown": markdown,
                 "description": f"{plan.label} on {plan.manifest.tag}"}
     return {"markdown": str(md), "html": str(html_path), "predictions": str(answers),
-            **{p.stem: str(p) for p in plots}, "artifact": artifact}
+            **{p.stem: str(p) for p in plots}, "artifact": artifact, "headline": dict(headline)}

@@ -96,10 +96,12 @@ def build_backend(settings: Settings, role: str, config: ModelRole, cache: Respo
 
 
 def prefect_tags(settings: Settings, role: str) -> set[str]:
-    """Tags for a task that runs ``role``: ``model:<role>`` always, and ``gpu`` when its backend runs local weights
-    on a GPU, so ``prefect concurrency-limit create gpu 1`` keeps such tasks from sharing a device."""
+    """Tags for a task that runs ``role``: ``<role>:<backend>``, the backend that really answers it (``chat:openai``
+    for a served model; ``<role>:offline`` where none is configured and the stage's offline rules stand in for it),
+    and ``gpu`` when its backend runs local weights on a GPU, so ``prefect concurrency-limit create gpu 1`` keeps
+    such tasks from sharing a device."""
     config = role_settings(settings, role)
-    tags = {f"model:{role}"}
+    tags = {f"{role}:{config.backend if config else 'offline'}"}
     if config and config.backend in LOCAL_WEIGHTS and str(config.params.get("device", "auto")) != "cpu":
         tags.add("gpu")
     return tags

@@ -1,5 +1,5 @@
 """The toy benchmark's importer: a folder of dot pictures and ``counts.json``, a list of ``{"image", "dots"}``
-entries, read through the source door (so the import attack kit reaches it, tests/test_source_door.py)."""
+entries, read through the source door (so the import attack kit reaches it, tests/test_source_door_attacks.py)."""
 
 from __future__ import annotations
 
