@@ -22,6 +22,7 @@ NAME = "webplan"
 QUEUE = "webplan_verification"
 QUESTION = ("Is this instance right: does the screenshot show what the question assumes, is the marked answer the "
             "only right one, and is every option clear?")
+TRAJECTORY_TESTS = ("temporal", "realweb")  # the tests made from expert trajectories
 
 
 def _browser(settings: Settings) -> Any:
@@ -55,6 +56,12 @@ def trajectories_stage(settings: Settings, context: BuildContext) -> dict[str, A
     from tasks.webplan.paraphrase import UnreadableActionError, paraphraser
 
     options: WebplanBuildOptions = context.options
+    built_tests = set(options.tests or settings.webplan.tests)
+    if not options.trajectories_dir and not built_tests & set(TRAJECTORY_TESTS):
+        # recording 1,000 expert episodes (minutes of browser work, ~90 MB of screenshots) that nothing would read
+        return {"trajectories": 0, "records": 0, "new": 0, "quarantined": 0,
+                "skipped": f"none recorded: the tests built ({', '.join(sorted(built_tests))}) use no expert "
+                           f"trajectories ({' and '.join(TRAJECTORY_TESTS)} do)"}
     storage = open_storage(settings)
     seed = _seed(settings, options)
     if options.trajectories_dir:
@@ -125,7 +132,7 @@ def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     built: dict[str, Built] = {}
     done = frozenset() if options.rebuild else _made_before(storage)
     with _browser(settings) as browser:
-        trajectories = _stored_trajectories(storage) if {"temporal", "realweb"} & set(tests) else []
+        trajectories = _stored_trajectories(storage) if set(TRAJECTORY_TESTS) & set(tests) else []
         for test in tests:
             built[test] = _build_test(test, browser, trajectories, options, configured, seed, done)
     producer = Producer(task="generate-webplan", flow_run_id=context.run_id,
@@ -137,6 +144,10 @@ def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
         counts[test] = stored
         for key in ("instances", "records", "new", "quarantined", "superseded"):
             counts[key] += stored[key]
+    kept = sum(stored["kept from earlier builds"] for stored in counts.values() if isinstance(stored, dict))
+    if not counts["new"] and kept:
+        counts["nothing new"] = (f"the {kept} instance(s) these seeds and counts make were made by earlier builds "
+                                 "and are kept; --seed or a larger --count makes others, --rebuild makes them again")
     return counts
 
 

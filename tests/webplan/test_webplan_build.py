@@ -76,6 +76,7 @@ def test_imported_trajectories_are_stored_once_and_bad_rows_quarantined(tmp_path
     again = generate_stage(settings, context({"tests": ("temporal", "realweb")}))
     assert again["new"] == 0 and again["instances"] == 0  # nothing made twice: what was made is kept
     assert again["temporal"]["kept from earlier builds"] == 3 and again["realweb"]["kept from earlier builds"] == 4
+    assert again["nothing new"].startswith("the 7 instance(s) these seeds and counts make were made by earlier")
     rebuilt = generate_stage(settings, context({"tests": ("temporal", "realweb"), "rebuild": True}))
     assert rebuilt["instances"] == 16 and rebuilt["new"] == 0 and rebuilt["superseded"] == 0  # the same again
 
@@ -118,3 +119,13 @@ def test_a_changed_trajectory_supersedes_the_old_one_and_what_was_cut_from_it(tm
     assert made["temporal"]["new"] == 8 and made["superseded"] == 0  # the mail questions again, from the new one
     current = [r for r in catalog.find_records(kind="webplan_instance") if r.status == Status.CANDIDATE]
     assert len(current) == 12 and before["mail"] not in {p for r in current for p in r.parents}
+
+
+def test_a_build_of_tests_that_need_no_trajectories_records_none(tmp_path: Path) -> None:
+    """Edge cases and future states are made on MiniWob++ pages directly: building only them records no expert
+    episode (minutes of browser work and ~90 MB of screenshots nothing reads) and says why."""
+    settings = settings_for(tmp_path)
+    counts = trajectories_stage(settings, context({"tests": ("edge", "future")}))
+    assert counts["records"] == 0 and counts["skipped"] == (
+        "none recorded: the tests built (edge, future) use no expert trajectories (temporal and realweb do)")
+    assert open_storage(settings).catalog.find_records(kind="web_trajectory") == []
