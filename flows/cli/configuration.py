@@ -87,4 +87,5 @@ def sample_world(
             episode = generate_episode(seed + index, TASK_TYPES[index % len(TASK_TYPES)])
             write_episode(episode, folder, cameras=chosen, size=(width, height))
             progress.advance(bar)
-    terminal.console.print(f"wrote {episodes} episodes with cameras {', '.join(chosen)} to {folder}")
+    terminal.console.print(f"wrote {episodes} episodes with cameras {', '.join(chosen)} to {folder}",
+                           soft_wrap=True)  # the folder whole, to copy

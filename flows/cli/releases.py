@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 import flows.cli.listing as listing
 import flows.cli.terminal as terminal
@@ -153,6 +152,7 @@ def stats(
     png: Annotated[Path | None, typer.Option(help="Where to write the chart; default beside the exports.")] = None,
     limit: Annotated[int, typer.Option("--tasks", "--limit", help="How many rows of the long listings (the "
                                                                    "largest tasks) to show.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Every table as JSON ({title: rows}), no chart.")] = False,
 ) -> None:
     """What a release holds, as its benchmark counts it (its own tables, e.g. samples and trajectories per setting
     and task, and data-quality tables such as label conflicts), printed and drawn as a PNG chart."""
@@ -167,15 +167,17 @@ def stats(
         if plugin.stats is None:
             raise ValueError(f"{plugin.title} releases have no statistics view")
         numbers = load_target(plugin.stats)(storage.catalog, manifest.tag)
-    for number, shown in enumerate(numbers.tables(limit)):
-        listing = Table(title=f"{manifest.tag}: {shown.title}" if number == 0 else shown.title)
-        for index, column in enumerate(shown.columns):
-            words = index == 0 or not shown.rows or isinstance(shown.rows[0][index], str)
-            listing.add_column(column, justify="left" if words else "right")
-        for row in shown.rows:
-            listing.add_row(*(str(cell) for cell in row), style="bold" if row[0] in shown.emphasised else None)
-        terminal.console.print(listing)
+    tables = numbers.tables(limit)
+    if as_json:
+        typer.echo(json.dumps({shown.title: [dict(zip(shown.columns, row, strict=True)) for row in shown.rows]
+                               for shown in tables}, default=str, ensure_ascii=False))
+        return
+    for number, shown in enumerate(tables):
+        figures = tuple(column for index, column in enumerate(shown.columns)
+                        if index and shown.rows and not isinstance(shown.rows[0][index], str))
+        listing.show([dict(zip(shown.columns, row, strict=True)) for row in shown.rows], shown.columns,
+                     title=f"{manifest.tag}: {shown.title}" if number == 0 else shown.title, figures=figures)
     default = Path(terminal.settings().export.folder) / f"{manifest.name}-v{manifest.version}-stats.png"
     with terminal.failures_as_messages():  # --png below a file, or a link where the chart goes: one line
         chart = numbers.chart(png or default, manifest.tag)
-    terminal.console.print(f"chart: {chart}")
+    terminal.console.print(f"chart: {chart}", soft_wrap=True)  # the path whole, to copy
