@@ -77,6 +77,9 @@ class BenchmarkPlugin:
     # job evaluates
     freeze: str | None = None
     publish: str | None = None
+    # "module:attr" of ``(record) -> tasks.novelty.NoveltyKeys``: the default freeze then makes fresh versions, each
+    # instance in no earlier version and repeating none of theirs (a generated benchmark, drawn anew each run)
+    novelty: str | None = None
     evaluated: tuple[str, ...] = ("{prefix}-{name}",)
     stats: str | None = None  # "module:attr" of ``(catalog, tag) -> ReleaseStats``
     # the harness formats (HARNESS_FORMATS) it supports, and "module:attr" of its HarnessMapping
@@ -121,9 +124,12 @@ class BenchmarkPlugin:
         kind = self.evaluation.item_kind
         if not kind:
             return None
-        from tasks.releasing import freeze_accepted
+        from tasks.releasing import freeze_accepted, freeze_fresh
 
         def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
+            if self.novelty:
+                return freeze_fresh(settings, prefix, params, benchmark=self.name, kind=kind,
+                                    subset=self.release_subset, keys_of=load_target(self.novelty))
             return freeze_accepted(settings, prefix, params, benchmark=self.name, kind=kind,
                                    subset=self.release_subset)
 
@@ -170,7 +176,7 @@ class BenchmarkPlugin:
                     "settings_section": self.settings_section or (self.name if self.settings_model else None)}
         for name, value in defaults.items():
             object.__setattr__(self, name, value)
-        for name in ("evaluator", "payloads", "freeze", "publish", "stats", "harness", "kit"):
+        for name in ("evaluator", "payloads", "freeze", "publish", "stats", "harness", "kit", "novelty"):
             object.__setattr__(self, name, absolute(getattr(self, name), package))
         object.__setattr__(self, "stages", tuple(stage.in_package(package) for stage in self.stages))
         object.__setattr__(self, "reviews", tuple(review.in_package(package) for review in self.reviews))

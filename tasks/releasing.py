@@ -28,6 +28,61 @@ def freeze_accepted(settings: Settings, prefix: str, params: dict[str, Any], *, 
                            params=params, only_if_changed=True).tag]
 
 
+def freeze_fresh(settings: Settings, prefix: str, params: dict[str, Any], *, benchmark: str, kind: str,
+                 subset: str, keys_of: Callable[[Any], Any]) -> list[str]:
+    """``<prefix>-<benchmark>`` as a fresh version: the accepted ``kind`` records that are in no earlier version of
+    it and repeat none of their instances (``tasks.novelty``: same content, a near-duplicate image or text), and the
+    screen's counts in the release's params (``novelty``); nothing when no record is fresh."""
+    from schemas.releases import ReleaseSelection
+    from storage.releases import create_release
+    from tasks.novelty import IMAGE_BITS, TEXT_SIMILARITY, Screen
+
+    storage = open_storage(settings)
+    name = f"{prefix}-{benchmark}"
+    earlier = _released_ids(storage.catalog, name)
+    accepted = [r for r in storage.catalog.find_records(kind=kind, benchmark=benchmark, status=Status.ACCEPTED)
+                if r.id not in earlier]
+    if not accepted:
+        return []
+    screen = Screen(storage.blobs.get, _embedder(settings))
+    screen.compared = screen.add_all((r.id, keys_of(r)) for r in storage.catalog.get_records(sorted(earlier)))
+    screened = screen.screen(((r, keys_of(r)) for r in sorted(accepted, key=lambda r: r.id)), lambda r: r.id)
+    if not screened.admitted:
+        return []
+    selection = ReleaseSelection(benchmarks=(benchmark,), kinds=(kind,),
+                                 only_ids=tuple(sorted(r.id for r in screened.admitted)),
+                                 subset=f"{subset}, in no earlier version of {name}")
+    novelty = {**screened.counts(), "earlier instances": screen.compared, "image bits": IMAGE_BITS,
+               "text similarity": TEXT_SIMILARITY,
+               "overlaps": [overlap.__dict__ for overlap in screened.overlaps[:100]]}
+    return [create_release(storage.catalog, storage.blobs, name, selection=selection,
+                           params={**params, "novelty": novelty}, only_if_changed=True).tag]
+
+
+def _released_ids(catalog: Any, name: str) -> set[str]:
+    """The record ids of every version of release ``name``."""
+    from storage.releases import list_releases, load_release
+
+    return {entry.id for n, version, *_ in list_releases(catalog) if n == name
+            for entry in load_release(catalog, f"{name}@{version}").records}
+
+
+def _embedder(settings: Settings) -> Callable[[list[str]], Any] | None:
+    """The embedder role's ``embed`` for the text screen, loaded only when a text is compared."""
+    from tasks.models.registry import has_backend, load_backend
+
+    if not has_backend(settings, "embedder"):
+        return None
+    loaded: list[Any] = []
+
+    def embed(texts: list[str]) -> Any:
+        if not loaded:
+            loaded.append(load_backend(settings, "embedder"))
+        return loaded[0].embed(texts)
+
+    return embed
+
+
 def publish_in_format(settings: Settings, tag: str, *, fmt: str, title: str,
                       exporter: Callable[[Any, Any, str, Path], dict[str, int]]) -> dict[str, Any]:
     """The release exported by ``exporter`` beside the other exports, as ``<name>-v<version>-<fmt>``."""

@@ -27,6 +27,7 @@ PLUGIN = BenchmarkPlugin(
     harness_formats=("hf", "vlmevalkit", "lmms-eval"),
     harness=".harness:HARNESS",
     kit=".kit:KIT",
+    novelty=".records:novelty_keys",  # each release version fresh: no instance of an earlier one, nor a near copy
     order=3,
     stages=STAGES,
     build_options=VicBuildOptions,

@@ -52,3 +52,11 @@ def instance_of(record: Any, image: Callable[[str], bytes]) -> VicInstance:
                            payload["stage_one_answer"], options),
         open_form=OpenForm(payload["open_question"], image(by_role["open"]), payload["open_answer"]),
         meta=payload["meta"], images=extra)
+
+
+def novelty_keys(record: Any) -> Any:
+    """An instance for the novelty screen (``tasks.novelty``): its images (the Stage-1 and open-form pictures carry
+    what makes it the instance it is: a maze, a scene, a crowd); no text, its questions being templates."""
+    from tasks.novelty import NoveltyKeys
+
+    return NoveltyKeys(text="", images=tuple(blob.sha256 for blob in record.blobs))

@@ -1,0 +1,147 @@
+"""Fresh versions stay disjoint from what was released before: every new instance is screened against every instance
+of every earlier version of its release (and against the new ones already admitted) for the same content, a
+near-duplicate image and a near-duplicate text.
+
+- Same content: the same text and the same images (their sha256), whatever the record's id (a record made by another
+  run or seed has another id for the same question).
+- Near-duplicate image: a perceptual hash (``imagehash.phash``, 64 bits of the image's low frequencies) within
+  ``IMAGE_BITS`` of an earlier image's. Measured on ViC-Bench's renders: distinct mazes, jigsaws and crowd crops lie
+  12-30 bits apart; the two DoorKey-5x5 rooms that differ only in where the agent faces lie 0 apart.
+- Near-duplicate text: the cosine of the texts' embeddings (the ``embedder`` role, a sentence-transformers model by
+  default) at least ``TEXT_SIMILARITY``: a question or plan reworded keeps its meaning, so its embedding stays close.
+A benchmark says what an instance's text and images are (``BenchmarkPlugin.novelty``); a text left empty is not
+compared (a templated question says nothing of novelty)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+IMAGE_BITS = 4  # of 64: at most this many differing bits make two images near-duplicates
+TEXT_SIMILARITY = 0.95  # cosine of the embeddings at or above which two texts are near-duplicates
+SAME, NEAR_IMAGE, NEAR_TEXT = "same content", "near-duplicate image", "near-duplicate text"
+
+
+@dataclass(frozen=True)
+class NoveltyKeys:
+    """What makes an instance the instance it is: the text a model reads (answers included) and the images it sees
+    (blob sha256s)."""
+
+    text: str
+    images: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Overlap:
+    record_id: str
+    other_id: str  # the earlier (or already admitted) instance it repeats
+    reason: str  # SAME, NEAR_IMAGE or NEAR_TEXT
+    distance: float  # differing bits of the closest image pair, or 1 - cosine of the texts; 0 for SAME
+
+
+@dataclass
+class Screened:
+    """What a screen admitted and what it turned away, with the counts a release states."""
+
+    admitted: list[Any] = field(default_factory=list)
+    overlaps: list[Overlap] = field(default_factory=list)
+    compared_with: int = 0  # earlier instances
+
+    def counts(self) -> dict[str, int]:
+        reasons = [overlap.reason for overlap in self.overlaps]
+        return {"checked": len(self.admitted) + len(self.overlaps), "earlier instances": self.compared_with,
+                "admitted": len(self.admitted), SAME: reasons.count(SAME), NEAR_IMAGE: reasons.count(NEAR_IMAGE),
+                NEAR_TEXT: reasons.count(NEAR_TEXT)}
+
+
+def perceptual_hash(image: bytes) -> int:
+    """The 64-bit pHash of an image, as an int."""
+    import imagehash
+    from PIL import Image
+
+    with Image.open(io.BytesIO(image)) as opened:
+        return int(str(imagehash.phash(opened)), 16)
+
+
+class Screen:
+    """The instances already out (and those admitted since), against which a candidate is screened."""
+
+    def __init__(self, image: Callable[[str], bytes], embed: Callable[[list[str]], Sequence[Sequence[float]]] | None,
+                 image_bits: int = IMAGE_BITS, text_similarity: float = TEXT_SIMILARITY) -> None:
+        self._image, self._embed = image, embed
+        self.image_bits, self.text_similarity = image_bits, text_similarity
+        self._contents: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._hashes: list[int] = []
+        self._hash_owner: list[str] = []
+        self._vectors: list[np.ndarray] = []
+        self._vector_owner: list[str] = []
+        self._phash: dict[str, int] = {}
+
+    def add(self, record_id: str, keys: NoveltyKeys, vector: np.ndarray | None = None) -> None:
+        """Count an instance as out: later candidates are screened against it."""
+        self._contents.setdefault((keys.text, tuple(sorted(keys.images))), record_id)
+        for sha in keys.images:
+            self._hashes.append(self._hash_of(sha))
+            self._hash_owner.append(record_id)
+        if vector is not None:
+            self._vectors.append(vector)
+            self._vector_owner.append(record_id)
+
+    def add_all(self, instances: Iterable[tuple[str, NoveltyKeys]]) -> int:
+        listed = list(instances)
+        vectors = self._vectors_of([keys.text for _, keys in listed])
+        for (record_id, keys), vector in zip(listed, vectors, strict=True):
+            self.add(record_id, keys, vector)
+        return len(listed)
+
+    def screen(self, candidates: Iterable[tuple[Any, NoveltyKeys]], record_id: Callable[[Any], str]) -> Screened:
+        """Each candidate in turn: turned away when it repeats an instance out or one admitted before it, else
+        admitted (and screened against from then on)."""
+        listed = list(candidates)
+        vectors = self._vectors_of([keys.text for _, keys in listed])
+        screened = Screened()
+        for (candidate, keys), vector in zip(listed, vectors, strict=True):
+            found = self.overlap(record_id(candidate), keys, vector)
+            if found:
+                screened.overlaps.append(found)
+                continue
+            screened.admitted.append(candidate)
+            self.add(record_id(candidate), keys, vector)
+        return screened
+
+    def overlap(self, record_id: str, keys: NoveltyKeys, vector: np.ndarray | None) -> Overlap | None:
+        same = self._contents.get((keys.text, tuple(sorted(keys.images))))
+        if same is not None and same != record_id:
+            return Overlap(record_id, same, SAME, 0.0)
+        if self._hashes and keys.images:
+            known = np.array(self._hashes, dtype=np.uint64)
+            for sha in keys.images:
+                bits = np.bitwise_count(known ^ np.uint64(self._hash_of(sha)))
+                closest = int(np.argmin(bits))
+                if bits[closest] <= self.image_bits and self._hash_owner[closest] != record_id:
+                    return Overlap(record_id, self._hash_owner[closest], NEAR_IMAGE, float(bits[closest]))
+        if vector is not None and self._vectors:
+            cosines = np.stack(self._vectors) @ vector
+            closest = int(np.argmax(cosines))
+            if cosines[closest] >= self.text_similarity and self._vector_owner[closest] != record_id:
+                return Overlap(record_id, self._vector_owner[closest], NEAR_TEXT, float(1 - cosines[closest]))
+        return None
+
+    def _hash_of(self, sha: str) -> int:
+        if sha not in self._phash:
+            self._phash[sha] = perceptual_hash(self._image(sha))
+        return self._phash[sha]
+
+    def _vectors_of(self, texts: list[str]) -> list[np.ndarray | None]:
+        """Unit embeddings of the texts that have words (None for an empty one, or without an embedder)."""
+        wanted = [i for i, text in enumerate(texts) if text.strip()]
+        vectors: list[np.ndarray | None] = [None] * len(texts)
+        if wanted and self._embed is not None:
+            for i, vector in zip(wanted, self._embed([texts[i] for i in wanted]), strict=True):
+                array = np.asarray(vector, dtype=np.float32)
+                vectors[i] = array / (np.linalg.norm(array) or 1.0)
+        return vectors
