@@ -45,14 +45,15 @@ def freeze_fresh(settings: Settings, prefix: str, params: dict[str, Any], *, ben
     if not accepted:
         return []
     screen = Screen(storage.blobs.get, _embedder(settings))
-    screen.compared = screen.add_all((r.id, keys_of(r)) for r in storage.catalog.get_records(sorted(earlier)))
+    compared = screen.add_all((r.id, keys_of(r)) for r in storage.catalog.get_records(sorted(earlier)))
     screened = screen.screen(((r, keys_of(r)) for r in sorted(accepted, key=lambda r: r.id)), lambda r: r.id)
+    screened.compared_with = compared
     if not screened.admitted:
         return []
     selection = ReleaseSelection(benchmarks=(benchmark,), kinds=(kind,),
                                  only_ids=tuple(sorted(r.id for r in screened.admitted)),
                                  subset=f"{subset}, in no earlier version of {name}")
-    novelty = {**screened.counts(), "earlier instances": screen.compared, "image bits": IMAGE_BITS,
+    novelty = {**screened.counts(), "image bits": IMAGE_BITS,
                "text similarity": TEXT_SIMILARITY,
                "overlaps": [overlap.__dict__ for overlap in screened.overlaps[:100]]}
     return [create_release(storage.catalog, storage.blobs, name, selection=selection,
