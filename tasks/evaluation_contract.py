@@ -37,6 +37,10 @@ class Evaluation:
     prompt_version: ClassVar[str]
     percent_metrics: ClassVar[bool] = False  # the leaderboard shows its metrics as percentages
     metric_order: ClassVar[tuple[str, ...]] = ()  # its headline metrics in the paper's order (tables, leaderboard)
+    # how its headline metrics read (the leaderboard's tables and charts say it beside each): those the smaller
+    # the better (errors), those best at 0 (a signed gap); every other one the higher the better
+    lower_is_better: ClassVar[tuple[str, ...]] = ()
+    best_at_zero: ClassVar[tuple[str, ...]] = ()
 
     # -- items -------------------------------------------------------------------------------------------------
 

@@ -9,6 +9,8 @@ from tasks.evaluate.scoring import Scoring
 from tasks.explore.metrics import SUBSETS
 from tasks.plots import pyplot, save_figure
 
+FONT = 10  # points at the saved size
+
 
 def explore_tables(scoring: Scoring, label: str) -> str:
     table = scoring.tables
@@ -29,12 +31,14 @@ def explore_tables(scoring: Scoring, label: str) -> str:
 
 
 def plot_explore(scoring: Scoring, folder: Path, label: str) -> list[Path]:
+    """Per subset its scores on one 0-100 scale (S_att and S_rel, 0-5, times 20 as S_uni weighs them; higher is
+    better), the subsets' legend below the bars; and S_uni against the description's length."""
     plt = pyplot()
     import numpy as np
 
     table = scoring.tables
     assert table is not None
-    figure, axes = plt.subplots(1, 2, figsize=(12, 4))
+    figure, axes = plt.subplots(1, 2, figsize=(12, 4.6), layout="constrained")
     metrics = ("S_obj", "20·S_att", "20·S_rel", "S_uni")
     width = 0.2
     for index, subset in enumerate(SUBSETS):
@@ -42,17 +46,19 @@ def plot_explore(scoring: Scoring, folder: Path, label: str) -> list[Path]:
         values = [scores.s_obj, None if scores.s_att is None else 20 * scores.s_att,
                   None if scores.s_rel is None else 20 * scores.s_rel, scores.s_uni]
         axes[0].bar(np.arange(len(metrics)) + (index - 1.5) * width, [v or 0 for v in values], width,
-                    label=f"{subset} ({scores.instances})")
-    axes[0].set_xticks(range(len(metrics)), metrics)
+                    label=f"{subset} ({scores.instances} instances)")
+    axes[0].set_xticks(range(len(metrics)), metrics, fontsize=FONT)
     axes[0].set_ylim(0, 100)
-    axes[0].set_title("scores per subset (0-100)", fontsize=10)
-    axes[0].legend(fontsize=8)
+    axes[0].set_xlabel("metric", fontsize=FONT)
+    axes[0].set_ylabel("score (0-100), higher is better", fontsize=FONT)
+    axes[0].set_title("scores per subset", fontsize=FONT)
+    axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=2, fontsize=FONT,
+                   frameon=False)
     words = [s.words for s in scoring.scored]
     unified = [s.s_uni for s in scoring.scored]
     axes[1].scatter(words, unified, s=14, alpha=0.7)
-    axes[1].set_xlabel("description length (words)")
-    axes[1].set_ylabel("S_uni")
-    axes[1].set_title("S_uni vs description length", fontsize=10)
-    figure.suptitle(label, fontsize=11)
-    figure.tight_layout()
+    axes[1].set_xlabel("description length (words)", fontsize=FONT)
+    axes[1].set_ylabel("S_uni (0-100), higher is better", fontsize=FONT)
+    axes[1].set_title("S_uni vs description length", fontsize=FONT)
+    figure.suptitle(label, fontsize=FONT + 1)
     return [save_figure(figure, folder / "explore_scores.png")]

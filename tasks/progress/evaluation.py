@@ -150,6 +150,7 @@ class ProgressEvaluation(Evaluation):
     prompt_version = prompts.PROMPT_VERSION
     percent_metrics = True
     metric_order = ("NSE", "PRC", "AFRR", "UDA", "NSE macro", "PRC macro", "ref accuracy")  # ProgressLM Table 1
+    lower_is_better = ("NSE", "AFRR", "NSE macro")  # errors (ProgressLM Table 1's arrows)
 
     def items(self, catalog: Any, manifest: ReleaseManifest, images: Any = None) -> list[Any]:
         return progress_items(catalog, manifest)

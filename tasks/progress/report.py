@@ -9,6 +9,8 @@ from tasks.evaluate.report import markdown_table, pct
 from tasks.evaluate.scoring import Scoring
 from tasks.plots import pyplot, save_figure
 
+FONT = 10  # points at the saved size
+
 
 def progress_tables(scoring: Scoring, label: str) -> str:
     report = scoring.tables
@@ -52,6 +54,11 @@ def progress_tables(scoring: Scoring, label: str) -> str:
         "\n".join(notes)])
 
 
+def _legend_below(axis: Any, columns: int) -> None:
+    """The axis's legend under its x label, outside the data."""
+    axis.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncols=columns, fontsize=FONT, frameon=False)
+
+
 def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
     plt = pyplot()
     import numpy as np
@@ -60,7 +67,7 @@ def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
     assert report is not None
     samples = scoring.scored
     paths = []
-    figure, axes = plt.subplots(1, 2, figsize=(11, 4))
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.6), layout="constrained")
     predicted = [100 * s.predicted for s in samples if s.parsed and s.predicted is not None]
     truth = [100 * s.truth for s in samples if s.answerable and s.truth is not None]
     bins = np.linspace(0, 100, 21)
@@ -68,10 +75,10 @@ def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
     axes[0].hist(predicted, bins=bins, alpha=0.6, label="predicted", color="#4C72B0")
     abstained = sum(s.parsed and s.predicted is None for s in samples)
     unparsed = sum(not s.parsed for s in samples)
-    axes[0].set_title(f"predicted scores ({abstained} n/a, {unparsed} unparseable)", fontsize=10)
-    axes[0].set_xlabel("progress (%)")
-    axes[0].set_ylabel("samples")
-    axes[0].legend(fontsize=8)
+    axes[0].set_title(f"predicted scores ({abstained} n/a, {unparsed} unparseable)", fontsize=FONT)
+    axes[0].set_xlabel("progress (%)", fontsize=FONT)
+    axes[0].set_ylabel("samples", fontsize=FONT)
+    _legend_below(axes[0], 2)
     for setting, colour in (("same", "#4C72B0"), ("cross", "#DD8452"), ("text", "#55A868")):
         errors = [abs(s.predicted - s.truth) / max(s.truth, 1 - s.truth) for s in samples
                   if s.setting == setting and s.parsed and s.answerable and s.predicted is not None
@@ -79,30 +86,39 @@ def plot_progress(scoring: Scoring, folder: Path, label: str) -> list[Path]:
         if errors:
             axes[1].hist(errors, bins=np.linspace(0, 1, 21), alpha=0.5, label=f"{setting} ({len(errors)})",
                          color=colour)
-    axes[1].set_title("per-sample NSE", fontsize=10)
-    axes[1].set_xlabel("NSE (lower is better)")
-    axes[1].set_ylabel("samples")
-    axes[1].legend(fontsize=8)
-    figure.suptitle(label, fontsize=11)
-    figure.tight_layout()
+    axes[1].set_title("per-sample NSE", fontsize=FONT)
+    axes[1].set_xlabel("NSE (lower is better)", fontsize=FONT)
+    axes[1].set_ylabel("samples", fontsize=FONT)
+    if axes[1].get_legend_handles_labels()[0]:
+        _legend_below(axes[1], 3)
+    figure.suptitle(label, fontsize=FONT + 1)
     paths.append(save_figure(figure, folder / "scores.png"))
     pairs = report.anchor_pairs
     if any(pairs.values()):
-        figure, axes = plt.subplots(1, 3, figsize=(13, 4))
-        for axis, setting in zip(axes, ("same", "cross", "text"), strict=True):
-            points = pairs.get(setting, [])
-            size = max([max(a, b) for a, b in points], default=1)
-            grid = np.zeros((size, size))
-            for anchor, aligned in points:
-                grid[aligned - 1, anchor - 1] += 1
-            axis.imshow(grid, origin="lower", cmap="Blues", extent=(0.5, size + 0.5, 0.5, size + 0.5))
-            axis.set_title(f"{setting} ({len(points)} answers)", fontsize=10)
-            axis.set_xlabel("episodic retrieval anchor (<ref>)")
-            axis.set_ylabel("score-aligned demo step")
-        figure.suptitle(f"{label}: anchor vs score-aligned step (cf. ProgressLM Fig. 12)", fontsize=11)
-        figure.tight_layout()
-        paths.append(save_figure(figure, folder / "anchor_heatmap.png"))
+        paths.append(_plot_anchors(pairs, folder, label))
     return paths
+
+
+def _plot_anchors(pairs: dict[str, list[tuple[int, int]]], folder: Path, label: str) -> Path:
+    """Per setting, how often each anchor step (<ref>) goes with each score-aligned demo step; a colour bar says
+    how many answers a cell holds."""
+    plt = pyplot()
+    import numpy as np
+
+    figure, axes = plt.subplots(1, 3, figsize=(13, 4.4), layout="constrained")
+    for axis, setting in zip(axes, ("same", "cross", "text"), strict=True):
+        points = pairs.get(setting, [])
+        size = max([max(a, b) for a, b in points], default=1)
+        grid = np.zeros((size, size))
+        for anchor, aligned in points:
+            grid[aligned - 1, anchor - 1] += 1
+        shown = axis.imshow(grid, origin="lower", cmap="Blues", extent=(0.5, size + 0.5, 0.5, size + 0.5))
+        figure.colorbar(shown, ax=axis, shrink=0.8).set_label("answers", fontsize=FONT)
+        axis.set_title(f"{setting} ({len(points)} answers)", fontsize=FONT)
+        axis.set_xlabel("episodic retrieval anchor (<ref>)", fontsize=FONT)
+        axis.set_ylabel("score-aligned demo step", fontsize=FONT)
+    figure.suptitle(f"{label}: anchor vs score-aligned step (cf. ProgressLM Fig. 12)", fontsize=FONT + 1)
+    return save_figure(figure, folder / "anchor_heatmap.png")
 
 
 def leaderboard_plots(runs: list[Any], catalog: Any, folder: Path) -> list[Path]:
@@ -121,14 +137,15 @@ def plot_score_distributions(runs: list[tuple[str, list[dict[str, Any]]]], path:
 
     plt = pyplot()
 
-    figure, axes = plt.subplots(len(runs), 1, figsize=(8, 1.7 * len(runs) + 0.6), sharex=True, squeeze=False)
+    figure, axes = plt.subplots(len(runs), 1, figsize=(9, 1.9 * len(runs) + 0.8), sharex=True, squeeze=False,
+                                layout="constrained")
     for axis, (title, parsed) in zip(axes[:, 0], runs, strict=True):
         scores = [100 * p["score"] for p in parsed if p.get("score") is not None]
         abstained = sum(bool(p.get("abstained")) for p in parsed)
         unread = sum(p.get("ok") is False for p in parsed)
         axis.hist(scores, bins=np.linspace(0, 100, 41), color="#4C72B0")
-        axis.set_title(f"{title}: {len(scores)} scores, {abstained} n/a, {unread} unparseable", fontsize=9)
+        axis.set_title(f"{title}: {len(scores)} scores, {abstained} n/a, {unread} unparseable", fontsize=FONT)
+        axis.set_ylabel("samples", fontsize=FONT)
         axis.spines[["top", "right"]].set_visible(False)
-    axes[-1, 0].set_xlabel("predicted progress (%)")
-    figure.tight_layout()
+    axes[-1, 0].set_xlabel("predicted progress (%)", fontsize=FONT)
     return save_figure(figure, path)

@@ -55,8 +55,12 @@ def instance_of(record: Any, image: Callable[[str], bytes]) -> VicInstance:
 
 
 def novelty_keys(record: Any) -> Any:
-    """An instance for the novelty screen (``tasks.novelty``): its images (the Stage-1 and open-form pictures carry
-    what makes it the instance it is: a maze, a scene, a crowd); no text, its questions being templates."""
+    """An instance for the novelty screen (``tasks.novelty``): the open form's picture (the maze, the puzzle, the
+    room's start and end, the crowd) and a jigsaw's source image, which make it the instance it is; not the Stage-1
+    options, which show other mazes and frames on purpose; no text, its questions being templates."""
     from tasks.novelty import NoveltyKeys
 
-    return NoveltyKeys(text="", images=tuple(blob.sha256 for blob in record.blobs))
+    return NoveltyKeys(text="", images=tuple(blob.sha256 for blob in record.blobs if blob.role in NOVELTY_ROLES))
+
+
+NOVELTY_ROLES = ("open", "source")

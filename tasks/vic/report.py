@@ -11,6 +11,8 @@ from tasks.evaluate.scoring import Scoring
 from tasks.plots import pyplot, save_figure
 from tasks.vic.metrics import METRICS
 
+FONT = 10  # points at the saved size
+
 TABLES = {"maze": "Table II", "jigsaw": "Table III", "embodied": "Table IV", "counting": "Table V"}
 
 
@@ -33,7 +35,8 @@ def vic_tables(scoring: Scoring, label: str) -> str:
 
 
 def plot_vic(scoring: Scoring, folder: Path, label: str) -> list[Path]:
-    """One group of bars per task, a bar per stage metric."""
+    """One group of bars per task, a bar per stage metric (x100, each higher-is-better), the metrics' legend
+    below the bars."""
     import numpy as np
 
     stage, tasks = scoring.tables["stage"], scoring.tables["tasks"]
@@ -41,21 +44,24 @@ def plot_vic(scoring: Scoring, folder: Path, label: str) -> list[Path]:
         return []
     plt = pyplot()
     metrics = METRICS[stage]
-    figure, axis = plt.subplots(figsize=(8, 3.2))
+    figure, axis = plt.subplots(figsize=(8, 4.2), layout="constrained")
     width = 0.8 / len(metrics)
     for index, metric in enumerate(metrics):
         values = [tasks[t].get(metric, (0.0, 0))[0] or 0.0 for t in tasks]
-        axis.bar(np.arange(len(tasks)) + index * width, values, width, label=metric)
-    axis.set_xticks(np.arange(len(tasks)) + 0.4 - width / 2, list(tasks))
-    axis.set_title(f"{label}: Stage {stage}", fontsize=9)
-    axis.legend(fontsize=7)
+        axis.bar(np.arange(len(tasks)) + index * width, values, width, label=f"{metric} ↑")
+    axis.set_xticks(np.arange(len(tasks)) + 0.4 - width / 2, list(tasks), fontsize=FONT)
+    axis.axhline(0, color="#333333", linewidth=0.8)
+    axis.set_xlabel("task", fontsize=FONT)
+    axis.set_ylabel("score (x100), higher is better", fontsize=FONT)
+    axis.set_title(f"{label}: Stage {stage}", fontsize=FONT)
+    figure.legend(loc="outside lower center", ncols=len(metrics), fontsize=FONT, frameon=False)
     axis.spines[["top", "right"]].set_visible(False)
-    figure.tight_layout()
     return [save_figure(figure, folder / f"vic-stage{stage}.png")]
 
 
 def plot_levels(runs: list[Any], catalog: Any, folder: Path) -> list[Path]:
-    """Maze ACC per IPII level, a line per model and stage (the paper's IPII figure), from the runs' metric rows."""
+    """Maze ACC per IPII level, a line per model and stage (the paper's IPII figure), from the runs' metric rows;
+    the lines' legend beside the plot."""
     points: dict[tuple[str, str], dict[int, float]] = {}
     for run in runs:
         strategy, _, level = run.payload["strategy"].partition(":level=")
@@ -66,13 +72,13 @@ def plot_levels(runs: list[Any], catalog: Any, folder: Path) -> list[Path]:
     if not any(len(levels) > 1 for levels in points.values()):
         return []  # one level per line says nothing a table does not
     plt = pyplot()
-    figure, axis = plt.subplots(figsize=(6, 3.2))
+    figure, axis = plt.subplots(figsize=(8, 3.8), layout="constrained")
     for (model, strategy), levels in sorted(points.items()):
         xs = sorted(levels)
         axis.plot(xs, [levels[x] for x in xs], marker="o", label=f"{model} ({strategy})")
-    axis.set_xticks([1, 2, 3], ["Level-1", "Level-2", "Level-3"])
-    axis.set_ylabel("maze ACC")
-    axis.legend(fontsize=7)
+    axis.set_xticks([1, 2, 3], ["Level-1", "Level-2", "Level-3"], fontsize=FONT)
+    axis.set_xlabel("IPII level", fontsize=FONT)
+    axis.set_ylabel("maze ACC (x100), higher is better", fontsize=FONT)
+    figure.legend(loc="outside right upper", fontsize=FONT, frameon=False)
     axis.spines[["top", "right"]].set_visible(False)
-    figure.tight_layout()
     return [save_figure(figure, folder / "vic-ipii-levels.png")]

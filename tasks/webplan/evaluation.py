@@ -55,6 +55,7 @@ class WebplanEvaluation(Evaluation):
     percent_metrics = False  # accuracies are percentages already
     metric_order = ("temporal", "order_gap_mcq", "order_gap_open", "future_short", "future_long", "future",
                     "realweb_shuffle", "realweb_semantic", "realweb", "edge")
+    best_at_zero = ("order_gap_mcq", "order_gap_open")  # Order1 - Order2 accuracy: 0 is no position bias
 
     def item(self, record: Any, images: Callable[[str], bytes] | None) -> WebplanItem:
         payload = record.payload

@@ -12,6 +12,7 @@ from typing import Any
 
 from tasks.benchmark import StatsTable
 
+FONT = 10  # points at the saved size: every label of the chart
 CELLS = {"temporal": ("dataset", "order", "form"), "future": ("horizon", "task_number"),
          "realweb": ("strategy", "plan_len"), "edge": ("task_number",)}
 
@@ -34,24 +35,45 @@ class WebplanStats:
                 StatsTable("right answers (position balance)", ("test: answer", "instances"), answers)]
 
     def chart(self, path: Path, title: str) -> Path:
+        """Instances per cell and where the right answers fall, as horizontal bars with their counts: every label
+        on one line at 10 pt whatever the number of cells (the figure grows with them)."""
         from tasks.plots import pyplot, save_figure
 
         plt = pyplot()
-        figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [1.4, 1]})
-        names = [f"{test}\n{cell}" for test, cell in sorted(self.cells)]
-        left.bar(range(len(names)), [self.cells[key] for key in sorted(self.cells)], color="#4477aa")
-        left.set_xticks(range(len(names)), names, fontsize=6, rotation=60, ha="right")
-        left.set_ylabel("instances")
-        left.set_title("instances per cell", fontsize=9)
-        answers = sorted(self.answers)
-        right.bar(range(len(answers)), [self.answers[key] for key in answers], color="#cc6677")
-        right.set_xticks(range(len(answers)), [f"{t}\n{a}" for t, a in answers], fontsize=6, rotation=60, ha="right")
-        right.set_title("right answers", fontsize=9)
-        for axis in (left, right):
+        cells, answers = sorted(self.cells), sorted(self.answers)
+        height = max(3.5, 0.3 * max(len(cells), len(answers)) + 1.6)
+        figure, (left, right) = plt.subplots(1, 2, figsize=(13, height), width_ratios=[1.5, 1],
+                                             layout="constrained")
+        panels = ((left, [f"{test}: {_words(cell)}" for test, cell in cells], [self.cells[k] for k in cells],
+                   "#4477aa", "instances per cell (Tab. 10)", "test: cell"),
+                  (right, [f"{test}: {answer}" for test, answer in answers], [self.answers[k] for k in answers],
+                   "#cc6677", "right answers (position balance)", "test: right answer"))
+        for axis, labels, counts, colour, name, what in panels:
+            bars = axis.barh(range(len(labels)), counts, color=colour)
+            axis.bar_label(bars, padding=3, fontsize=FONT - 1)
+            axis.set_yticks(range(len(labels)), labels, fontsize=FONT)
+            axis.invert_yaxis()  # the first cell on top, as a table reads
+            axis.set_xlabel("instances", fontsize=FONT)
+            axis.set_ylabel(what, fontsize=FONT)
+            axis.set_title(name, fontsize=FONT + 1)
+            axis.tick_params(axis="x", labelsize=FONT)
+            axis.margins(x=0.12)
             axis.spines[["top", "right"]].set_visible(False)
-        figure.suptitle(title, fontsize=10)
-        figure.tight_layout()
+        figure.suptitle(title, fontsize=FONT + 2)
         return save_figure(figure, path)
+
+
+def _words(cell: str) -> str:
+    """A cell as the chart names it: ``task 2`` as ``Task 2 (form-sequence)``, ``plan_len`` as ``plan length``."""
+    from tasks.webplan.forms import TASK_NUMBERS
+
+    tasks = {str(number): task for task, number in TASK_NUMBERS.items()}
+    parts = []
+    for part in cell.split(" / "):
+        name, _, value = part.partition(" ")
+        parts.append(f"Task {value} ({tasks[value]})" if name == "task" and value in tasks
+                     else f"{name.replace('_len', ' length')} {value}")
+    return ", ".join(parts)
 
 
 def webplan_stats(payloads: list[dict[str, Any]]) -> WebplanStats:
