@@ -60,6 +60,24 @@ def freeze_fresh(settings: Settings, prefix: str, params: dict[str, Any], *, ben
                            params={**params, "novelty": novelty}, only_if_changed=True).tag]
 
 
+def released_screen(storage: Any, *, benchmark: str, kind: str, keys_of: Callable[[Any], Any],
+                    image: Callable[[str], bytes] | None = None,
+                    embed: Callable[[list[str]], Any] | None = None) -> Any:
+    """A novelty screen (``tasks.novelty.Screen``) holding every released ``kind`` instance of ``benchmark``, of every
+    version of every release: what a generator's new draws are screened against, so a repeat is drawn again instead
+    of being built and then left out of the release. ``image`` reads an image by sha256 (default: the blob store;
+    a generator passes one that also knows the images it has not stored yet)."""
+    from storage.releases import list_releases, load_release
+    from tasks.novelty import Screen
+
+    ids = {entry.id for name, version, *_ in list_releases(storage.catalog)
+           for entry in load_release(storage.catalog, f"{name}@{version}").records
+           if entry.kind == kind and entry.benchmark == benchmark}
+    screen = Screen(image or storage.blobs.get, embed)
+    screen.add_all((record.id, keys_of(record)) for record in storage.catalog.get_records(sorted(ids)))
+    return screen
+
+
 def _released_ids(catalog: Any, name: str) -> set[str]:
     """The record ids of every version of release ``name``."""
     from storage.releases import list_releases, load_release

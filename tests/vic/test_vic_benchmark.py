@@ -37,13 +37,15 @@ def test_the_build_stores_verified_candidates_with_a_recheck_item_and_quarantine
 
     real = suite.task("maze")
 
-    class Corrupting:  # the maze task, with its second instance's answer broken after generation
+    class Corrupting:  # the maze task, with its first draw's second instance's answer broken after generation
         name, rejected, verified_by = "maze", [("photo.png", "unreadable: not an image")], "bfs"
 
         def generate(self, count: int, seed: int, options: dict[str, Any]) -> list[Any]:
             from dataclasses import replace
 
             made = real.generate(count, seed, options)
+            if seed != 0:  # a redraw (derived seed) replacing what failed
+                return made
             broken = replace(made[1].open_form, answer=list(reversed(made[1].open_form.answer)))
             return [made[0], replace(made[1], open_form=broken), *made[2:]]
 
@@ -53,9 +55,10 @@ def test_the_build_stores_verified_candidates_with_a_recheck_item_and_quarantine
     monkeypatch.setattr(suite, "task", lambda name: Corrupting())
     storage = open_storage(settings)
     counts = stages.build_task(storage, "maze", 3, 0, {}, None)
-    assert counts == {"instances": 2, "records": 4, "new": 6, "quarantined": 2}
+    # the broken one quarantined and drawn again (a derived seed), so the task still has its three
+    assert counts == {"instances": 3, "records": 6, "new": 8, "quarantined": 2, "repeats drawn again": 0}
     candidates = storage.catalog.find_records(kind="vic_instance")
-    assert len(candidates) == 2 and {c.status for c in candidates} == {Status.CANDIDATE}
+    assert len(candidates) == 3 and {c.status for c in candidates} == {Status.CANDIDATE}
     items = storage.catalog.find_records(kind="review_item")
     assert {i.payload["queue"] for i in items} == {"vic_recheck"}
     assert {i.payload["target_id"] for i in items} == {c.id for c in candidates}

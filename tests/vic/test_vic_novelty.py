@@ -3,6 +3,11 @@ under another id), and the release says what its novelty screen checked."""
 
 from __future__ import annotations
 
+import io
+from typing import Any
+
+from PIL import Image
+
 from schemas import Producer, Status, make_record
 from schemas.config import Settings
 from storage import open_storage
@@ -44,3 +49,44 @@ def test_each_version_of_a_generated_release_is_fresh_and_says_what_it_screened(
     assert (novelty["checked"], novelty["admitted"], novelty[SAME], novelty["earlier instances"]) == (4, 3, 1, 3)
     assert novelty["overlaps"][0]["other_id"] == first.records[0].id
     assert "in no earlier version of t-vic" in second.selection.subset
+
+
+def test_a_draw_that_repeats_a_released_instance_is_drawn_again(settings: Settings, monkeypatch) -> None:
+    """The build screens as it draws: a repeat of a released maze (its picture with one pixel changed: another
+    record, a near-duplicate image) is turned away and a fresh maze drawn with a derived seed takes its place, so
+    the next version is full and disjoint."""
+    from storage.releases import load_release
+    from tasks.vic.stages import build_task
+    from tasks.vic.suite import task
+
+    storage = open_storage(settings)
+    _build_and_accept(settings, seed=1)
+    first = load_release(storage.catalog, benchmarks.get("vic").freezer()(settings, "t", {})[0])
+    released = task("maze").generate(3, 1, {})
+    maze_class = type(task("maze"))
+    drawn_for = maze_class.generate
+
+    def generate(self: Any, count: int, seed: int, options: dict) -> list:
+        made = drawn_for(self, count, seed, options)
+        return [_one_pixel_changed(released[0]), *made[1:]] if seed == 2 else made
+
+    monkeypatch.setattr(maze_class, "generate", generate)  # each build makes its task object anew
+    counts = build_task(storage, "maze", 3, 2, {}, None)
+    assert (counts["instances"], counts["repeats drawn again"], counts["quarantined"]) == (3, 1, 0)
+    ids = [r.id for r in storage.catalog.find_records(kind="vic_instance", status=Status.CANDIDATE)]
+    storage.catalog.set_status(ids, Status.ACCEPTED, reason="rechecked (test)", actor="test")
+    second = load_release(storage.catalog, benchmarks.get("vic").freezer()(settings, "t", {})[0])
+    assert len(second.records) == 3 and second.params["novelty"]["admitted"] == 3
+    assert not {b for e in first.records for b in e.blobs} & {b for e in second.records for b in e.blobs}
+    again = build_task(storage, "maze", 3, 2, {}, None)
+    assert (again["new"], again["repeats drawn again"]) == (0, 1)  # the same seed again: the same instances
+
+
+def _one_pixel_changed(instance: Any) -> Any:
+    from dataclasses import replace
+
+    picture = Image.open(io.BytesIO(instance.open_form.image)).convert("RGB")
+    picture.putpixel((0, 0), (250, 0, 0))
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PNG")
+    return replace(instance, open_form=replace(instance.open_form, image=buffer.getvalue()))
