@@ -115,14 +115,55 @@ def bundled_images(names: Iterable[str] | None = None) -> list[PoolImage]:
     return images
 
 
+COMPOSED_SIDE = 320  # composed scenes: square, above the puzzle's 224 so the crop keeps detail
+
+
+def composed_images(count: int, seed: int) -> list[PoolImage]:
+    """``count`` scenes composed from ``seed`` (no download, none like another): a smooth colour field under 30-50
+    translucent shapes (ellipses, boxes, polygons, strokes) of random colours, with a fine grain, so every 56-pixel
+    patch of the puzzle differs from the others. Named ``composed:<seed>-<i>``."""
+    return [PoolImage(name=f"composed:{seed}-{index}", pixels=_composed(np.random.default_rng([seed, index])))
+            for index in range(count)]
+
+
+def _composed(rng: np.random.Generator) -> np.ndarray:
+    from PIL import Image, ImageDraw
+
+    side = COMPOSED_SIDE
+    field = rng.integers(0, 256, (4, 4, 3), dtype=np.uint8)
+    canvas = Image.fromarray(field).resize((side, side), Image.BICUBIC).convert("RGBA")
+    for _ in range(int(rng.integers(30, 51))):
+        layer = Image.new("RGBA", (side, side))
+        draw = ImageDraw.Draw(layer)
+        colour = (*(int(c) for c in rng.integers(0, 256, 3)), int(rng.integers(120, 231)))
+        x, y = (int(v) for v in rng.integers(-side // 8, side, 2))
+        w, h = (int(v) for v in rng.integers(side // 16, side // 3, 2))
+        shape = int(rng.integers(0, 4))
+        if shape == 0:
+            draw.ellipse((x, y, x + w, y + h), fill=colour)
+        elif shape == 1:
+            draw.rectangle((x, y, x + w, y + h), fill=colour)
+        elif shape == 2:
+            points = [(int(px), int(py)) for px, py in rng.integers(0, side, (int(rng.integers(3, 7)), 2))]
+            draw.polygon(points, fill=colour)
+        else:
+            draw.line((x, y, x + w, y + h), fill=colour, width=int(rng.integers(3, 12)))
+        canvas = Image.alpha_composite(canvas, layer)
+    pixels = np.asarray(canvas.convert("RGB"), dtype=np.int16) + rng.normal(0, 6, (side, side, 3)).astype(np.int16)
+    return np.ascontiguousarray(np.clip(pixels, 0, 255).astype(np.uint8))
+
+
 def load_pool(options: dict[str, Any]) -> tuple[list[PoolImage], list[tuple[str, str]]]:
-    """The pool a build uses: ``options["images_dir"]`` when given, else the bundled photos (those named in
+    """The pool a build uses: ``options["images_dir"]`` when given; else with ``options["composed"]`` (a count)
+    that many scenes composed from ``options["composed_seed"]``; else the bundled photos (those named in
     ``options["bundled"]``, all when None); then, when ``options["quality_top_n"]`` is set, the best that many by
     ``rank_images`` (``options["quality_weights"]``, ``options["quality_scorer"]``)."""
     images_dir = options.get("images_dir")
     if images_dir:
         images, rejected = load_folder(images_dir, int(options.get("min_side") or MIN_SIDE),
                                        allow_symlinks_outside=bool(options.get("allow_symlinks_outside")))
+    elif options.get("composed"):
+        images, rejected = composed_images(int(options["composed"]), int(options.get("composed_seed") or 0)), []
     else:
         images, rejected = bundled_images(options.get("bundled")), []
     top_n = options.get("quality_top_n")

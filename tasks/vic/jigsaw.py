@@ -62,6 +62,9 @@ INK = (0, 0, 0)
 DEFAULTS: dict[str, Any] = {
     # the pool: a folder of images (any format Pillow reads, recursively), else scikit-image's colour photos
     "images_dir": None,
+    # without images_dir: "bundled" (scikit-image's ten photos) or "composed" (one scene composed per instance from
+    # the build's seed, so any count, and another seed's are others: tasks.vic.images.composed_images)
+    "pool": "bundled",
     "bundled": None,  # which bundled photos (names of tasks.vic.images.BUNDLED); None: all of them
     "allow_symlinks_outside": False,  # [sources] allow_symlinks_outside: links in images_dir may lead out
     "min_side": 224,  # folder images smaller than the puzzle are reported, not enlarged into blur
@@ -414,6 +417,8 @@ def resolve_settings(options: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown jigsaw options {sorted(unknown)}; known: {sorted(DEFAULTS)}")
     settings = {**DEFAULTS, **options}
+    if settings["pool"] not in ("bundled", "composed"):
+        raise ValueError("pool must be 'bundled' or 'composed'")
     if settings["region_order"] not in ("reading", "random"):
         raise ValueError("region_order must be 'reading' or 'random'")
     if not 0.0 <= float(settings["one_wrong_share"]) <= 1.0:
@@ -486,6 +491,8 @@ def generate_instances(count: int, seed: int, options: dict[str, Any]
     from tasks.vic.images import load_pool
 
     settings = resolve_settings(options)
+    if settings["pool"] == "composed" and not settings["images_dir"]:
+        settings = {**settings, "composed": count, "composed_seed": seed}
     pool, rejected = load_pool(settings)
     instances: list[VicInstance] = []
     for index in np.random.default_rng(seed).permutation(len(pool)):

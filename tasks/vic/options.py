@@ -26,8 +26,10 @@ class VicBuildOptions(BaseModel):
         "Instances per task; default: [vic] instances_per_task (250, the paper's)."))
     seed: int | None = Field(None, description="Generation seed; default: [vic] seed.")
     images_dir: str | None = Field(None, json_schema_extra={"flag": "images", "path": "dir"}, description=(
-        "Jigsaw: a folder of images (any format Pillow reads; bring your own: the default pool is the ten photos "
-        "scikit-image ships)."))
+        "Jigsaw: a folder of images (any format Pillow reads); default: --image-source."))
+    image_source: str = Field("composed", pattern=r"^(composed|bundled)$", description=(
+        "Jigsaw without --images: composed (a scene composed per instance from the seed: any count, and each seed "
+        "its own, as fresh versions need) or bundled (the ten photos scikit-image ships)."))
     quality_top_n: int | None = Field(None, ge=1, description=(
         "Jigsaw: keep only the best N images of the pool (the paper keeps its best 250), rated 1-10 for coherence, "
         "reasonableness and realism by the chat model when [models.chat] is configured, else by the offline "

@@ -24,7 +24,8 @@ def _task_options(name: str, options: VicBuildOptions, settings: Settings, catal
     chat role's rating when [models.chat] is configured (answers cached in ``catalog``), else the offline score;
     the scorer's fields land in the producer params, so the records say which one ranked."""
     if name == "jigsaw":
-        chosen: dict[str, Any] = {"images_dir": options.images_dir} if options.images_dir else {}
+        chosen: dict[str, Any] = ({"images_dir": options.images_dir} if options.images_dir
+                                  else {"pool": options.image_source})
         if options.images_dir and settings.sources.allow_symlinks_outside:
             chosen["allow_symlinks_outside"] = True
         if options.quality_top_n is not None:

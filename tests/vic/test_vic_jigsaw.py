@@ -302,3 +302,20 @@ def test_generate_keeps_the_top_ranked(task: JigsawTask, folder: Path) -> None:
     images, _ = load_folder(folder)
     best = sorted(images, key=lambda i: -len(i.png()))[:2]
     assert sorted(i.meta["source"] for i in built) == sorted(i.name for i in best)
+
+
+def test_composed_scenes_give_any_count_of_distinct_puzzles_and_each_seed_its_own():
+    """No download, no fixed pool: a jigsaw per scene composed from the seed; another seed composes others."""
+    import itertools
+
+    from tasks.novelty import perceptual_hash
+    from tasks.vic.images import composed_images
+
+    first = jigsaw.generate_instances(12, 5, {"pool": "composed"})[0]
+    again = jigsaw.generate_instances(12, 5, {"pool": "composed"})[0]
+    other = jigsaw.generate_instances(12, 6, {"pool": "composed"})[0]
+    assert len(first) == 12 and [i.key for i in first] == [i.key for i in again]
+    assert not {i.key for i in first} & {i.key for i in other}
+    assert {i.meta["source"] for i in first} == {f"composed:5-{n}" for n in range(12)}
+    hashes = [perceptual_hash(image.png()) for image in composed_images(40, 5)]
+    assert min(bin(a ^ b).count("1") for a, b in itertools.combinations(hashes, 2)) > 8

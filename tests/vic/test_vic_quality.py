@@ -149,4 +149,4 @@ def test_the_build_ranks_by_the_chat_role_and_records_it(tmp_path: Path) -> None
         assert len(server.requests) == 3  # the rerun found every rating in the catalog's cache
     offline = _task_options("jigsaw", options, Settings())
     assert offline["quality_scorer"].model_dump()["method"] == "offline"
-    assert _task_options("jigsaw", VicBuildOptions(), Settings()) == {}
+    assert _task_options("jigsaw", VicBuildOptions(), Settings()) == {"pool": "composed"}  # no scorer, no folder
