@@ -35,15 +35,16 @@ def _run_name() -> str:
 @recorded_run
 def evaluate_release(settings: Settings | None = None, release: str = "benchwright-progress",
                      model: str | None = None, strategy: str | None = None,
-                     options: dict[str, Any] | None = None, predictions: str | None = None,
+                     options: dict[str, Any] | None = None, predictions: str | list[str] | None = None,
                      judge_fallback: bool = False, judge: str | None = None, limit: int | None = None,
                      temperature: float | None = None, top_p: float | None = None, top_k: int | None = None,
                      max_tokens: int | None = None, seed: int | None = None, out_dir: str | None = None,
                      concurrency: int | None = None, show_progress: bool = False) -> dict[str, Any]:
     """Evaluate ``model`` (a spec: ``openai:NAME@URL``, ``transformers:PATH``, ``chat``, ``baseline:oracle``...)
-    on ``release`` (``name`` or ``name@version``), or score the answers in ``predictions`` (JSONL of key and
-    answer). Decoding defaults to the paper's settings; ``strategy`` to the release's benchmark's default;
-    ``options`` are the benchmark's own evaluation options (an unknown one is an error that lists them)."""
+    on ``release`` (``name`` or ``name@version``), or score the answers in ``predictions`` (one file or several,
+    read as one run: JSONL of key and answer, a harness's files). Decoding defaults to the paper's settings;
+    ``strategy`` to the release's benchmark's default; ``options`` are the benchmark's own evaluation options (an
+    unknown one is an error that lists them)."""
     settings = settings or load_settings()
     run_id = current_flow_run_id()
     plan = prepare_evaluation(settings, release, model, strategy, predictions, limit, concurrency,

@@ -89,6 +89,15 @@ class HarnessMapping:
     metric's per-sample values of one configuration into the figure ``evaluate`` reports for those items (default:
     the mean of the values that are not None); a metric that is not a plain mean (a rank correlation per
     trajectory, a macro mean over cells) returns per-sample values its aggregate can group.
+    ``overall[metric](recorded)`` is the figure ``evaluate`` reports over every configuration at once (its headline),
+    from each configuration's per-sample values of every metric (``recorded[config][metric]``): lmms-eval's group
+    reports it. Default: a metric without an entry in ``aggregates`` pools the samples (its plain mean over all of
+    them); a metric with one has no combined figure unless ``overall`` gives it (``evaluate`` may report none: the
+    web tests' figures are per test).
+    ``choice_question(item, strategy, question)`` is a multiple-choice row's question without the option list and
+    the answer instruction the benchmark's prompt holds, for a harness that adds its own (VLMEvalKit's
+    ``build_prompt`` lists the ``A``-``D`` columns and asks for a letter, which its exact-match scorer reads); None
+    where no row has options.
     ``source(record)`` names where a released record's content came from (a dataset, a generator and its seed), for
     the dataset card; None where that record does not say."""
 
@@ -99,6 +108,8 @@ class HarnessMapping:
     lower_is_better: tuple[str, ...] = ()  # of ``metrics``: errors, the smaller the better
     unscored: tuple[str, ...] = ()  # of ``strategies``: no per-sample metric, ``answered`` instead
     aggregates: dict[str, Callable[[list[Any]], float]] = field(default_factory=dict)
+    overall: dict[str, Callable[[dict[str, dict[str, list[Any]]]], float]] = field(default_factory=dict)
+    choice_question: Callable[[Any, str, str], str] | None = None
     source: Callable[[Any], str | None] | None = None
 
     def metrics_of(self, strategy: str) -> tuple[str, ...]:
@@ -112,6 +123,19 @@ class HarnessMapping:
             return self.aggregates[metric](values)
         counted = [value for value in values if value is not None]
         return sum(counted) / len(counted) if counted else float("nan")
+
+    def combined(self, metric: str) -> bool:
+        """Whether ``metric`` has a figure over every configuration (``overall``, or a plain mean of samples)."""
+        return metric in self.overall or metric not in self.aggregates
+
+    def overall_figure(self, metric: str, recorded: dict[str, dict[str, list[Any]]]) -> float:
+        """``metric`` over every configuration's samples, as ``evaluate``'s headline gives it (NaN where none
+        counts); ``recorded[config][metric]`` are the per-sample values of each configuration."""
+        if metric in self.overall:
+            return self.overall[metric](recorded)
+        if metric in self.aggregates:
+            raise ValueError(f"{metric} has no figure over all configurations (it is not a mean of samples)")
+        return self.aggregate(metric, [value for per in recorded.values() for value in per.get(metric, [])])
 
 
 # The formats evaluation harnesses read, written by one shared writer each (tasks/exporting/); a benchmark supports

@@ -1,6 +1,7 @@
 """Shared fixtures: a fresh catalog (on DuckDB and on PostgreSQL) and blob store per test, settings over a temporary
 folder, real S3-speaking and PostgreSQL servers on 127.0.0.1, the annotation app served on a clock the test moves,
-and the CLI's project folder. The helpers they use, and the tests' other helpers, are in tests/support/."""
+the CLI's project folder, and the evaluation harnesses users bring (lmms-eval, VLMEvalKit) installed from PyPI for
+the tests that run them. The helpers they use, and the tests' other helpers, are in tests/support/."""
 
 from __future__ import annotations
 
@@ -128,3 +129,21 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Storage, A
     from tests.support.cli import make_project
 
     return make_project(tmp_path, monkeypatch)
+
+
+@pytest.fixture(scope="session")
+def lmms_eval_harness() -> Path:
+    """lmms-eval 0.7.3 installed for the harness tests (``tests.support.harnesses``: from PyPI into
+    ``.cache/harness/`` the first time, then found there); the folder to put on a subprocess's ``PYTHONPATH``. An
+    install that fails is an error of every test that needs it, never a skip."""
+    from tests.support.harnesses import LMMS_EVAL, installed
+
+    return installed("lmms-eval", LMMS_EVAL)
+
+
+@pytest.fixture(scope="session")
+def vlmevalkit_harness() -> Path:
+    """VLMEvalKit (PyPI: ms-vlmeval 0.0.20) installed for the harness tests, as ``lmms_eval_harness``."""
+    from tests.support.harnesses import VLMEVALKIT, installed
+
+    return installed("vlmevalkit", VLMEVALKIT)

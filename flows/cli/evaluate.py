@@ -52,13 +52,16 @@ def evaluate(
     option: Annotated[list[str] | None, typer.Option(metavar="KEY=VALUE", help=(
         "KEY=VALUE: an evaluation option of the release's benchmark (repeatable), such as a stepwise strategy's "
         "segments or how it scores; an unknown key is an error that lists the benchmark's options."))] = None,
-    predictions: Annotated[Path | None, typer.Option(help=(
+    predictions: Annotated[list[Path] | None, typer.Option(help=(
         "Score answers produced elsewhere instead of asking a model: JSONL lines {\"key\": ..., \"answer\": ...}, "
         "the key any name of an item (its record id, the identifier the benchmark's own files give it); or a "
         "benchmark's own harness files as they are; or what an evaluation harness wrote for a `release export "
-        "--format vlmevalkit` or `lmms-eval` export, keyed by its index: VLMEvalKit's <model>_<dataset>.xlsx or "
-        ".tsv (index, prediction; an empty prediction is reported with its row) or lmms-eval's --log_samples file "
-        "(<date_id>_samples_<task>.jsonl)."),
+        "--format vlmevalkit` or `lmms-eval` export, keyed by its index: VLMEvalKit's <model>_<dataset>.xlsx, "
+        ".tsv or .json (index, prediction; an empty prediction is reported with its row) or lmms-eval's "
+        "--log_samples file (<date_id>_samples_<task>.jsonl, read by its task and doc_id). Repeat it for several "
+        "files (a harness writes one per configuration): they are scored as one run, an item answered twice "
+        "refused the second time; a run that answers part of the release says so (partial), and files that "
+        "answer no item are an error."),
         exists=True, dir_okay=False)] = None,
     judge_fallback: Annotated[bool, typer.Option("--judge-fallback", help=(
         "Answers the rules cannot read go to an LLM judge (--judge, default the \\[models.chat] role).")
@@ -94,10 +97,10 @@ def evaluate(
     from flows.evaluate import evaluate_release
 
     options = terminal.key_values(option, "--option")
-    check_before_a_flow(release, out, predictions)
+    check_before_a_flow(release, out, predictions, strategy, options)
     with terminal.failures_as_messages(), at_the_terminal(settings):
         result = evaluate_release(settings, release=release, model=model, strategy=strategy, options=options,
-                                  predictions=str(predictions) if predictions else None,
+                                  predictions=[str(path) for path in predictions] if predictions else None,
                                   judge_fallback=judge_fallback, judge=judge, limit=limit, temperature=temperature,
                                   top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed,
                                   out_dir=str(out) if out else None, concurrency=concurrency,
@@ -105,19 +108,24 @@ def evaluate(
     print_evaluation(result)
 
 
-def check_before_a_flow(release: str, out: Path | None, predictions: Path | None) -> None:
-    """An unknown release, an --out that cannot be a folder or a --predictions file that cannot be read at all is
-    one line before a flow runs (inside one, Prefect logs the task's traceback first)."""
+def check_before_a_flow(release: str, out: Path | None, predictions: list[Path] | None, strategy: str | None = None,
+                        options: dict[str, Any] | None = None) -> None:
+    """An unknown release, an --out that cannot be a folder, a --predictions file that cannot be read at all or
+    files that answer no item of the release are one line before a flow runs (inside one, Prefect logs the task's
+    traceback first, and a run that scored nothing must not pass for one)."""
     from storage.output import OutputFolder
     from storage.releases import load_release
     from tasks.evaluate.answer_files import answer_rows
+    from tasks.evaluate.engine import check_predictions
     from tasks.sources.door import SourceFolder
 
     with terminal.failures_as_messages():
         load_release(terminal.storage().catalog, release)
         if out:
             OutputFolder(out)
+        for path in predictions or []:
+            answer_rows(*SourceFolder.of_file(path))
         if predictions:
-            answer_rows(*SourceFolder.of_file(predictions))
+            check_predictions(terminal.settings(), release, strategy, [str(path) for path in predictions], options)
 
 

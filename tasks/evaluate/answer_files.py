@@ -5,12 +5,17 @@ harness's files (its evaluation reads their rows: ``Evaluation.answer_in_row``),
 write of a harness export. Every entry keeps the
 line of the file it starts on, so a problem names the line a person opens the file at (a pretty-printed
 ``<model>.json`` has its entries on lines 2, 3, ...; a JSON list's may span several lines each).
+
+Several files are one run (``read_prediction_files``: a harness writes one per configuration or task): an item
+answered in two is refused the second time with where the first is, and files that answer no item of the release
+are an error naming each file and why (``nothing_answered``), never a run of nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +83,9 @@ def _tsv_rows(data: bytes) -> list[tuple[int, str, Any]]:
 
 
 def _one_document(text: str) -> bool:
-    """A whole JSON list, or a JSON object that is not one answer (JSONL's lines are each an answer)."""
+    """A whole JSON list, or a JSON object that is not one answer (JSONL's lines are each an answer: a file of one
+    line holding an lmms-eval sample, ``doc_id``..., or a VLMEvalKit row, ``index`` and ``prediction``, is a file of
+    one answer)."""
     start = text.lstrip()[:1]
     if start == "[":
         return True
@@ -88,7 +95,8 @@ def _one_document(text: str) -> bool:
         whole = json.loads(text)
     except (ValueError, RecursionError):
         return False
-    return isinstance(whole, dict) and not {"key", "id"} & whole.keys()
+    return (isinstance(whole, dict) and not {"key", "id", "doc_id"} & whole.keys()
+            and not {"index", "prediction"} <= whole.keys())
 
 
 def _shown(key: str | None, value: Any) -> str:
@@ -111,41 +119,72 @@ def _row(line: str, why: str) -> Any:
         return Unreadable(str(error))
 
 
-def key_and_answer(evaluation: Evaluation, row: dict[str, Any]) -> tuple[str | None, Any]:
-    """The key and answer of a row: as the evaluation harnesses write them, as the benchmark's own harness does,
-    else as ``key``/``id`` and ``answer``/``prediction``/``response``."""
-    from tasks.exporting.predictions import harness_key_and_answer
+class HarnessContext:
+    """What reading one file of a harness's answers needs beyond the file: the rows of the release's export (built
+    once, on the first lmms-eval line that has only its ``doc_id``) and the strategy being evaluated."""
 
-    found = harness_key_and_answer(row)
-    if found is None and not {"key", "id"} & row.keys():
-        found = evaluation.answer_in_row(row)
+    def __init__(self, export: Callable[[], Any] | None = None, strategy: str | None = None) -> None:
+        self._export, self._built = export, None
+        self.strategy = strategy
+
+    def task_rows(self, file_name: str) -> tuple[list[Any] | None, str]:
+        if self._export is None:
+            return None, ("an lmms-eval line without its doc's index is read by its doc_id in the release's export, "
+                          "which this reader was not given")
+        if self._built is None:
+            self._built = self._export()
+        return self._built.task_rows(file_name)  # type: ignore[attr-defined]
+
+
+def key_and_answer(evaluation: Evaluation, row: dict[str, Any], rows_of: Callable[[], tuple[Any, str]] | None = None
+                   ) -> tuple[str | None, Any, str, str | None]:
+    """The key, answer, why the row answers nothing ("" when it does) and the exported strategy it answers (None
+    where the file does not say) of a row: as the evaluation harnesses write them (an lmms-eval line without its
+    doc through ``rows_of``, the rows of its file's task, and why there are none), as the benchmark's own harness
+    does, else as ``key``/``id`` and ``answer``/``prediction``/``response``."""
+    from tasks.exporting.predictions import harness_line
+
+    doc = row.get("doc")
+    if "doc_id" in row and rows_of is not None and not (isinstance(doc, dict) and doc.get("index") is not None):
+        found = harness_line(row, *rows_of())
+    else:
+        found = harness_line(row)
     if found is not None:
-        return found
+        return found.key, found.answer, found.why, found.strategy
+    own = evaluation.answer_in_row(row) if not {"key", "id"} & row.keys() else None
+    if own is not None:
+        return own[0], own[1], "", None
     key = next((str(row[k]) for k in ("key", "id") if k in row), None)
-    return key, next((row[k] for k in ("answer", "prediction", "response") if k in row), None)
+    return key, next((row[k] for k in ("answer", "prediction", "response") if k in row), None), "", None
 
 
 _NEEDS = ("needs a \"key\" and an \"answer\" string (or the benchmark's own harness's fields, VLMEvalKit's "
-          "\"index\" and \"prediction\", lmms-eval's \"doc\".\"index\" and \"filtered_resps\")")
+          "\"index\" and \"prediction\", lmms-eval's \"doc_id\" and \"filtered_resps\")")
 
 
-def read_predictions(evaluation: Evaluation, path: Path, items: list[Any], sha256: str | None = None
+def read_predictions(evaluation: Evaluation, path: Path, items: list[Any], sha256: str | None = None,
+                     context: HarnessContext | None = None, seen: dict[str, tuple[str, int]] | None = None
                      ) -> tuple[Collected, list[tuple[int, str, str]]]:
     """The answers of an answers file, by item, and the lines that could not be used: (line, the line, why).
     A key is any of an item's aliases (its record id, its published ``<file>:<line>``, an EXPLORE clip id, its
     ``start_frame``...); an answer goes to every item of the release that the key names (the official EXPLORE
     evaluation scores two rows of one ``start_frame`` against the one answer), and an answer whose key names no
-    item of the release is listed in ``Collected.elsewhere``, not refused. ``sha256``: see ``answer_rows``."""
+    item of the release is listed in ``Collected.elsewhere``, not refused; one to another strategy's question
+    than ``context.strategy`` (a ViC-Bench Stage-2 log read for Stage 1) in ``Collected.unasked``. ``seen``: the
+    items earlier files answered (item key -> (file, line)), whose second answer is refused. ``sha256``: see
+    ``answer_rows``."""
     by_alias: dict[str, list[Any]] = {}
     for item in items:
         for alias in item_aliases(evaluation, item):
             by_alias.setdefault(alias, []).append(item)
+    context = context or HarnessContext()
     collected = Collected()
     problems: list[tuple[int, str, str]] = []
-    seen: set[str] = set()  # items an earlier line answered, an empty answer included
+    seen = {} if seen is None else seen  # items answered, an empty answer included
     door, name = SourceFolder.of_file(path)
+    rows_of = _once(lambda: context.task_rows(name))
     for number, line, row in answer_rows(door, name, sha256):
-        why, key, answer = _unusable(evaluation, row)
+        why, key, answer, strategy = _unusable(evaluation, row, rows_of)
         if why:
             problems.append((number, line, why))
             continue
@@ -153,10 +192,15 @@ def read_predictions(evaluation: Evaluation, path: Path, items: list[Any], sha25
         if not named:
             collected.elsewhere.append((number, key))  # type: ignore[arg-type]
             continue
-        if any(item.key in seen for item in named):
-            problems.append((number, line, f"a second answer for {key!r}; the first is kept"))
+        if strategy and context.strategy and strategy != context.strategy:
+            collected.unasked.append((number, key, strategy))  # type: ignore[arg-type]
             continue
-        seen.update(item.key for item in named)
+        first = next((seen[item.key] for item in named if item.key in seen), None)
+        if first is not None:
+            where = "" if first[0] == str(path) else f" (the first: {first[0]}, line {first[1]})"
+            problems.append((number, line, f"a second answer for {key!r}{where}; the first is kept"))
+            continue
+        seen.update({item.key: (str(path), number) for item in named})
         if not answer.strip():  # no prediction (VLMEvalKit's empty cell, an empty string): the item is unanswered
             collected.empty.append((number, key))  # type: ignore[arg-type]
             continue
@@ -169,13 +213,70 @@ def read_predictions(evaluation: Evaluation, path: Path, items: list[Any], sha25
     return collected, problems
 
 
-def _unusable(evaluation: Evaluation, row: Any) -> tuple[str, str | None, Any]:
-    """Why a row answers nothing ("" when it does), its key and its answer."""
+def _once(make: Callable[[], Any]) -> Callable[[], Any]:
+    made: list[Any] = []
+
+    def value() -> Any:
+        if not made:
+            made.append(make())
+        return made[0]
+
+    return value
+
+
+def _unusable(evaluation: Evaluation, row: Any, rows_of: Callable[[], tuple[Any, str]] | None = None
+              ) -> tuple[str, str | None, Any, str | None]:
+    """Why a row answers nothing ("" when it does), its key, its answer and the strategy it answers."""
     if isinstance(row, Unreadable):
-        return row.why, None, None
+        return row.why, None, None, None
     if not isinstance(row, dict):
-        return "not a JSON object", None, None
-    key, answer = key_and_answer(evaluation, row)
+        return "not a JSON object", None, None, None
+    key, answer, why, strategy = key_and_answer(evaluation, row, rows_of)
+    if why:
+        return why, None, None, None
     if key is None or not isinstance(answer, str):
-        return _NEEDS, None, None
-    return "", key, answer
+        return _NEEDS, None, None, None
+    return "", key, answer, strategy
+
+
+def read_prediction_files(evaluation: Evaluation, paths: list[str], items: list[Any],
+                          sha256s: list[str] | None = None, context: HarnessContext | None = None
+                          ) -> tuple[Collected, list[tuple[str, int, str, str]]]:
+    """The answers of several answers files as one run (VLMEvalKit writes a file per configuration, lmms-eval one
+    per task): each file read on its own (``read_predictions``), an item answered in two files refused the second
+    time with where the first is; each file's own findings in ``Collected.by_file``. The problems are (file,
+    line, the line, why)."""
+    merged, problems = Collected(), []
+    seen: dict[str, tuple[str, int]] = {}
+    for n, path in enumerate(paths):
+        collected, found = read_predictions(evaluation, Path(path), items, sha256s[n] if sha256s else None,
+                                            context, seen)
+        merged.by_file[path] = collected
+        merged.answers.update(collected.answers)
+        merged.turns.update(collected.turns)
+        merged.elsewhere += collected.elsewhere
+        merged.empty += collected.empty
+        merged.unasked += collected.unasked
+        problems += [(path, number, line, why) for number, line, why in found]
+    merged.skipped = {item.key: "no answer in the predictions file" + ("s" if len(paths) > 1 else "")
+                      for item in items if item.key not in merged.answers}
+    return merged, problems
+
+
+def nothing_answered(collected: Collected, problems: list[tuple[str, int, str, str]], paths: list[str],
+                     release: str) -> str:
+    """Why no item of ``release`` got an answer from the files, in one line naming each file ("" when some item
+    did): its lines refused (how many, the first reason), its answers to other items or strategies, its empty
+    answers."""
+    if collected.answers:
+        return ""
+    parts = []
+    for path in paths:
+        mine = collected.by_file.get(path, Collected())
+        refused = [(n, why) for where, n, _, why in problems if where == path]
+        said = [f"{len(refused)} line(s) refused (line {refused[0][0]}: {refused[0][1]})"] if refused else []
+        said += [f"{len(mine.elsewhere)} answer(s) to items not in {release}"] if mine.elsewhere else []
+        said += [f"{len(mine.unasked)} answer(s) to the {mine.unasked[0][2]} questions"] if mine.unasked else []
+        said += [f"{len(mine.empty)} empty answer(s)"] if mine.empty else []
+        parts.append(f"{path}: " + ("; ".join(said) or "no answer in it"))
+    return f"no answer for any item of {release}, so nothing was scored: " + " | ".join(parts)

@@ -6,6 +6,7 @@ import hashlib
 import json
 import re
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from storage import open_storage
 from storage.output import OutputFolder
 from storage.releases import load_release
 from tasks.benchmark import BenchmarkPlugin
-from tasks.evaluate.answer_files import read_predictions
+from tasks.evaluate.answer_files import HarnessContext, nothing_answered, read_prediction_files
 from tasks.evaluate.answerers import Answerer, build_answerer, parse_model_spec
 from tasks.evaluate.items import load_items
 from tasks.evaluate.run import (
@@ -46,8 +47,10 @@ class EvaluationPlan:
     label: str  # the model as reports name it
     settings: EvalSettings
     key: str
-    predictions: str | None = None
-    predictions_sha256: str | None = None  # the answers file's content the run key names
+    predictions: tuple[str, ...] = ()  # the answers files, when the answers come from files
+    predictions_sha256: tuple[str, ...] = ()  # each answers file's content, which the run key names
+    released: int = 0  # the release's items that can be shown to a model (--limit aside): what a full run answers
+    release_items: list[Any] = field(default_factory=list)  # every item of the release, as its exports hold them
 
     @property
     def benchmark(self) -> str:
@@ -57,9 +60,23 @@ class EvaluationPlan:
     def evaluation(self) -> Evaluation:
         return self.plugin.evaluation
 
+    @property
+    def files(self) -> str:
+        """The answers files as reports name them."""
+        return ", ".join(self.predictions)
+
+    def harness_context(self) -> HarnessContext:
+        """How its answers files map harness rows back to items: the release's export, built when first needed."""
+        from tasks.exporting.predictions import export_index
+
+        manifest = self.manifest
+        return HarnessContext(lambda: export_index(self.plugin, manifest.tag, manifest.name, self.release_items),
+                              self.settings.strategy)
+
 
 def prepare_evaluation(settings: Settings, release: str, model: str | None, strategy: str | None = None,
-                       predictions: str | None = None, limit: int | None = None, concurrency: int | None = None,
+                       predictions: str | Sequence[str] | None = None, limit: int | None = None,
+                       concurrency: int | None = None,
                        options: dict[str, Any] | None = None, judge_fallback: bool = False,
                        **given: Any) -> EvaluationPlan:
     """The release's items, the answerer the model spec names and the run's key. ``given`` overrides the paper's
@@ -68,20 +85,22 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
     from the configuration (``Evaluation.options``)."""
     storage = open_storage(settings)
     manifest = load_release(storage.catalog, release)
-    plugin, items = load_items(storage.catalog, manifest, storage.blobs.get)
-    if limit:
-        items = items[:limit]
+    plugin, every_item = load_items(storage.catalog, manifest, storage.blobs.get)
+    items = every_item[:limit] if limit else every_item
+    released = sum(not item.missing for item in every_item)
     evaluation = plugin.evaluation
     decoding = {k: v for k, v in given.items() if k in GENERATION_FIELDS}
     named = {k: v for k, v in given.items() if k not in GENERATION_FIELDS}
     chosen = eval_settings(plugin.name, strategy, options=evaluation.options(settings, {**named, **(options or {})}),
                            judge_fallback=judge_fallback, **decoding)
-    if predictions:
-        door, name = SourceFolder.of_file(predictions)
-        digest = hashlib.sha256(door.read_bytes(name)).hexdigest()
-        label = model or f"file:{Path(predictions).stem}"
+    files = (predictions,) if isinstance(predictions, str) else tuple(predictions or ())
+    if files:
+        digests = tuple(hashlib.sha256(door.read_bytes(name)).hexdigest()
+                        for door, name in (SourceFolder.of_file(path) for path in files))
+        label = model or f"file:{Path(files[0]).stem}" + (f"+{len(files) - 1}" if len(files) > 1 else "")
+        digest = digests[0] if len(files) == 1 else hashlib.sha256(" ".join(digests).encode()).hexdigest()
         key = run_key(manifest.tag, manifest.sha256(), f"file:{label}", chosen, digest)
-        return EvaluationPlan(manifest, plugin, items, None, label, chosen, key, predictions, digest)
+        return EvaluationPlan(manifest, plugin, items, None, label, chosen, key, files, digests, released, every_item)
     if not model:
         raise ValueError("name a model (--model) or a file of answers (--predictions)")
     spec = parse_model_spec(model)
@@ -89,7 +108,27 @@ def prepare_evaluation(settings: Settings, release: str, model: str | None, stra
         spec = replace(spec, options={**spec.options, "max_concurrency": concurrency})
     answerer = build_answerer(spec, settings, storage.catalog, items, evaluation)
     key = run_key(manifest.tag, manifest.sha256(), answerer.fingerprint(), chosen)
-    return EvaluationPlan(manifest, plugin, items, answerer, answerer.label, chosen, key)
+    return EvaluationPlan(manifest, plugin, items, answerer, answerer.label, chosen, key, released=released,
+                          release_items=every_item)
+
+
+def read_answers_files(plan: EvaluationPlan) -> tuple[Collected, list[tuple[str, int, str, str]]]:
+    """The answers of the plan's files as one run, and the lines that could not be used; an error naming every
+    file and why when no item got an answer (a run that scores nothing must not pass for one)."""
+    collected, problems = read_prediction_files(plan.evaluation, list(plan.predictions), plan.items,
+                                                list(plan.predictions_sha256), plan.harness_context())
+    return collected, problems
+
+
+def check_predictions(settings: Settings, release: str, strategy: str | None, predictions: Sequence[str],
+                      options: dict[str, Any] | None = None) -> None:
+    """Before a flow runs: an error (one line, naming each file and why) when the files answer no item of the
+    release, as the evaluation itself would stop."""
+    plan = prepare_evaluation(settings, release, None, strategy, predictions, options=options)
+    collected, problems = read_answers_files(plan)
+    why = nothing_answered(collected, problems, list(plan.predictions), plan.manifest.tag)
+    if why:
+        raise ValueError(why)
 
 
 def _listed(keyed: list[tuple[int, str]], shown: int = 10) -> str:
@@ -103,13 +142,15 @@ def gather_answers(settings: Settings, plan: EvaluationPlan, show_progress: bool
     """The model's answers (cached ones first; fresh ones cached as they arrive), or the file's."""
     storage = open_storage(settings)
     if plan.predictions:
-        collected, problems = read_predictions(plan.evaluation, Path(plan.predictions), plan.items,
-                                               plan.predictions_sha256)
-        collected.problems = [f"{plan.predictions}:{n}: {why}" for n, _, why in problems]
+        collected, problems = read_answers_files(plan)
+        collected.problems = [f"{path}:{n}: {why}" for path, n, _, why in problems]
         producer = eval_producer("evaluate-read-predictions", None, plan.label, plan.settings, plan.key)
         storage.catalog.put_records([
-            quarantine(benchmark=plan.benchmark, source=plan.predictions, locator=f"line {n}",
-                       reason=why, raw=line, producer=producer) for n, line, why in problems])
+            quarantine(benchmark=plan.benchmark, source=path, locator=f"line {n}", reason=why, raw=line,
+                       producer=producer) for path, n, line, why in problems])
+        why = nothing_answered(collected, problems, list(plan.predictions), plan.manifest.tag)
+        if why:  # after the refused lines are stored: `records list --status quarantined` shows each
+            raise ValueError(why)
         return collected
     assert plan.answerer is not None
     bar = None
@@ -184,31 +225,56 @@ def score_and_store(settings: Settings, plan: EvaluationPlan, collected: Collect
               # answers to items of another release (Medium answers against a Short release): listed, not errors
               "not in this release": len(collected.elsewhere),
               "empty answers": len(collected.empty),  # their items count as not answered (skipped)
+              "other strategy's": len(collected.unasked),  # answers to another strategy's questions: not scored
+              "released": plan.released,  # what a full run answers: more than "scored" makes this run partial
               "failed requests": len(collected.failed), "frames missing": len(collected.unshowable),
               "skipped": len(collected.skipped), "unparsed": sum(p.method == "failed" for p in parsed.values()),
               "judged": sum(p.method == "judge" for p in parsed.values())}
     run = make_record(
         EvaluationRun(key=plan.key, release=tag, release_sha256=plan.manifest.sha256(), benchmark=plan.benchmark,
                       model=plan.label, model_fingerprint=(plan.answerer.fingerprint() if plan.answerer else
-                                                           f"file:{plan.predictions}"),
+                                                           f"file:{plan.files}"),
                       strategy=plan.settings.variant,
-                      settings={**plan.settings.as_dict(), "model_spec": plan.label, "predictions": plan.predictions,
-                                "judge": judge},
+                      settings={**plan.settings.as_dict(), "model_spec": plan.label,
+                                "predictions": list(plan.predictions) or None, "judge": judge},
                       metrics=scoring.headline, counts=counts, report=report_dir),
         benchmark=benchmark, producer=producer, parents=[], status=Status.ACCEPTED,
-        status_reason="evaluation finished" + (f" with {len(failures)} item(s) quarantined" if failures else ""))
+        status_reason="evaluation finished" + (f" with {len(failures)} item(s) quarantined" if failures else "")
+        + (f"; {partial(counts, tag)}" if partial(counts, tag) else ""))
     store_run(catalog, plan, [*predictions, *metric_rows, run], failures, set(parsed), run_id)
-    names = {item.key: evaluation.item_name(item) for item in plan.items}
-    elsewhere = [f"{plan.predictions}: {len(collected.elsewhere)} answer(s) to items not in {tag}, not scored: "
-                 + _listed(collected.elsewhere)] if collected.elsewhere else []
-    elsewhere += [f"{plan.predictions}: {len(collected.empty)} empty answer(s), their items not answered: "
-                  + _listed(collected.empty)] if collected.empty else []
-    problems = [*(one_line(problem, 2000) for problem in collected.problems), *elsewhere,
-                *[f"{names[key]}: request failed: {why}" for key, why in collected.failed.items()],
-                *[f"quarantined {why}" for why in collected.unshowable.values()],
-                *[f"{names[key]}: not answered: {why}" for key, why in list(collected.skipped.items())[:20]]]
-    return EvaluationResult(plan.key, run.id, scoring.headline, counts, scoring, problems,
+    return EvaluationResult(plan.key, run.id, scoring.headline, counts, scoring, _problems(plan, collected, counts),
                             [p.payload for p in predictions])
+
+
+def partial(counts: dict[str, int], release: str) -> str:
+    """What a run that answered only part of the release says of itself ("" for a full run): its figures cover the
+    items answered and do not rank with a full run's."""
+    released, scored = counts.get("released"), counts.get("scored", 0)
+    if not released or scored >= released:
+        return ""
+    return (f"partial run: {scored} of the {released} items of {release} answered; its figures are over those "
+            f"{scored} only and do not compare with a full run's")
+
+
+def _problems(plan: EvaluationPlan, collected: Collected, counts: dict[str, int]) -> list[str]:
+    """What the report and the command list: the run's coverage first, then each file's lines and answers it could
+    not use, failed requests, unshowable and unanswered items."""
+    tag = plan.manifest.tag
+    names = {item.key: plan.evaluation.item_name(item) for item in plan.items}
+    notes = []
+    for path, mine in (collected.by_file or {plan.files: collected}).items():
+        notes += [f"{path}: {len(mine.elsewhere)} answer(s) to items not in {tag}, not scored: "
+                  + _listed(mine.elsewhere)] if mine.elsewhere else []
+        notes += [f"{path}: {len(mine.unasked)} answer(s) to the {mine.unasked[0][2]} questions, not "
+                  f"{plan.settings.strategy}'s, not scored (evaluate them with --strategy {mine.unasked[0][2]}): "
+                  + _listed([(n, key) for n, key, _ in mine.unasked])] if mine.unasked else []
+        notes += [f"{path}: {len(mine.empty)} empty answer(s), their items not answered: "
+                  + _listed(mine.empty)] if mine.empty else []
+    return [*([partial(counts, tag)] if partial(counts, tag) else []),
+            *(one_line(problem, 2000) for problem in collected.problems), *notes,
+            *[f"{names[key]}: request failed: {why}" for key, why in collected.failed.items()],
+            *[f"quarantined {why}" for why in collected.unshowable.values()],
+            *[f"{names[key]}: not answered: {why}" for key, why in list(collected.skipped.items())[:20]]]
 
 
 def store_run(catalog: Any, plan: EvaluationPlan, made: list[Any], failures: list[Any], answered: set[str],
@@ -258,11 +324,15 @@ def report_evaluation(settings: Settings, plan: EvaluationPlan, result: Evaluati
     folder = Path(out_dir) if out_dir else report_folder(settings, plan)
     evaluation = plan.evaluation
     tables = evaluation.report_tables(result.scoring, plan.label)
+    coverage = partial(result.counts, plan.manifest.tag)
+    if coverage:  # under the headline: the figures above it are over part of the release
+        tables = f"**{coverage[0].upper()}{coverage[1:]}.**\n\n{tables}"
     plots = evaluation.report_plots(result.scoring, folder, plan.label)
     summary = [("release", f"{plan.manifest.tag} (manifest {plan.manifest.sha256()[:12]})"),
                ("model", plan.label), ("strategy", plan.settings.variant),
                ("generation", ", ".join(f"{k}={v}" for k, v in plan.settings.generation.as_dict().items())),
                ("run key", plan.key), *[(k, str(v)) for k, v in result.counts.items()]]
+    summary += [("answers files", plan.files)] if plan.predictions else []
     summary += evaluation.report_summary(plan.settings)
     out = OutputFolder(folder)
     answers = out.path("predictions.jsonl")  # one line per item, for any tool that reads JSONL

@@ -82,7 +82,9 @@ def headline_names(evaluations: list[Any]) -> list[str]:
 
 
 def leaderboard_rows(evaluations: list[Any]) -> tuple[list[str], list[list[str]]]:
-    """One row per evaluation record, newest first within a release: the headline metrics of its benchmark."""
+    """One row per evaluation record, newest first within a release: the headline metrics of its benchmark. A run
+    that answered part of the release (its counts: ``scored`` below ``released``) says so beside its model,
+    ``(partial: 7 of 14)``: its figures do not rank with a full run's."""
     metric_names = headline_names(evaluations)
     header = ["release", "model", "strategy", *metric_names, "samples", "when"]
     rows = []
@@ -91,8 +93,10 @@ def leaderboard_rows(evaluations: list[Any]) -> tuple[list[str], list[list[str]]
         metrics = payload["metrics"]
         percent = benchmarks.get(payload["benchmark"]).evaluation.percent_metrics
         cells = [pct(metrics.get(m)) if percent else num(metrics.get(m)) for m in metric_names]
-        rows.append([payload["release"], payload["model"], payload["strategy"], *cells,
-                     str(payload["counts"].get("scored", 0)), record.created_at.strftime("%Y-%m-%d %H:%M")])
+        scored, released = payload["counts"].get("scored", 0), payload["counts"].get("released")
+        part = bool(released) and scored < released
+        rows.append([payload["release"], payload["model"] + (f" (partial: {scored} of {released})" if part else ""),
+                     payload["strategy"], *cells, str(scored), record.created_at.strftime("%Y-%m-%d %H:%M")])
     return header, rows
 
 

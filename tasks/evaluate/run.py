@@ -104,6 +104,9 @@ class Collected:
     problems: list[str] = field(default_factory=list)  # lines of an answers file that could not be used
     elsewhere: list[tuple[int, str]] = field(default_factory=list)  # (line, key) of answers to no item released
     empty: list[tuple[int, str]] = field(default_factory=list)  # (line, key) of empty answers: items unanswered
+    # (line, key, strategy) of answers to another strategy's questions (a Stage-2 log read for Stage 1): not scored
+    unasked: list[tuple[int, str, str]] = field(default_factory=list)
+    by_file: dict[str, Collected] = field(default_factory=dict)  # each answers file's own, where several are read
     from_cache: int = 0
     asked: int = 0
 

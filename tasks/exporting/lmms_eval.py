@@ -7,12 +7,28 @@ them all, and ``utils.py`` with the hooks the YAMLs call (``!function utils.…`
   ``doc_to_target``: ``answer``.
 - ``process_results``: the benchmark's ``HarnessMapping.sample_metric`` (the per-sample rule its evaluation
   applies, on one response against the row's truth) when it has one, and each metric's ``aggregation`` its
-  ``HarnessMapping.aggregate``, so a configuration's figure is the one ``benchwright evaluate`` reports on the same
-  items, on the same scale; both import benchwright from where the
-  export was made (``BENCHWRIGHT`` in utils.py: change it if the code moves; its dependencies must import in
-  lmms-eval's environment). Questions whose metrics need more than a row (a scorer model, a simulator replay) get
-  ``answered`` (the share of non-empty responses) there, and are scored by ``benchwright evaluate --predictions``
-  on the run's ``--log_samples`` file, as every benchmark can be.
+  ``HarnessMapping.aggregate`` (one function per configuration and metric, ``aggregate_<metric>__<config>``), so a
+  configuration's figure is the one ``benchwright evaluate`` reports on the same items, on the same scale; both
+  import benchwright from where the export was made (``BENCHWRIGHT`` in utils.py: change it if the code moves; its
+  dependencies must import in lmms-eval's environment). Questions whose metrics need more than a row (a scorer
+  model, a simulator replay) get ``answered`` (the share of non-empty responses) there, and are scored by
+  ``benchwright evaluate --predictions`` on the run's ``--log_samples`` files, as every benchmark can be.
+  ``process_results`` also returns the row's ``index`` (the item's record id): lmms-eval aggregates no metric of
+  that name, and writes it on the sample's ``--log_samples`` line (which no longer holds the ``doc``), so
+  ``evaluate --predictions`` checks that a line's ``doc_id`` names the row it was exported as.
+- The group (``bw_<release>``, every configuration) reports, in ``aggregate_metric_list``, each metric that has a
+  figure over all configurations (``HarnessMapping.combined``): ``overall_<metric>`` computes it as ``evaluate``'s
+  headline does (``HarnessMapping.overall_figure``) from every configuration's per-sample values, which the
+  configurations' aggregations leave with benchwright in the same lmms-eval process, not as lmms-eval's own mean
+  of the configurations' figures weighted by their sizes. So it is the figure ``evaluate --predictions`` gives the
+  group's ``--log_samples`` files for metrics that are means of samples (ViC-Bench's Stage-1 ``ACC``, ``answered``)
+  and for PROGRESS-BENCH's micro averages (weighted by answerable samples, PRC by trajectory), where a weighted
+  mean of the settings' figures would not be. A metric that is not a mean over the release (the web tests' per-test
+  figures, a macro mean over cells) has no group figure, as ``evaluate`` has none. Differences: ``evaluate`` scores
+  one strategy at a time and its headline covers that strategy's items, while the group covers every configuration
+  of the export; for a metric reported by configurations of one strategy only (ViC-Bench's ``ACC``, Stage 1) the two
+  agree, and ``answered`` pools every configuration that reports it (``evaluate`` has no such figure). lmms-eval
+  prints the group's stderr as N/A.
 - Decoding: the benchmark's paper settings (``Evaluation.generation``) as lmms-eval's ``generation_kwargs``, its
   stop strings as ``until`` (an empty list where it has none: lmms-eval's own default, a blank line, would cut a
   multi-paragraph answer benchwright reads whole).
@@ -23,6 +39,7 @@ them all, and ``utils.py`` with the hooks the YAMLs call (``!function utils.…`
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +57,8 @@ import sys
 
 BENCHWRIGHT = {root!r}  # benchwright's code, for its metric; change it if the code moves
 BENCHMARK = {name!r}
+TAG = {tag!r}
+CONFIGS = {configs!r}
 
 
 def doc_to_visual(doc):
@@ -69,14 +88,21 @@ def _benchwright():
 def process_results(doc, results):
     return _benchwright().sample_metrics(BENCHMARK, doc, results[0])
 
-
 '''
 
 _AGGREGATE = '''
 
-def aggregate_{metric}(values):
-    """{metric} over one configuration's per-sample values, as `benchwright evaluate` computes it."""
-    return _benchwright().aggregate_metric(BENCHMARK, {metric!r}, values)
+def {function}(values):
+    """{metric} over configuration {config}'s per-sample values, as `benchwright evaluate` computes it."""
+    return _benchwright().aggregate_metric(BENCHMARK, {metric!r}, values, TAG, {config!r})
+'''
+
+_OVERALL = '''
+
+def overall_{metric}(figures, sizes, weight_by_size=True):
+    """{metric} over every configuration's samples (lmms-eval's group figure), as `benchwright evaluate` reports it:
+    from the per-sample values the configurations' aggregations left with benchwright, not from ``figures``."""
+    return _benchwright().overall_metric(BENCHMARK, {metric!r}, TAG, CONFIGS)
 '''
 
 
@@ -86,25 +112,48 @@ def export_lmms_eval(catalog: Any, store: Any, tag: str, out_dir: Path | OutputF
     counts = write_parquet_configs(release, out, "data/{config}/" + SPLIT + ".parquet")
     plugin, prefix = release.plugin, task_prefix(release.manifest.name)
     mapping = plugin.harness_mapping()
-    tasks, every_metric = [], {}
+    tasks, hooks, every_metric = [], [], {}
     for config, rows in release.configs().items():
         task = f"{prefix}_{config}"
         data = out.path("data", config, f"{SPLIT}.parquet")
         metrics = tuple(dict.fromkeys(m for s in sorted({r.strategy for r in rows}) for m in mapping.metrics_of(s)))
-        out.save_text(task_yaml(task, str(data), metrics, plugin.evaluation.generation, mapping.lower_is_better),
-                       f"{task}.yaml")
+        functions = {metric: aggregate_function(metric, config, len(tasks)) for metric in metrics}
+        out.save_text(task_yaml(task, str(data), metrics, plugin.evaluation.generation, mapping.lower_is_better,
+                                functions), f"{task}.yaml")
         tasks.append(task)
+        hooks += [_AGGREGATE.format(function=functions[m], metric=m, config=config) for m in metrics]
         every_metric.update(dict.fromkeys(metrics))
-    group = "\n".join([f"group: {prefix}", "task:", *(f"  - {task}" for task in tasks)]) + "\n"
-    out.save_text(group, f"{prefix}.yaml")
+    combined = [metric for metric in every_metric if mapping.combined(metric)]
+    out.save_text(group_yaml(prefix, tasks, combined), f"{prefix}.yaml")
     root = str(Path(__file__).resolve().parents[2])
-    hooks = _UTILS.format(tag=release.manifest.tag, title=plugin.title, root=root, name=plugin.name)
-    out.save_text(hooks + "".join(_AGGREGATE.format(metric=metric) for metric in every_metric), "utils.py")
+    utils = _UTILS.format(tag=release.manifest.tag, title=plugin.title, root=root, name=plugin.name,
+                          configs=list(release.configs()))
+    out.save_text(utils + "".join(hooks) + "".join(_OVERALL.format(metric=m) for m in combined), "utils.py")
     return counts
 
 
+def aggregate_function(metric: str, config: str, position: int) -> str:
+    """The name of the utils.py function aggregating ``metric`` over one configuration (a Python identifier: a
+    configuration's characters other than letters, digits and underscores become underscores, and its position
+    keeps two such names apart)."""
+    safe = re.sub(r"\W", "_", config, flags=re.ASCII)
+    return f"aggregate_{metric}__{safe}" + ("" if safe == config else f"_{position}")
+
+
+def group_yaml(group: str, tasks: list[str], combined: list[str]) -> str:
+    """The group's YAML: its tasks, and each metric with a figure over all of them as lmms-eval's
+    ``aggregate_metric_list`` (``metric``, ``aggregation`` a callable of (figures, sizes, weight_by_size))."""
+    lines = [f"group: {group}", "task:", *(f"  - {task}" for task in tasks)]
+    if combined:
+        lines.append("aggregate_metric_list:")
+        for metric in combined:
+            lines += [f"  - metric: {metric}", f"    aggregation: !function utils.overall_{metric}",
+                      "    weight_by_size: true"]
+    return "\n".join(lines) + "\n"
+
+
 def task_yaml(task: str, data_file: str, metrics: tuple[str, ...], generation: Any,
-              lower_is_better: tuple[str, ...] = ()) -> str:
+              lower_is_better: tuple[str, ...] = (), functions: dict[str, str] | None = None) -> str:
     """One task's YAML, the fields lmms-eval's TaskConfig reads; JSON strings are YAML strings."""
     lines = [f"task: {task}", "dataset_path: parquet", "dataset_kwargs:", "  data_files:",
              f"    {SPLIT}: {json.dumps(data_file)}", f"test_split: {SPLIT}", "output_type: generate_until",
@@ -112,7 +161,8 @@ def task_yaml(task: str, data_file: str, metrics: tuple[str, ...], generation: A
              "doc_to_target: answer", "process_results: !function utils.process_results", "metric_list:"]
     for metric in metrics:
         # each metric aggregates as benchwright does (a plain mean, a macro mean over cells, a rank correlation)
-        lines += [f"  - metric: {metric}", f"    aggregation: !function utils.aggregate_{metric}",
+        function = (functions or {}).get(metric, f"aggregate_{metric}")
+        lines += [f"  - metric: {metric}", f"    aggregation: !function utils.{function}",
                   "    higher_is_better: " + ("false" if metric in lower_is_better else "true")]
     lines += ["generation_kwargs:", f"  max_new_tokens: {generation.max_tokens}",
               f"  temperature: {generation.temperature}", f"  top_p: {generation.top_p}",
@@ -125,17 +175,37 @@ def task_yaml(task: str, data_file: str, metrics: tuple[str, ...], generation: A
     return "\n".join(lines) + "\n"
 
 
+# (release tag, configuration) -> metric -> the per-sample values lmms-eval last aggregated for it, in this process:
+# what the group's figure (``overall_metric``) is computed from
+_RECORDED: dict[tuple[str, str], dict[str, list[Any]]] = {}
+
+
 def sample_metrics(benchmark_name: str, doc: dict[str, Any], response: Any) -> dict[str, Any]:
     """What lmms-eval's ``process_results`` gives for one response: the benchmark's metric of it, or whether it
-    answered at all where no row can score it."""
+    answered at all where no row can score it; and the row's ``index``, which lmms-eval aggregates into no figure
+    but writes on the sample's ``--log_samples`` line."""
     text = response if isinstance(response, str) else str(response[0] if response else "")
     mapping = benchmarks.get(benchmark_name).harness_mapping()
     if ANSWERED in mapping.metrics_of(str(doc.get("strategy", ""))):
-        return {ANSWERED: float(bool(text.strip()))}
+        return {ANSWERED: float(bool(text.strip())), "index": doc["index"]}
     assert mapping.sample_metric is not None  # metrics_of gives ``answered`` without one
-    return mapping.sample_metric(doc, text)
+    return {**mapping.sample_metric(doc, text), "index": doc["index"]}
 
 
-def aggregate_metric(benchmark_name: str, metric: str, values: list[Any]) -> float:
-    """lmms-eval's ``aggregation`` of one metric: the benchmark's own (``HarnessMapping.aggregate``)."""
+def aggregate_metric(benchmark_name: str, metric: str, values: list[Any], tag: str | None = None,
+                     config: str | None = None) -> float:
+    """lmms-eval's ``aggregation`` of one metric over one configuration: the benchmark's own
+    (``HarnessMapping.aggregate``). With the release ``tag`` and the ``config``, the values are kept for the group's
+    figure."""
+    if tag is not None and config is not None:
+        _RECORDED.setdefault((tag, config), {})[metric] = list(values)
     return benchmarks.get(benchmark_name).harness_mapping().aggregate(metric, values)
+
+
+def overall_metric(benchmark_name: str, metric: str, tag: str, configs: list[str]) -> float:
+    """The group's figure of ``metric``: over the per-sample values of every configuration of release ``tag``
+    aggregated in this process (``HarnessMapping.overall_figure``); NaN where none was."""
+    recorded = {config: _RECORDED[(tag, config)] for config in configs if (tag, config) in _RECORDED}
+    if not any(metric in per for per in recorded.values()):
+        return float("nan")
+    return benchmarks.get(benchmark_name).harness_mapping().overall_figure(metric, recorded)

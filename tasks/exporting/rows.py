@@ -9,6 +9,7 @@ use (``Evaluation.aliases``), so a harness's predictions come back keyed by it w
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +28,20 @@ class HarnessRow:
     images: tuple[bytes, ...]
     options: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
+    # a multiple-choice question without the benchmark's option list and answer instruction, for a harness that adds
+    # its own (``HarnessMapping.choice_question``); None: ``question`` as it is
+    choice_question: str | None = None
+
+
+@dataclass(frozen=True)
+class ExportedRow:
+    """Where an item's row lies in an export, without its prompt: what a harness's answers name it by (lmms-eval's
+    ``doc_id``, the row's position in its configuration) read back."""
+
+    index: str  # the item's record id
+    config: str
+    strategy: str
+    answer: str
 
 
 @dataclass
@@ -60,26 +75,43 @@ def harness_release(catalog: Any, store: Any, tag: str, format_name: str) -> Har
     mapping = plugin.harness_mapping()
     evaluation = plugin.evaluation
     items = evaluation.items(catalog, manifest, store.get)
-    rows, skipped = [], {}
-    for strategy in mapping.strategies:
-        settings = eval_settings(plugin.name, strategy)
-        for item in items:
-            if item.missing:
-                skipped[item.key] = item.missing
-                continue
-            messages, _count = evaluation.messages(item, settings, store.get, 0, [])
-            images = tuple(part for message in messages for part in message.parts if isinstance(part, bytes))
-            question = "\n".join(part for message in messages for part in message.parts if isinstance(part, str))
-            fields = mapping.fields(item, strategy)
-            rows.append(HarnessRow(index=item.key, config=file_stem(fields.config), strategy=strategy,
-                                   category=fields.category, question=question, answer=fields.answer,
-                                   images=images, options=dict(fields.options), extra=dict(fields.extra)))
+    rows, skipped = [], {item.key: item.missing for item in items if item.missing}
+    settings = {strategy: eval_settings(plugin.name, strategy) for strategy in mapping.strategies}
+    for strategy, item, fields in mapped_items(mapping, items):
+        messages, _count = evaluation.messages(item, settings[strategy], store.get, 0, [])
+        images = tuple(part for message in messages for part in message.parts if isinstance(part, bytes))
+        question = "\n".join(part for message in messages for part in message.parts if isinstance(part, str))
+        choice = (mapping.choice_question(item, strategy, question)
+                  if fields.options and mapping.choice_question else None)
+        rows.append(HarnessRow(index=item.key, config=file_stem(fields.config), strategy=strategy,
+                               category=fields.category, question=question, answer=fields.answer,
+                               images=images, options=dict(fields.options), extra=dict(fields.extra),
+                               choice_question=choice))
     if not rows:
         lacking = next(iter(skipped.items()), None)
         raise ValueError(f"release {manifest.tag} has no item that can be shown to a model, so nothing to export"
                          + (f": {len(skipped)} lack their images (first {lacking[0][:12]}: {lacking[1]})"
                             if lacking else ""))
     return HarnessRelease(plugin, manifest, rows, skipped)
+
+
+def mapped_items(mapping: Any, items: list[Any]) -> Iterator[tuple[str, Any, Any]]:
+    """(strategy, item, its HarnessFields) of every row an export writes, in the order it writes them: per exported
+    strategy every item that can be shown (one whose frames the source lacks is not exported)."""
+    for strategy in mapping.strategies:
+        for item in items:
+            if not item.missing:
+                yield strategy, item, mapping.fields(item, strategy)
+
+
+def exported_rows(plugin: benchmark.BenchmarkPlugin, items: list[Any]) -> dict[str, list[ExportedRow]]:
+    """Each configuration's rows as an export of a release with these items writes them (the Parquet file and the
+    TSV of a configuration hold its rows in this order), without building a prompt or reading an image."""
+    configs: dict[str, list[ExportedRow]] = {}
+    for strategy, item, fields in mapped_items(plugin.harness_mapping(), items):
+        config = file_stem(fields.config)
+        configs.setdefault(config, []).append(ExportedRow(item.key, config, strategy, fields.answer))
+    return configs
 
 
 def task_prefix(release_name: str) -> str:

@@ -1,13 +1,26 @@
 """A release as VLMEvalKit custom datasets: per configuration ``bw_<release>_<config>.tsv`` (VLMEvalKit keeps every
 custom dataset in ``$LMUData`` under its file name, so the release is in it), the layout VLMEvalKit's
-``CustomMCQDataset`` reads when the file has option columns (``A``, ``B``...) and ``CustomVQADataset`` otherwise.
+``build_dataset`` reads as a ``CustomMCQDataset`` when the file has option columns (``A``, ``B``...) and as a
+``CustomVQADataset`` otherwise.
 
 Columns: ``index`` (the item's record id: VLMEvalKit keeps a string index as it is, and writes it back beside each
 ``prediction``), ``image`` (base64; several images as a Python list of base64 strings, which VLMEvalKit's
-``toliststr`` reads, with ``image_path`` naming each), ``question`` (the benchmark's prompt), ``A``-``D`` for
-multiple choice, ``answer``, ``category``, then the benchmark's own columns. Copy the files into ``$LMUData`` and
-run ``python run.py --data bw_<release>_<config> --model ...``; its ``<model>_bw_<release>_<config>.xlsx`` (or
-``.tsv``) reads back with ``benchwright evaluate --predictions``.
+``toliststr`` reads, with ``image_path`` naming each), ``question``, ``A``-``D`` for multiple choice, ``answer``,
+``category``, then the benchmark's own columns. Copy the files into ``$LMUData`` and run
+``python run.py --data bw_<release>_<config> --model ...``; its ``<model>_bw_<release>_<config>.xlsx`` (or ``.tsv``,
+``.json`` with ``PRED_FORMAT``) reads back with ``benchwright evaluate --predictions``.
+
+How VLMEvalKit reads these files (ms-vlmeval 0.0.20, the tests run its own code on them):
+
+- ``question``: an open question is the benchmark's prompt. A multiple-choice one is the benchmark's question
+  without its own option list and answer instruction (``HarnessMapping.choice_question``): VLMEvalKit's
+  ``ImageMCQDataset.build_prompt`` writes ``Question: ...``, then ``Options:`` with the ``A``-``D`` columns and
+  "Please select the correct answer from the options above.", so the options appear once and the model answers with
+  a letter, which VLMEvalKit's exact-match scorer (``can_infer``) reads; ``answer`` is that letter.
+- VLMEvalKit loads a TSV with ``pd.read_csv(sep="\\t")``, whose default NA parsing turns a cell ``n/a``, ``NA``,
+  ``None``, ``null``... (pandas' ``STR_NA_VALUES``) into a blank, whatever quoting it has. Such a text cell
+  (a can't-tell ``n/a`` answer, an option named ``None``) is written with a trailing space (``n/a ``), which
+  pandas keeps as text; strip it to compare. A value that is really missing stays an empty cell.
 """
 
 from __future__ import annotations
@@ -28,7 +41,9 @@ def export_vlmevalkit(catalog: Any, store: Any, tag: str, out_dir: Path | Output
     out = OutputFolder.of(out_dir)
     counts, prefix = {}, task_prefix(release.manifest.name)
     for config, rows in release.configs().items():
-        frame = pd.DataFrame(table_columns(rows))
+        columns = table_columns(rows)
+        columns["question"] = [row.choice_question or row.question for row in rows]
+        frame = pd.DataFrame({name: [kept_as_text(value) for value in values] for name, values in columns.items()})
         frame.insert(1, "image", [_image_cell(row) for row in rows])
         if any(len(row.images) > 1 for row in rows):
             frame.insert(2, "image_path", [_image_paths(row) for row in rows])
@@ -36,6 +51,14 @@ def export_vlmevalkit(catalog: Any, store: Any, tag: str, out_dir: Path | Output
             frame.to_csv(handle, sep="\t", index=False)
         counts[config] = len(rows)
     return counts
+
+
+def kept_as_text(value: Any) -> Any:
+    """A text cell that pandas' default reading would take for a missing value, with a trailing space that keeps it
+    text (``n/a`` -> ``n/a ``); any other value as it is."""
+    from pandas._libs.parsers import STR_NA_VALUES
+
+    return f"{value} " if isinstance(value, str) and value in STR_NA_VALUES else value
 
 
 def _image_cell(row: HarnessRow) -> str:

@@ -1,6 +1,8 @@
 """PROGRESS-BENCH in the harness formats (tasks/exporting): a configuration per setting (same view, cross view,
 text demo), the ``direct`` strategy's prompt (one question per observation; ``two-stage`` is read by the same
-rules, so its answers score too), and per sample the metrics ProgressLM defines per sample."""
+rules, so its answers score too), and per sample the metrics ProgressLM defines per sample. Over all settings
+(lmms-eval's group) each metric is ``evaluate``'s micro average: the settings scored on their own, then weighted by
+their answerable samples (UDA: unanswerable ones), vision first, as ``metrics.progress_report`` does."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from typing import Any
 
 from tasks.benchmark import HarnessFields, HarnessMapping
 from tasks.progress.evaluation import ProgressItem
-from tasks.progress.metrics import Scored, rank_correlation, sample_marks
+from tasks.progress.metrics import Scored, combine, progress_scores, rank_correlation, sample_marks
 from tasks.progress.prompts import parse_progress_answer
 
 
@@ -41,6 +43,20 @@ def prc_aggregate(values: list[Any]) -> float:
     return float("nan") if prc is None else 100 * prc
 
 
+def progress_overall(metric: str) -> Any:
+    """``metric`` over every setting as ``evaluate``'s headline gives it (the micro average, x100), from each
+    setting's per-sample ``prc`` values (every sample in full: its trajectory, answerability, truth and answer)."""
+    def figure(recorded: dict[str, dict[str, list[Any]]]) -> float:
+        scores = {config: progress_scores([Scored(*value) for value in per.get("prc", [])])
+                  for config, per in recorded.items()}
+        none = progress_scores([])
+        vision = combine([scores.get("same", none), scores.get("cross", none)])
+        value = getattr(combine([vision, scores.get("text", none)]), metric)
+        return float("nan") if value is None else 100 * value
+
+    return figure
+
+
 def progress_source(record: Any) -> str | None:
     """A demo names the dataset its trajectory came from (an observation is a frame of that trajectory)."""
     return record.payload.get("data_source") if record.kind == "demo" else None
@@ -48,4 +64,6 @@ def progress_source(record: Any) -> str | None:
 
 HARNESS = HarnessMapping(strategies=("direct",), fields=progress_fields, sample_metric=progress_sample_metric,
                          metrics=("nse", "prc", "afrr", "uda"), lower_is_better=("nse", "afrr"),
-                         aggregates={"prc": prc_aggregate}, source=progress_source)
+                         aggregates={"prc": prc_aggregate},
+                         overall={metric: progress_overall(metric) for metric in ("nse", "prc", "afrr", "uda")},
+                         source=progress_source)

@@ -31,6 +31,31 @@ def vic_sample_metric(doc: dict[str, Any], response: str) -> dict[str, float | N
     return {"ACC": 100.0 * score_choice(doc["task"], doc["answer"], response)[0]["ACC"]}
 
 
+ANSWER_INSTRUCTION = "Think step by step"  # every Stage-1 prompt ends with its answer instruction from here
+
+
+def vic_choice_question(item: VicItem, strategy: str, question: str) -> str:
+    """A Stage-1 question without its option list (counting lists the options in the text) and its closing answer
+    instruction (the letter inside <answer>), for VLMEvalKit to list the options once and ask for the letter. Where
+    option images are named before the question ("Option A:" ...), one sentence says which images they are: a
+    harness shows every image before the text."""
+    options = item.payload["stage_one_options"]
+    labels = {f"Option {letter}:" for letter in options}
+    lines = question.split("\n")
+    listed = {f"{letter}. {text}" for letter, text in options.items()}
+    text = "\n".join(line for line in lines if line not in labels and line not in listed)
+    cut = text.rfind(ANSWER_INSTRUCTION)
+    if cut < 0 or "<answer>" in text[:cut]:
+        raise ValueError(f"ViC-Bench item {item.key[:12]}: its Stage-1 question does not end with its answer "
+                         f"instruction ({ANSWER_INSTRUCTION!r}...)")
+    text = text[:cut].rstrip()
+    named = [line[len("Option "):-1] for line in lines if line in labels]
+    if named:
+        text = (f"Image 1 is the question's picture; images 2-{len(named) + 1} are the options "
+                f"{', '.join(named[:-1])} and {named[-1]}, in this order.\n{text}")
+    return text
+
+
 def vic_source(record: Any) -> str | None:
     """The generator an instance came from (a maze generator, a bundled image) and the seed of the run that drew
     it: instances are generated, not collected."""
@@ -43,4 +68,5 @@ def vic_source(record: Any) -> str | None:
 
 
 HARNESS = HarnessMapping(strategies=("stage1", "stage2"), fields=vic_fields, sample_metric=vic_sample_metric,
-                         metrics=("ACC",), unscored=("stage2",), source=vic_source)
+                         metrics=("ACC",), unscored=("stage2",), choice_question=vic_choice_question,
+                         source=vic_source)

@@ -46,6 +46,15 @@ def webplan_aggregate(values: list[Any]) -> float:
     return float("nan") if figure is None else figure
 
 
+def webplan_choice_question(item: WebplanItem, strategy: str, question: str) -> str:
+    """A multiple-choice question without its options and answer instruction (``prompts.prompt(listed=False)``),
+    after the names of its pictures where it has them ("Picture 1:"), for VLMEvalKit to list the options once."""
+    asked = prompts.prompt(item.payload, strategy)
+    if not question.endswith(asked):
+        raise ValueError(f"web-planning item {item.key[:12]}: the exported question does not end with its prompt")
+    return question[:len(question) - len(asked)] + prompts.prompt(item.payload, strategy, listed=False)
+
+
 def webplan_source(record: Any) -> str | None:
     """The trajectory dataset an instance was made from, else the website it shows."""
     meta = record.payload.get("meta") or {}
@@ -53,4 +62,5 @@ def webplan_source(record: Any) -> str | None:
 
 
 HARNESS = HarnessMapping(strategies=("instruct",), fields=webplan_fields, sample_metric=webplan_sample_metric,
-                         metrics=("accuracy",), aggregates={"accuracy": webplan_aggregate}, source=webplan_source)
+                         metrics=("accuracy",), aggregates={"accuracy": webplan_aggregate},
+                         choice_question=webplan_choice_question, source=webplan_source)

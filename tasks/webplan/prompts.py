@@ -97,11 +97,15 @@ def _plans(options: dict[str, str]) -> str:
     return "\n".join(f"{letter}. {text}" for letter, text in sorted(options.items()))
 
 
-def prompt(payload: dict[str, Any], style: str, history: bool = False) -> str:
-    """The question of one instance in one style (``history``: the real-web prompt lists the earlier actions)."""
+def prompt(payload: dict[str, Any], style: str, history: bool = False, listed: bool = True) -> str:
+    """The question of one instance in one style (``history``: the real-web prompt lists the earlier actions).
+    ``listed`` False: a multiple-choice question without its options, their letters and the answer instruction,
+    for a harness that lists the options and asks for a letter itself (VLMEvalKit)."""
     test, meta, options = payload["test"], payload.get("meta", {}), payload.get("options", {})
     kind = answer_kind(test, meta.get("form", ""))
     letters = ", ".join(sorted(options))
+    if options and not listed:
+        return _unlisted(prompt(payload, style, history), options, letters, instruction(test, style, kind))
     if test == "temporal":
         extra = "\nOptions:\nA. Picture 1\nB. Picture 2" if meta.get("form") == "mcq" else ""
         body = TEMPORAL.format(task=payload["task"], options=extra)
@@ -118,6 +122,18 @@ def prompt(payload: dict[str, Any], style: str, history: bool = False) -> str:
     else:
         body = EDGE.format(task=payload["task"], plans=_plans(options), letters=letters)
     return f"{body}\n\n{instruction(test, style, kind)}"
+
+
+def _unlisted(question: str, options: dict[str, str], letters: str, asked: str) -> str:
+    """``question`` less its option list (with its heading), the letters of "Which plan (A, B, C, D)" and the
+    instruction that closes it; an error where the list or the instruction is not there (the templates changed)."""
+    closing = f"\n\n{asked}"
+    listing = next((f"\n{head}\n{_plans(options)}" for head in ("Plans:", "Possible action plans:", "Options:")
+                    if f"\n{head}\n{_plans(options)}" in question), None)
+    if listing is None or closing not in question:
+        raise ValueError("a web-planning question without its option list or its instruction: the unlisted form "
+                         "no longer matches the templates")
+    return question.replace(closing, "", 1).replace(listing, "", 1).replace(f" ({letters})", "", 1)
 
 
 _MARKER = re.compile(r"(?:OUTPUT CHOICE|OUTPUT|FINAL ANSWER|ANSWER)\s*[:：]\s*(.+)", re.IGNORECASE)

@@ -1,0 +1,92 @@
+"""The Hugging Face export of every benchmark, loaded with the real ``datasets`` (``load_dataset`` of the folder and
+of a Parquet file) and compared row for row with the release; its dataset card (hashes, counts, sources, who
+reviewed what); a benchmark refusing a harness format it does not declare."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from schemas.config import Settings
+from storage import open_storage
+from tasks import benchmarks
+from tests.support.harness_cases import REVIEW_QUEUE, SOURCES, check_row, exported, webplan_release
+
+
+@pytest.mark.parametrize("name", benchmarks.names())
+def test_the_hf_export_loads_with_datasets_row_for_row(settings: Settings, tmp_path: Path, name: str) -> None:
+    import datasets
+
+    from tasks.exporting.hf import export_hf
+
+    tag, counts, expected = exported(settings, name, export_hf, tmp_path / "hf")
+    storage = open_storage(settings)
+    assert sum(counts.values()) == len(expected)
+    card = (tmp_path / "hf" / "README.md").read_text()
+    from storage.releases import load_release
+
+    manifest = load_release(storage.catalog, tag)
+    assert manifest.sha256() in card and "## How it was built" in card and "## What people reviewed" in card
+    assert (tmp_path / "hf" / "statistics.png").read_bytes().startswith(b"\x89PNG")
+    assert "Sources: not recorded" not in card and SOURCES[name] in card
+    seen = set()
+    for config, count in counts.items():
+        assert f"| {config} | test | {count} |" in card
+        loaded = datasets.load_dataset(str(tmp_path / "hf"), config, split="test")
+        assert isinstance(loaded.features["images"], datasets.List)
+        assert isinstance(loaded.features["images"].feature, datasets.Image)
+        raw = loaded.cast_column("images", datasets.List(datasets.Image(decode=False)))
+        for row, raw_row in zip(loaded, raw, strict=True):
+            want = expected[(row["strategy"], row["index"])]
+            check_row(name, row, config, want)
+            assert [image["bytes"] for image in raw_row["images"]] == want["images"]
+            assert len(row["images"]) == len(want["images"])  # decoded as PIL images too
+            seen.add((row["strategy"], row["index"]))
+    assert seen == set(expected)
+    whole = datasets.load_dataset("parquet", data_files={"test": str(tmp_path / "hf" / next(iter(counts)) /
+                                                                       "test.parquet")}, split="test")
+    assert len(whole) == next(iter(counts.values()))
+
+
+
+@pytest.mark.parametrize("people", [False, True])
+def test_the_card_tells_people_from_the_unattended_demo_policy(settings: Settings, tmp_path: Path,
+                                                               people: bool) -> None:
+    from storage.releases import load_release
+    from tasks.exporting.hf import export_hf
+
+    tag = webplan_release(settings, people=people)
+    storage = open_storage(settings)
+    export_hf(storage.catalog, storage.blobs, tag, tmp_path / "hf")
+    reviewed = (tmp_path / "hf" / "README.md").read_text().split("## What people reviewed")[1]
+    released = len(load_release(storage.catalog, tag).records)
+    automatic = released - 2 if people else released
+    assert (f"{automatic} decision(s) by the unattended demo policy (`policy:unattended-demo`), not counted above: "
+            "auto-accepted by the unattended demo review policy; NOT human-reviewed.") in reviewed
+    assert f"| {REVIEW_QUEUE} | accept | unattended demo policy | {automatic} |" in reviewed
+    if not people:
+        assert "No person reviewed these records." in reviewed and "| person |" not in reviewed
+        return
+    # ann2's correction: the released record is the corrected version, whose parents name the decision
+    assert "2 human decision(s) by 2 annotator(s) (ann1, ann2)" in reviewed
+    assert f"| {REVIEW_QUEUE} | accept | person | 1 |" in reviewed
+    assert f"| {REVIEW_QUEUE} | correct | person | 1 |" in reviewed
+
+
+
+def test_a_benchmark_refuses_a_harness_format_it_does_not_declare(settings: Settings, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from dataclasses import replace
+
+    from schemas import registry
+    from tasks.exporting.hf import export_hf
+
+    tag = webplan_release(settings)
+    plugin = benchmarks.get("webplan")
+    monkeypatch.setitem(registry._loaded, "webplan", replace(plugin, harness_formats=("vlmevalkit",)))
+    storage = open_storage(settings)
+    with pytest.raises(ValueError, match="does not export to hf: its harness formats are vlmevalkit"):
+        export_hf(storage.catalog, storage.blobs, tag, tmp_path / "hf")
+    assert not (tmp_path / "hf").exists()
+
