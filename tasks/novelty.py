@@ -5,8 +5,9 @@ near-duplicate image and a near-duplicate text.
 - Same content: the same text and the same images (their sha256), whatever the record's id (a record made by another
   run or seed has another id for the same question).
 - Near-duplicate image: a perceptual hash (``imagehash.phash``, 64 bits of the image's low frequencies) within
-  ``IMAGE_BITS`` of an earlier image's. Measured on ViC-Bench's renders: distinct mazes, jigsaws and crowd crops lie
-  12-30 bits apart; the two DoorKey-5x5 rooms that differ only in where the agent faces lie 0 apart.
+  ``IMAGE_BITS`` of an earlier image's: a photo brightened and saved as a JPEG lies 2 bits from itself, distinct
+  composed jigsaw scenes 20 or more, crowd scenes 14 or more. Sparse renders (a maze, a MiniGrid room: mostly one
+  colour) are not hashed: different rooms lie 0-4 bits apart, so a benchmark names them ``exact``.
 - Near-duplicate text: the cosine of the texts' embeddings (the ``embedder`` role, a sentence-transformers model by
   default) at least ``TEXT_SIMILARITY``: a question or plan reworded keeps its meaning, so its embedding stays close.
 A benchmark says what an instance's text and images are (``BenchmarkPlugin.novelty``); a text left empty is not
@@ -28,11 +29,17 @@ SAME, NEAR_IMAGE, NEAR_TEXT = "same content", "near-duplicate image", "near-dupl
 
 @dataclass(frozen=True)
 class NoveltyKeys:
-    """What makes an instance the instance it is: the text a model reads (answers included) and the images it sees
-    (blob sha256s)."""
+    """What makes an instance the instance it is: the text a model reads (answers included), the images it sees
+    whose near-duplicates count as repeats (blob sha256s: photos and scenes, which a perceptual hash tells apart),
+    and images that count only when identical (``exact``: sparse renders such as a maze or a grid room, whose
+    64-bit hashes lie 0-4 bits apart for different rooms)."""
 
     text: str
     images: tuple[str, ...]
+    exact: tuple[str, ...] = ()
+
+    def content(self) -> tuple[str, tuple[str, ...]]:
+        return self.text, tuple(sorted((*self.images, *self.exact)))
 
 
 @dataclass(frozen=True)
@@ -83,7 +90,7 @@ class Screen:
 
     def add(self, record_id: str, keys: NoveltyKeys, vector: np.ndarray | None = None) -> None:
         """Count an instance as out: later candidates are screened against it."""
-        self._contents.setdefault((keys.text, tuple(sorted(keys.images))), record_id)
+        self._contents.setdefault(keys.content(), record_id)
         for sha in keys.images:
             self._hashes.append(self._hash_of(sha))
             self._hash_owner.append(record_id)
@@ -114,7 +121,7 @@ class Screen:
         return screened
 
     def overlap(self, record_id: str, keys: NoveltyKeys, vector: np.ndarray | None) -> Overlap | None:
-        same = self._contents.get((keys.text, tuple(sorted(keys.images))))
+        same = self._contents.get(keys.content())
         if same is not None and same != record_id:
             return Overlap(record_id, same, SAME, 0.0)
         if self._hashes and keys.images:

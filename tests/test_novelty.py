@@ -55,3 +55,14 @@ def test_a_reworded_plan_is_caught_by_its_meaning_and_another_plan_passes(settin
         record_id=lambda candidate: candidate)
     assert screened.admitted == ["other"]
     assert [(o.record_id, o.reason) for o in screened.overlaps] == [("reworded", NEAR_TEXT)]
+
+
+def test_images_named_exact_count_only_when_identical() -> None:
+    """A sparse render (a maze, a grid room) is a repeat only as the very same picture: its near-identical hash
+    says nothing, so a retouched copy passes while the same bytes do not."""
+    images = {"a": _photo(1), "a2": _retouched(_photo(1))}
+    screen = Screen(images.__getitem__, embed=None)
+    screen.add("old", NoveltyKeys("", (), exact=("a",)))
+    screened = screen.screen([("same", NoveltyKeys("", (), exact=("a",))),
+                              ("close", NoveltyKeys("", (), exact=("a2",)))], record_id=lambda candidate: candidate)
+    assert screened.admitted == ["close"] and [o.reason for o in screened.overlaps] == [SAME]

@@ -55,12 +55,19 @@ def instance_of(record: Any, image: Callable[[str], bytes]) -> VicInstance:
 
 
 def novelty_keys(record: Any) -> Any:
-    """An instance for the novelty screen (``tasks.novelty``): the open form's picture (the maze, the puzzle, the
-    room's start and end, the crowd) and a jigsaw's source image, which make it the instance it is; not the Stage-1
-    options, which show other mazes and frames on purpose; no text, its questions being templates."""
+    """An instance for the novelty screen (``tasks.novelty``): the picture that makes it the instance it is (the
+    open form's: the maze, the room's start and end, the crowd; a jigsaw's source image); a crowd scene and a
+    jigsaw's source by their perceptual hash (a near copy is a repeat), a maze and a grid room only when identical
+    (their sparse renders hash alike); not the Stage-1 options, which show other mazes and frames on purpose; no
+    text, its questions being templates."""
     from tasks.novelty import NoveltyKeys
 
-    return NoveltyKeys(text="", images=tuple(blob.sha256 for blob in record.blobs if blob.role in NOVELTY_ROLES))
+    task = record.payload["task"]
+    roles = HASHED_ROLES.get(task)
+    by_role = {blob.role: blob.sha256 for blob in record.blobs}
+    if roles:
+        return NoveltyKeys(text="", images=tuple(by_role[role] for role in roles if role in by_role))
+    return NoveltyKeys(text="", images=(), exact=(by_role["open"],))
 
 
-NOVELTY_ROLES = ("open", "source")
+HASHED_ROLES = {"jigsaw": ("source",), "counting": ("open",)}  # the others: the open picture, exactly
