@@ -11,13 +11,16 @@ from typing import Any
 
 import pytest
 
-from schemas import Producer, Status
 from schemas.config import Settings
-from schemas.releases import ReleaseSelection
-from storage import open_storage
-from storage.releases import create_release
 from tests.support.browser import CHROMIUM
-from tests.support.evaluation import evaluate, explore_release, progress_release, vic_release, webplan_instances
+from tests.support.evaluation import (
+    evaluate,
+    explore_release,
+    progress_release,
+    vic_release,
+    webplan_instances,
+    webplan_release,
+)
 from tests.support.figures import caught_figures
 
 PAGE = 1440
@@ -38,18 +41,6 @@ def page_width() -> Iterator[Callable[[Path], int]]:
 
         yield width
         browser.close()
-
-
-def webplan_release(settings: Settings) -> str:
-    from tasks.webplan.records import instance_record
-
-    storage = open_storage(settings)
-    put = lambda data, role: storage.put_blob(data, role=role, media_type="image/png")  # noqa: E731
-    records = [instance_record(i, Producer(task="test"), put) for i in webplan_instances()]
-    storage.catalog.put_records(records)
-    storage.catalog.set_status([r.id for r in records], Status.ACCEPTED, reason="verified (test)", actor="test")
-    return create_release(storage.catalog, storage.blobs, "webplan-test",
-                          selection=ReleaseSelection(benchmarks=("webplan",), kinds=("webplan_instance",))).tag
 
 
 # benchmark -> (its release, the model, the strategy: one that draws every chart its reports have)

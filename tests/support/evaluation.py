@@ -148,6 +148,19 @@ def webplan_instances() -> list[WebplanInstance]:
     return made
 
 
+def webplan_release(settings: Settings) -> str:
+    """``webplan_instances`` stored, accepted as verified, released as ``webplan-test``."""
+    from tasks.webplan.records import instance_record
+
+    storage = open_storage(settings)
+    put = lambda data, role: storage.put_blob(data, role=role, media_type="image/png")  # noqa: E731
+    records = [instance_record(i, Producer(task="test"), put) for i in webplan_instances()]
+    storage.catalog.put_records(records)
+    storage.catalog.set_status([r.id for r in records], Status.ACCEPTED, reason="verified (test)", actor="test")
+    return create_release(storage.catalog, storage.blobs, "webplan-test",
+                          selection=ReleaseSelection(benchmarks=("webplan",), kinds=("webplan_instance",))).tag
+
+
 def evaluate(settings: Settings, **options):
     from tasks.evaluate.engine import gather_answers, prepare_evaluation, score_and_store
 

@@ -10,16 +10,13 @@ from typing import Any
 
 import pytest
 
-from schemas import Producer, Status
 from schemas.config import Settings
-from schemas.releases import ReleaseSelection
 from storage import open_storage
-from storage.releases import create_release
 from tasks.evaluate.run import Parsed
 from tasks.webplan.evaluation import WebplanItem
 from tasks.webplan.metrics import score_run
 from tasks.webplan.prompts import judge_prompt, prompt, read_answer, read_judged
-from tests.support.evaluation import webplan_instances
+from tests.support.evaluation import webplan_instances, webplan_release
 
 
 @pytest.mark.parametrize(("text", "kind", "expected"), [
@@ -108,18 +105,6 @@ def test_metrics_by_hand() -> None:
     assert scoring.per_sample["e2"]["correct"] == 0.0 and "realweb" not in scoring.headline
 
 
-def _release(settings: Settings) -> str:
-    from tasks.webplan.records import instance_record
-
-    storage = open_storage(settings)
-    put = lambda data, role: storage.put_blob(data, role=role, media_type="image/png")  # noqa: E731
-    records = [instance_record(i, Producer(task="test"), put) for i in webplan_instances()]
-    storage.catalog.put_records(records)
-    storage.catalog.set_status([r.id for r in records], Status.ACCEPTED, reason="verified (test)", actor="test")
-    return create_release(storage.catalog, storage.blobs, "webplan-test",
-                          selection=ReleaseSelection(benchmarks=("webplan",), kinds=("webplan_instance",))).tag
-
-
 def _evaluate(settings: Settings, release: str, model: str | None, strategy: str, predictions: str | None = None,
               **options: Any) -> Any:
     from tasks.evaluate.engine import gather_answers, prepare_evaluation, score_and_store
@@ -129,7 +114,7 @@ def _evaluate(settings: Settings, release: str, model: str | None, strategy: str
 
 
 def test_baselines_end_to_end(settings: Settings) -> None:
-    tag = _release(settings)
+    tag = webplan_release(settings)
     for style in ("instruct", "cot"):
         oracle = _evaluate(settings, tag, "baseline:oracle", style)
         assert oracle.metrics["temporal"] == 100 and oracle.metrics["future"] == 100 and oracle.metrics["edge"] == 100
@@ -142,7 +127,7 @@ def test_baselines_end_to_end(settings: Settings) -> None:
 
 
 def test_answers_from_a_file_keyed_by_instance_key(settings: Settings, tmp_path: Path) -> None:
-    tag = _release(settings)
+    tag = webplan_release(settings)
     answers = tmp_path / "answers.jsonl"
     rows = [{"key": "temporal-order1-mcq", "answer": "OUTPUT: A"}, {"key": "temporal-order2-open", "answer": "B?"},
             {"key": "future-1", "answer": "No"}, {"key": "edge-1", "answer": "Plan C"}]
@@ -155,7 +140,7 @@ def test_answers_from_a_file_keyed_by_instance_key(settings: Settings, tmp_path:
 def test_the_webplan_export_reads_back_into_the_same_instances(settings: Settings, tmp_path: Path) -> None:
     from tasks.webplan.export import export_webplan, import_webplan
 
-    tag = _release(settings)
+    tag = webplan_release(settings)
     storage = open_storage(settings)
     counts = export_webplan(storage.catalog, storage.blobs, tag, tmp_path / "out")
     assert counts == {"edge": 1, "future": 1, "temporal": 4}
@@ -206,7 +191,7 @@ def test_the_judge_reads_what_the_rules_cannot_and_unclear_counts_as_wrong(setti
     from tasks.evaluate.engine import gather_answers, prepare_evaluation, score_and_store
     from tests.support.chat_server import ScriptedChatServer
 
-    tag = _release(settings)
+    tag = webplan_release(settings)
 
     def reply(body: dict[str, Any]) -> str:
         if body["model"] == "judge":  # the edge case's reply reads as C to the judge, the rest stay unclear
