@@ -80,6 +80,9 @@ class BenchmarkPlugin:
     # "module:attr" of ``(record) -> tasks.novelty.NoveltyKeys``: the default freeze then makes fresh versions, each
     # instance in no earlier version and repeating none of theirs (a generated benchmark, drawn anew each run)
     novelty: str | None = None
+    # "module:attr" of ``(record) -> {descriptor: number}``: what makes an item hard (``tasks.difficulty`` compares
+    # release versions by them: ``benchwright release diff --difficulty``)
+    difficulty: str | None = None
     evaluated: tuple[str, ...] = ("{prefix}-{name}",)
     stats: str | None = None  # "module:attr" of ``(catalog, tag) -> ReleaseStats``
     # the harness formats (HARNESS_FORMATS) it supports, and "module:attr" of its HarnessMapping
@@ -176,7 +179,8 @@ class BenchmarkPlugin:
                     "settings_section": self.settings_section or (self.name if self.settings_model else None)}
         for name, value in defaults.items():
             object.__setattr__(self, name, value)
-        for name in ("evaluator", "payloads", "freeze", "publish", "stats", "harness", "kit", "novelty"):
+        for name in ("evaluator", "payloads", "freeze", "publish", "stats", "harness", "kit", "novelty",
+                     "difficulty"):
             object.__setattr__(self, name, absolute(getattr(self, name), package))
         object.__setattr__(self, "stages", tuple(stage.in_package(package) for stage in self.stages))
         object.__setattr__(self, "reviews", tuple(review.in_package(package) for review in self.reviews))

@@ -24,7 +24,7 @@ def named_targets(plugin: BenchmarkPlugin) -> list[tuple[str, str, Any]]:
     found += [(f"{name}", getattr(plugin, name), callable) for name in ("freeze", "publish", "stats")
               if getattr(plugin, name)]
     found += [("kit", plugin.kit, Kit)] if plugin.kit else []
-    found += [("novelty", plugin.novelty, callable)] if plugin.novelty else []
+    found += [(name, getattr(plugin, name), callable) for name in ("novelty", "difficulty") if getattr(plugin, name)]
     found += [("harness", plugin.harness, HarnessMapping)] if plugin.harness else []
     found += [(f"stage {s.name}", s.run, callable) for s in plugin.stages]
     found += [(f"stage {s.name} units", s.units, callable) for s in plugin.stages if s.units]

@@ -73,10 +73,18 @@ def release_diff(old: Annotated[str, typer.Argument(help="NAME@VERSION to compar
                  limit: Annotated[int, typer.Option(
                      help="Ids listed per section (added, removed, changed); 0 lists none. --json lists all.")] = 10,
                  as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a summary.")] = False,
+                 difficulty: Annotated[bool, typer.Option(help=(
+                     "Compare how hard the two versions' items are instead: each difficulty descriptor the "
+                     "benchmark declares (a maze's moves...), by a two-sample test; exit code 1 when one "
+                     "differs beyond the tolerance."))] = False,
                  ) -> None:
     """Compare two releases: how many records of each kind were added, removed and changed, then the first ids of
     each (a change is a record whose status or blobs changed, or one replaced by a record derived from it)."""
     from storage.releases import diff_releases
+
+    if difficulty:
+        _difficulty_diff(old, new, as_json)
+        return
 
     with terminal.failures_as_messages():
         diff = diff_releases(terminal.storage().catalog, old, new)
@@ -97,6 +105,25 @@ def release_diff(old: Annotated[str, typer.Argument(help="NAME@VERSION to compar
         if len(lines) > limit > 0 or (lines and limit == 0):
             terminal.console.print(f"  ... {len(lines) - limit if limit else len(lines)} more {name} (--limit, "
                                    f"--json)", markup=False, highlight=False)
+
+
+def _difficulty_diff(old: str, new: str, as_json: bool) -> None:
+    from tasks.difficulty import ALPHA, EFFECT, release_difficulty
+
+    with terminal.failures_as_messages():
+        title, compared = release_difficulty(terminal.storage().catalog, old, new)
+    rows = [c.row() for c in compared]
+    columns = ("descriptor", "old n", "new n", "old mean", "new mean", "effect (d)", "p (KS)", "differs")
+    if not as_json:
+        terminal.console.print(f"{title}: how hard {old} and {new} are, per difficulty descriptor", markup=False)
+    listing.show(rows, columns, as_json=as_json, figures=columns[1:-1],
+                 caption=f"differs: Kolmogorov-Smirnov p < {ALPHA} and |Cohen's d| > {EFFECT}")
+    flagged = [c.descriptor for c in compared if c.flagged]
+    if not as_json:
+        terminal.console.print(f"{len(flagged)} of {len(compared)} descriptors differ" +
+                               (f": {', '.join(flagged)}" if flagged else ": as hard as each other"), markup=False)
+    if flagged:
+        raise typer.Exit(1)
 
 
 def _export_help() -> str:

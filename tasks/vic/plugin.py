@@ -28,6 +28,7 @@ PLUGIN = BenchmarkPlugin(
     harness=".harness:HARNESS",
     kit=".kit:KIT",
     novelty=".records:novelty_keys",  # each release version fresh: no instance of an earlier one, nor a near copy
+    difficulty=".difficulty:describe",
     order=3,
     stages=STAGES,
     build_options=VicBuildOptions,
