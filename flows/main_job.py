@@ -12,10 +12,11 @@ from prefect.cache_policies import NONE
 from flows.build import build
 from flows.evaluate import evaluate_release
 from flows.release_tasks import check_release, export
-from flows.run_labels import label_run, report_releases, run_tag
+from flows.run_labels import label_run, report_fresh_version, report_releases, run_tag
 from flows.runtime import current_flow_run_id, recorded_run
 from schemas.config import Settings
 from storage import open_storage
+from storage.releases import load_release
 from tasks import benchmarks as registered
 from tasks.benchmark import BenchmarkPlugin
 
@@ -75,6 +76,7 @@ def _release(plugin: BenchmarkPlugin, settings: Settings, tag: str, export_relea
     """Verify a frozen release, export it, and run what the benchmark publishes of it (statistics, its own
     format)."""
     check_release(settings, tag)
+    report_fresh_version(load_release(open_storage(settings).catalog, tag).params, tag)
     release: dict[str, Any] = {"tag": tag, "benchmark": plugin.name}
     if export_release:
         release["export"] = export(settings, tag, settings.export.folder)

@@ -82,6 +82,25 @@ def report_releases(releases: dict[str, dict[str, Any]]) -> None:
                           description="The release versions this run froze, verified and exported")
 
 
+def report_fresh_version(params: dict[str, Any], tag: str) -> None:
+    """What a fresh version's freeze checked (``tasks.releasing.freeze_fresh``): the novelty screen's counts in the
+    log, and its difficulty against the version before as a table artifact (``difficulty-<name>``)."""
+    from prefect.artifacts import create_table_artifact
+
+    novelty, difficulty = params.get("novelty"), params.get("difficulty")
+    if novelty:
+        log([f"{tag}: {novelty['admitted']} of {novelty['checked']} instances fresh against "
+             f"{novelty['earlier instances']} released before; turned away: "
+             + ", ".join(f"{reason} {novelty.get(reason, 0)}" for reason in
+                         ("same content", "near-duplicate image", "near-duplicate text"))])
+    if difficulty:
+        differs = ", ".join(difficulty["differs"]) or "none"
+        log([f"{tag} against {difficulty['against']}: descriptors that differ: {differs}"])
+        create_table_artifact(difficulty["descriptors"], key=_key(f"difficulty-{tag.split('@')[0]}"),
+                              description=f"How hard {tag} is against {difficulty['against']} ({difficulty['rule']});"
+                                          f" differs: {differs}")
+
+
 def report_evaluation(result: dict[str, Any], shown: dict[str, str]) -> None:
     """An evaluation's headline metrics (as its report shows them) as a table artifact, its report as a link
     artifact, and a log line."""

@@ -132,7 +132,8 @@ class BenchmarkPlugin:
         def freeze_releases(settings: Settings, prefix: str, params: dict[str, Any]) -> list[str]:
             if self.novelty:
                 return freeze_fresh(settings, prefix, params, benchmark=self.name, kind=kind,
-                                    subset=self.release_subset, keys_of=load_target(self.novelty))
+                                    subset=self.release_subset, keys_of=load_target(self.novelty),
+                                    describe=load_target(self.difficulty) if self.difficulty else None)
             return freeze_accepted(settings, prefix, params, benchmark=self.name, kind=kind,
                                    subset=self.release_subset)
 

@@ -46,6 +46,9 @@ def test_each_version_of_a_generated_release_is_fresh_and_says_what_it_screened(
     assert (novelty["checked"], novelty["admitted"], novelty[SAME], novelty["earlier instances"]) == (4, 3, 1, 3)
     assert novelty["overlaps"][0]["other_id"] == first.records[0].id
     assert "in no earlier version of t-vic" in second.selection.subset
+    difficulty = second.params["difficulty"]  # how hard it is against the version before, per descriptor
+    assert difficulty["against"] == first.tag and {row["descriptor"] for row in difficulty["descriptors"]} == {
+        "maze/moves", "maze/branches", "maze/distractor distance"}
 
 
 def test_a_draw_that_repeats_a_released_instance_is_drawn_again(settings: Settings, monkeypatch) -> None:
