@@ -29,6 +29,7 @@ PLUGIN = BenchmarkPlugin(
     kit=".kit:KIT",
     novelty=".records:novelty_keys",  # each release version fresh: no instance of an earlier one, nor a near copy
     difficulty=".difficulty:describe",
+    stats=".stats:stats_for_release",
     order=3,
     stages=STAGES,
     build_options=VicBuildOptions,
