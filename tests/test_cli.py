@@ -203,7 +203,7 @@ def test_release_export_in_a_harness_format_the_benchmark_declares(tmp_path, mon
     assert result.exit_code == 0, result.output
     lines = [line.strip() for line in result.output.splitlines()]
     written = sorted(p.name for p in (tmp_path / "x" / "tiny-progress-v1-vlmevalkit").iterdir())
-    assert written == ["bw_tiny_progress_same.tsv", "bw_tiny_progress_text.tsv"]
+    assert written == ["bw_tiny_progress.json", "bw_tiny_progress_same.tsv", "bw_tiny_progress_text.tsv"]
     assert "same 4" in lines and "text 3" in lines
     plugin = benchmarks.get("progress")
     from schemas import registry

@@ -21,6 +21,7 @@ from tests.support.harness_cases import (
     LMMS_EVAL_FIELDS,
     check_row,
     exported,
+    fingerprinted,
     headline_metric,
     items_of,
     same_figure,
@@ -53,12 +54,14 @@ def test_the_lmms_eval_task_folder_follows_its_schema(settings: Settings, tmp_pa
         assert set(task) == LMMS_EVAL_FIELDS and task["task"] == path.stem
         assert task["output_type"] == "generate_until" and task["test_split"] == "test"
         assert task["doc_to_visual"] == "!function utils.doc_to_visual" and task["doc_to_target"] == "answer"
+        assert task["doc_to_messages"] == "!function utils.doc_to_messages"
         kwargs = task["generation_kwargs"]
         assert kwargs["max_new_tokens"] == generation.max_tokens and kwargs["top_p"] == generation.top_p
         # benchwright's stops, none where it sends none (lmms-eval would otherwise stop at a blank line)
         assert kwargs["until"] == list(generation.stop)
         assert kwargs.get("top_k") == generation.top_k
-        docs = datasets.load_dataset(task["dataset_path"], **task["dataset_kwargs"], split="test")
+        docs = datasets.load_dataset(task["dataset_path"], **task["dataset_kwargs"], split="test",
+                                     cache_dir=str(tmp_path / "cache"))
         assert len(docs) == count
         strategies = set(docs["strategy"])
         names = [m["metric"] for m in task["metric_list"]]
@@ -71,6 +74,10 @@ def test_the_lmms_eval_task_folder_follows_its_schema(settings: Settings, tmp_pa
             check_row(name, doc, config, want)
             assert utils.doc_to_text(doc, {"pre_prompt": "", "post_prompt": ""}) == want["question"]
             assert len(utils.doc_to_visual(doc)) == len(want["images"])
+            # chat models' turn: the request's text and images in its order (lmms-eval's own run checks it too)
+            [turn] = utils.doc_to_messages(doc, {"pre_prompt": "", "post_prompt": ""})
+            assert turn["role"] == "user" and fingerprinted(
+                [(c["type"], c.get("text", c.get("url"))) for c in turn["content"]]) == fingerprinted(want["parts"])
             scores = utils.process_results(doc, ["x"])
             # the metrics, and the row's index, which lmms-eval writes on the sample's --log_samples line
             assert set(scores) == {*names, "index"} and scores["index"] == doc["index"]
@@ -121,7 +128,8 @@ def test_each_lmms_eval_configuration_reports_what_evaluate_gives_its_items(sett
         task = yaml_of(path)
         if "group" in task:
             continue
-        docs = datasets.load_dataset(task["dataset_path"], **task["dataset_kwargs"], split="test")
+        docs = datasets.load_dataset(task["dataset_path"], **task["dataset_kwargs"], split="test",
+                                     cache_dir=str(tmp_path / "cache"))
         blank = "answered" in [m["metric"] for m in task["metric_list"]]  # some empty answers to count
         answers = {doc["index"]: "" if blank and numbered[doc["index"]][0] % 3 == 2
                    else answer_of(numbered[doc["index"]][1], numbered[doc["index"]][0]) for doc in docs}
@@ -152,7 +160,7 @@ def test_the_lmms_eval_hooks_say_where_they_looked_for_benchwright(settings: Set
     export_lmms_eval(storage.catalog, storage.blobs, tag, tmp_path / "lmms")
     utils = utils_of(tmp_path / "lmms")
     doc = datasets.load_dataset("parquet", data_files={"test": str(next((tmp_path / "lmms").glob(
-        "data/*/test.parquet")))}, split="test")[0]
+        "data/*/test.parquet")))}, split="test", cache_dir=str(tmp_path / "cache"))[0]
     assert utils.process_results(doc, ["A"])
     monkeypatch.setitem(sys.modules, "tasks.exporting.lmms_eval", None)  # as where benchwright does not import
     with pytest.raises(ImportError, match=r"imported from BENCHWRIGHT = '.*' in .*utils\.py, and that failed"):

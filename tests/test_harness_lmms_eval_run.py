@@ -1,5 +1,7 @@
 """lmms-eval itself (0.7.3, installed from PyPI by tests/support/harnesses.py; a failed install fails these tests)
-over every benchmark's exported task folder, with a stand-in model: its ``--log_samples`` files read back by
+over every benchmark's exported task folder, with a stand-in model: as a chat model it is asked each row's request
+with its text and images in the benchmark's order (``doc_to_messages``), as a simple one the prompt with each
+image's place and the images in that order; its ``--log_samples`` files read back by
 ``evaluate --predictions`` give what the same answers give directly; its group figures are ``evaluate``'s headline;
 lines of another export, files named after no task of the release and files that answer nothing are refused with
 the reason, and a run of part of the release says it is partial."""
@@ -17,7 +19,15 @@ from tasks import benchmarks
 from tasks.benchmark import ANSWERED
 from tasks.exporting.rows import exported_rows
 from tests.support.evaluation import evaluate
-from tests.support.harness_cases import CASES, headline_metric, same_figure, scaled
+from tests.support.harness_cases import (
+    CASES,
+    IMAGE,
+    fingerprinted,
+    headline_metric,
+    request_parts,
+    same_figure,
+    scaled,
+)
 from tests.support.harness_runs import HarnessRun, lmms_eval_run
 
 
@@ -53,6 +63,46 @@ def test_lmms_eval_writes_a_samples_file_per_task_whose_lines_have_no_doc(lmms: 
                 assert line["index"] == row.index and line["target"] == row.answer
                 assert line["filtered_resps"] == lmms.answers.get(row.strategy, {}).get(row.index, "")
     assert len(list((lmms.home / "logs").rglob("*_results.json"))) == 1
+
+
+def _received(run: HarnessRun, name: str, mode: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """(strategy, index) -> what the stand-in model was given for a row of ``name``'s release (``mode``: chat or
+    simple), as it recorded it."""
+    received = {}
+    for line in _lines(run.home / f"{mode}.jsonl"):
+        if line["task"].startswith(run.prefix(name) + "_"):
+            assert (line["strategy"], line["index"]) not in received, line["task"]
+            received[(line["strategy"], line["index"])] = line
+    return received
+
+
+@pytest.mark.parametrize("name", benchmarks.names())
+def test_lmms_eval_chat_models_are_asked_each_request_in_its_order(lmms: HarnessRun, name: str) -> None:
+    """What lmms-eval hands a chat model (the task's ``doc_to_messages``, validated by its ``ChatMessages`` and
+    turned into Hugging Face chat messages) is the benchmark's request, ``Evaluation.messages``: text and images
+    in its order, each label beside its image ("Option A:" before option A's image, "Picture 1:" before picture 1,
+    "Frame 2 (50%):" before frame 2), never every image first."""
+    requests = request_parts(lmms.settings, name, lmms.items[name])
+    received = _received(lmms, name, "chat")
+    assert set(received) == set(requests)
+    for key, line in received.items():
+        asked = [next(iter(part.items())) for part in line["parts"]]
+        assert asked == fingerprinted(requests[key]), (line["task"], key[1][:12])
+    assert any(sum(kind == "image" for kind, _ in parts) > 1 for parts in requests.values()) == (name != "explore")
+
+
+@pytest.mark.parametrize("name", benchmarks.names())
+def test_lmms_eval_simple_models_get_each_image_s_place_in_the_prompt(lmms: HarnessRun, name: str) -> None:
+    """lmms-eval's simple models (``--force_simple``) get ``doc_to_text`` as lmms-eval builds the prompt, with
+    ``<image>`` at each image's place (the placeholder lmms-eval's LLaVA-OneVision, Idefics2 and Mantis put images
+    at), and ``doc_to_visual``'s images in that order."""
+    requests = request_parts(lmms.settings, name, lmms.items[name])
+    received = _received(lmms, name, "simple")
+    assert set(received) == set(requests)
+    for key, line in received.items():
+        parts = fingerprinted(requests[key])
+        assert line["context"] == "\n".join(IMAGE if kind == "image" else value for kind, value in parts)
+        assert line["images"] == [value for kind, value in parts if kind == "image"]
 
 
 @pytest.mark.parametrize("name", benchmarks.names())

@@ -1,13 +1,17 @@
-"""The VLMEvalKit export of every benchmark: its TSVs against VLMEvalKit's custom-dataset layout, row for row; then
-VLMEvalKit's own code (ms-vlmeval 0.0.20 from PyPI, tests/support/harnesses.py; a failed install fails these
-tests) over them: ``build_dataset`` takes each TSV for the dataset it is (multiple choice where it has option
-columns), its loader keeps every answer (``n/a`` is no blank), ``build_prompt`` lists each option once and asks
-once, its exact-match scorer agrees with ``evaluate`` item by item, and the prediction files it writes read back
-with ``evaluate --predictions``, every file of a release as one run, as the same answers do directly."""
+"""The VLMEvalKit export of every benchmark: its TSVs against VLMEvalKit's custom-dataset layout, row for row, and
+its ``run.py --config`` file; then VLMEvalKit's own code (ms-vlmeval 0.0.20 from PyPI,
+tests/support/harnesses.py; a failed install fails these tests) over them: ``build_dataset_from_config`` builds
+each dataset the config names, its loader keeps every answer (``n/a`` is no blank), ``build_prompt`` gives each
+row's text and images in the order of the benchmark's request (each label beside its image), lists each option
+once and asks once, its exact-match scorer agrees with ``evaluate`` item by item, and the prediction files it
+writes read back with ``evaluate --predictions``, every file of a release as one run, as the same answers do
+directly."""
 
 from __future__ import annotations
 
 import ast
+import itertools
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -17,10 +21,20 @@ from schemas.config import Settings
 from tasks import benchmarks
 from tasks.exporting.rows import exported_rows
 from tests.support.evaluation import evaluate
-from tests.support.harness_cases import CASES, VLMEVALKIT_COLUMNS, check_row, decoded, exported, tsv_images
+from tests.support.harness_cases import (
+    CASES,
+    IMAGE,
+    VLMEVALKIT_COLUMNS,
+    check_row,
+    decoded,
+    exported,
+    request_parts,
+    same_picture,
+    tsv_images,
+)
 from tests.support.harness_runs import HarnessRun, vlmevalkit_run
 
-INSTRUCTION = "Please select the correct answer from the options above."  # VLMEvalKit's ImageMCQDataset's
+INSTRUCTION = "Answer with the option's letter from the given choices directly."  # VLMEvalKit's MUIRDataset's
 
 
 @pytest.mark.parametrize("name", benchmarks.names())
@@ -29,7 +43,11 @@ def test_the_vlmevalkit_tsv_has_its_columns_and_every_row(settings: Settings, tm
 
     tag, counts, expected = exported(settings, name, export_vlmevalkit, tmp_path / "vlm")
     prefix = "bw_" + tag.split("@")[0].replace("-", "_")  # the release in every name: $LMUData holds them all
-    assert sorted(p.name for p in (tmp_path / "vlm").iterdir()) == sorted(f"{prefix}_{c}.tsv" for c in counts)
+    assert sorted(p.name for p in (tmp_path / "vlm").iterdir()) == sorted(
+        [f"{prefix}.json", *(f"{prefix}_{c}.tsv" for c in counts)])
+    # run.py --config: each TSV read by the class that puts each image at its place; the model is the user's
+    assert json.loads((tmp_path / "vlm" / f"{prefix}.json").read_text()) == {
+        "model": {}, "data": {f"{prefix}_{c}": {"class": "MUIRDataset", "dataset": f"{prefix}_{c}"} for c in counts}}
     seen = set()
     for config in counts:
         frame = pd.read_csv(tmp_path / "vlm" / f"{prefix}_{config}.tsv", sep="\t", dtype=str, keep_default_na=False)
@@ -38,6 +56,7 @@ def test_the_vlmevalkit_tsv_has_its_columns_and_every_row(settings: Settings, tm
             want = expected[(row["strategy"], row["index"])]
             # a multiple-choice question without the benchmark's own option list and instruction
             check_row(name, row, config, want, choice=True)
+            assert row["question"].count(IMAGE) == len(want["images"])
             assert tsv_images(row["image"]) == want["images"]
             assert len(row["image"]) > 64  # shorter is read as another row's index
             if len(want["images"]) > 1:
@@ -70,7 +89,7 @@ def test_vlmevalkit_loads_every_tsv_as_the_dataset_it_is_and_keeps_every_answer(
         done = datasets[f"{vlm.prefix(name)}_{config}"]
         choice = bool(plugin.harness_mapping().fields(
             next(i for i in vlm.items[name] if i.key == exported_config[0].index), exported_config[0].strategy).options)
-        assert done["class"] == ("CustomMCQDataset" if choice else "CustomVQADataset")
+        assert done["class"] == "MUIRDataset" and done["options"] == choice
         assert sorted(done["rows"]) == sorted(row.index for row in exported_config)
         for row in exported_config:
             loaded = done["rows"][row.index]
@@ -81,32 +100,33 @@ def test_vlmevalkit_loads_every_tsv_as_the_dataset_it_is_and_keeps_every_answer(
 
 
 @pytest.mark.parametrize("name", benchmarks.names())
-def test_vlmevalkit_prompts_list_each_option_once_and_ask_once(vlm: HarnessRun, name: str) -> None:
-    """``build_prompt`` of a multiple-choice row: the question, then VLMEvalKit's options list and instruction, each
-    once; the benchmark's own list and its answer instruction (<answer>..., "Answer with the letter") are not
-    there. An open row's prompt is the benchmark's. Every image is saved and shown."""
-    from storage import open_storage
-    from tasks.evaluate.run import eval_settings
-
-    storage = open_storage(vlm.settings)
-    plugin = benchmarks.get(name)
-    images = {}
-    for strategy in plugin.harness_mapping().strategies:
-        for item in (i for i in vlm.items[name] if not i.missing):
-            messages, _ = plugin.evaluation.messages(item, eval_settings(name, strategy), storage.blobs.get, 0, [])
-            images[(strategy, item.key)] = sum(isinstance(p, bytes) for m in messages for p in m.parts)
+def test_vlmevalkit_prompts_keep_the_request_s_order_and_ask_once(vlm: HarnessRun, name: str) -> None:
+    """``build_prompt`` (``MUIRDataset``'s, as the exported config names it) gives each row the benchmark's request
+    (``Evaluation.messages``) in its order: every image, saved and shown, at its place, and the texts between
+    them as the request has them, so a label ("Option A:", "Picture 1:", "Frame 2 (50%):") comes just before its
+    image, never with every image first. An open row's last text is the request's; a multiple-choice row's is the
+    question, then VLMEvalKit's options list and instruction, each once; the benchmark's own list and answer
+    instruction (<answer>..., "Answer with the letter") are not there."""
+    requests = request_parts(vlm.settings, name, vlm.items[name])
     for dataset, done in _datasets(vlm, name).items():
         for index, row in done["rows"].items():
-            prompt = row["prompt"]
-            assert row["images"] == images[(row["strategy"], index)]
-            if done["class"] != "CustomMCQDataset":
-                assert prompt == row["question"]
+            asked = [next(iter(part.items())) for part in row["parts"]]
+            request = requests[(row["strategy"], index)]
+            assert [kind for kind, _ in asked] == [kind for kind, _ in request], (dataset, index[:12])
+            for (kind, value), (_, want) in zip(asked[:-1], request[:-1], strict=True):
+                assert same_picture(value, want) if kind == "image" else value.strip("\n") == want.strip("\n")
+            for (kind, value), (after, _) in itertools.pairwise(asked):
+                assert kind == "image" or not value.strip().endswith(":") or after == "image"  # a label, its image
+            last = asked[-1][1].lstrip("\n")  # the newline after the last image's place
+            if not done["options"]:
+                assert last.strip("\n") == request[-1][1].strip("\n")
                 continue
-            assert prompt.startswith(f"Question: {row['question']}\nOptions:\n") and prompt.count(INSTRUCTION) == 1
-            options = prompt.split("\nOptions:\n")[1].split(INSTRUCTION)[0].strip().split("\n")
+            question = row["question"].split(IMAGE)[-1].strip("\n")
+            assert last.startswith(f"{question}\n") and last.count(INSTRUCTION) == 1, (dataset, last)
+            options = last.removeprefix(f"{question}\n").split(INSTRUCTION)[0].strip().split("\n")
             for option in options:
-                assert prompt.count(option) == 1, (dataset, option)
-            assert "<answer>" not in prompt and "Answer with" not in prompt and "Think step by step" not in prompt
+                assert last.count(option) == 1, (dataset, option)
+            assert "<answer>" not in last and "Answer with the letter" not in last and "Think step by step" not in last
 
 
 def _correct(name: str, scores: dict) -> float:
@@ -118,7 +138,7 @@ def test_vlmevalkit_s_exact_matching_scores_each_choice_as_evaluate_does(vlm: Ha
     """The letters VLMEvalKit's prompt asks for: its exact-match scorer (``can_infer``, no judge) and ``evaluate
     --predictions`` on its prediction files mark each item alike (ViC-Bench's ``<answer>B</answer>``-style
     instruction made it score 0 of 3 before)."""
-    datasets = {d: done for d, done in _datasets(vlm, name).items() if done["class"] == "CustomMCQDataset"}
+    datasets = {d: done for d, done in _datasets(vlm, name).items() if done["options"]}
     files = [done["pred_files"]["xlsx"] for done in _datasets(vlm, name).values()]
     result = evaluate(vlm.settings, release=vlm.tags[name], model=f"vlmevalkit-mcq-{name}",
                       strategy=CASES[name][1], predictions=files)[2]

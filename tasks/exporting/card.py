@@ -12,10 +12,29 @@ from schemas import Status
 from schemas.registry import load_target
 from storage.output import OutputFolder
 from tasks.benchmark import HarnessMapping
-from tasks.exporting.rows import HarnessRelease
+from tasks.exporting.rows import IMAGE, HarnessRelease
 from tasks.review import UNATTENDED, UNATTENDED_REASON
 
 CHART = "statistics.png"
+# how a row's question holds its images (rows.py), for the card's readers
+PROMPT_FORMAT = [
+    "## Prompt format", "",
+    f"`question` is the benchmark's prompt as `benchwright evaluate` sends it: its text and image parts in order, "
+    f"joined by newlines, with the placeholder `{IMAGE}` at each image's place. `images` holds the images in that "
+    f"order: the n-th `{IMAGE}` is `images[n]`, so a label such as `Option A:` or `Frame 2 (50%):` comes just "
+    f"before its image. A model that reads `{IMAGE}` tokens takes `question` as it is; for a chat model, put each "
+    "image in its place:", "",
+    "```python",
+    "def interleaved(row):",
+    '    """The row\'s request: [text, image, text, ...] in the benchmark\'s order."""',
+    f'    pieces, parts = row["question"].split("{IMAGE}"), []',
+    "    for n, piece in enumerate(pieces):",
+    '        piece = piece.removeprefix("\\n") if n else piece  # the newlines around a placeholder',
+    '        piece = piece.removesuffix("\\n") if n < len(pieces) - 1 else piece',
+    "        parts += [piece] if piece else []",
+    '        parts += [row["images"][n]] if n < len(pieces) - 1 else []',
+    "    return parts",
+    "```"]
 
 
 def dataset_card(release: HarnessRelease, catalog: Any, tag: str, out: OutputFolder, files: dict[str, str],
@@ -37,6 +56,7 @@ def dataset_card(release: HarnessRelease, catalog: Any, tag: str, out: OutputFol
              for name, rows in configs.items()]
     if release.skipped:
         body += ["", f"{len(release.skipped)} item(s) are not exported: the source lacked their frames."]
+    body += ["", *PROMPT_FORMAT]
     body += ["", "## Statistics", "", *_statistics(release, catalog, tag, out), ""]
     body += _built(records, plugin.harness_mapping()) + _reviewed(catalog, records)
     return "\n".join(header + body) + "\n"

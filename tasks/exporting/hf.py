@@ -5,8 +5,9 @@ a test item), and a dataset card, ``README.md``, whose YAML lists the configurat
 The Parquet files are written with pyarrow and carry the ``huggingface`` schema metadata ``datasets`` writes itself
 (its Features), so ``images`` loads as a list of ``Image`` features (PIL images) and exporting needs no ``datasets``
 install. Columns: ``index`` (the item's record id, the key predictions come back with), ``question`` (the benchmark's
-prompt), ``images``, ``answer``, ``category``, ``strategy`` (whose prompt it is), ``A``-``D``... where the items are
-multiple choice, and the benchmark's own columns.
+prompt, ``<image>`` at each image's place: rows.py), ``images`` (in the placeholders' order), ``answer``,
+``category``, ``strategy`` (whose prompt it is), ``A``-``D``... where the items are multiple choice, and the
+benchmark's own columns. The dataset card says how to put the images back in their places.
 """
 
 from __future__ import annotations

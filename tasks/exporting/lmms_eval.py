@@ -2,9 +2,15 @@
 ``data/<config>/test.parquet`` (the Hugging Face export's Parquet, images as Image features), a group YAML naming
 them all, and ``utils.py`` with the hooks the YAMLs call (``!function utils.…``).
 
-- ``doc_to_visual``: the row's images, in the order the benchmark's request shows them; ``doc_to_text``: the
-  benchmark's own prompt (``question``) between lmms-eval's ``pre_prompt``/``post_prompt`` (empty by default);
-  ``doc_to_target``: ``answer``.
+- The prompt keeps the request's order of text and images (rows.py). ``doc_to_messages`` (what lmms-eval's chat
+  models ask: lmms-eval builds a ``ConfigurableMessagesTask`` for them and validates the turn with its
+  ``protocol.ChatMessages``) is one user turn, ``[{"role": "user", "content": [...]}]``, whose content is the
+  request's parts in order: ``{"type": "text", "text": ...}`` and ``{"type": "image", "url": <PIL image>}`` (the
+  form lmms-eval's own ``_visual_to_content`` gives an image; its MMMU task splits its question the same way).
+  For its simple models, ``doc_to_text`` is the benchmark's prompt (``question``, ``<image>`` at each image's
+  place, lmms-eval's own placeholder: LLaVA-OneVision, Idefics2, Mantis put the images there, Qwen2.5-VL drops it)
+  between lmms-eval's ``pre_prompt``/``post_prompt`` (empty by default), and ``doc_to_visual`` the images in that
+  order; ``doc_to_target``: ``answer``.
 - ``process_results``: the benchmark's ``HarnessMapping.sample_metric`` (the per-sample rule its evaluation
   applies, on one response against the row's truth) when it has one, and each metric's ``aggregation`` its
   ``HarnessMapping.aggregate`` (one function per configuration and metric, ``aggregate_<metric>__<config>``), so a
@@ -47,7 +53,7 @@ from storage.output import OutputFolder
 from tasks import benchmarks
 from tasks.benchmark import ANSWERED
 from tasks.exporting.hf import SPLIT, write_parquet_configs
-from tasks.exporting.rows import harness_release, task_prefix
+from tasks.exporting.rows import IMAGE, harness_release, task_prefix
 
 _UTILS = '''"""lmms-eval hooks of benchwright release {tag} ({title}); written by `benchwright release export --format
 lmms-eval`. The metric is benchwright's own, imported from the code below."""
@@ -61,6 +67,9 @@ TAG = {tag!r}
 CONFIGS = {configs!r}
 
 
+IMAGE = {image!r}  # an image's place in the question: the n-th is doc["images"][n]
+
+
 def doc_to_visual(doc):
     return [image.convert("RGB") for image in doc["images"]]
 
@@ -68,6 +77,22 @@ def doc_to_visual(doc):
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
     kwargs = lmms_eval_specific_kwargs or {{}}
     return f"{{kwargs.get('pre_prompt', '')}}{{doc['question']}}{{kwargs.get('post_prompt', '')}}"
+
+
+def doc_to_messages(doc, lmms_eval_specific_kwargs=None):
+    """The benchmark's request as one user turn: its text and images in its order, each image at its place."""
+    pieces, images = doc_to_text(doc, lmms_eval_specific_kwargs).split(IMAGE), doc_to_visual(doc)
+    if len(pieces) != len(images) + 1:
+        raise ValueError(f"row {{doc['index']}}: {{len(pieces) - 1}} {{IMAGE}} places for {{len(images)}} images")
+    content = []
+    for n, piece in enumerate(pieces):
+        piece = piece.removeprefix("\\n") if n else piece  # the newlines the question puts around a place
+        piece = piece.removesuffix("\\n") if n < len(images) else piece
+        if piece:
+            content.append({{"type": "text", "text": piece}})
+        if n < len(images):
+            content.append({{"type": "image", "url": images[n]}})
+    return [{{"role": "user", "content": content}}]
 
 
 def _benchwright():
@@ -127,7 +152,7 @@ def export_lmms_eval(catalog: Any, store: Any, tag: str, out_dir: Path | OutputF
     out.save_text(group_yaml(prefix, tasks, combined), f"{prefix}.yaml")
     root = str(Path(__file__).resolve().parents[2])
     utils = _UTILS.format(tag=release.manifest.tag, title=plugin.title, root=root, name=plugin.name,
-                          configs=list(release.configs()))
+                          configs=list(release.configs()), image=IMAGE)
     out.save_text(utils + "".join(hooks) + "".join(_OVERALL.format(metric=m) for m in combined), "utils.py")
     return counts
 
@@ -158,6 +183,7 @@ def task_yaml(task: str, data_file: str, metrics: tuple[str, ...], generation: A
     lines = [f"task: {task}", "dataset_path: parquet", "dataset_kwargs:", "  data_files:",
              f"    {SPLIT}: {json.dumps(data_file)}", f"test_split: {SPLIT}", "output_type: generate_until",
              "doc_to_visual: !function utils.doc_to_visual", "doc_to_text: !function utils.doc_to_text",
+             "doc_to_messages: !function utils.doc_to_messages",
              "doc_to_target: answer", "process_results: !function utils.process_results", "metric_list:"]
     for metric in metrics:
         # each metric aggregates as benchwright does (a plain mean, a macro mean over cells, a rank correlation)

@@ -1,10 +1,13 @@
 """A release as the rows every harness format is written from: one per item and exported strategy.
 
 A row's question and images are the benchmark's own request (``Evaluation.messages`` of the first round), so the
-harnesses ask what ``benchwright evaluate`` asks: the text parts joined by newlines, the images in the order the
-request shows them (a harness shows them before the text; each text part that introduced an image still names it,
-"Frame 2 (50%):", in that order). The row's ``index`` is the item's record id, the first key every answers file may
-use (``Evaluation.aliases``), so a harness's predictions come back keyed by it with no table beside the export.
+harnesses ask what ``benchwright evaluate`` asks, in its order: the request's parts joined by newlines, each image
+written as the placeholder ``<image>`` (``IMAGE``) where the request shows it, and the images in that order (the
+n-th placeholder is the n-th image). So a label stays just before its image ("Frame 2 (50%):" before frame 2,
+"Option A:" before option A) in every format: Hugging Face keeps the placeholders in ``question``, lmms-eval's
+``doc_to_messages`` and VLMEvalKit's ``MUIRDataset`` put each image there. The row's ``index`` is the item's
+record id, the first key every answers file may use (``Evaluation.aliases``), so a harness's predictions come back
+keyed by it with no table beside the export.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from typing import Any
 from storage.paths import file_stem
 from tasks import benchmark, benchmarks
 
+IMAGE = "<image>"  # an image's place in an exported question (lmms-eval's and VLMEvalKit's placeholder)
+
 
 @dataclass(frozen=True)
 class HarnessRow:
@@ -23,9 +28,9 @@ class HarnessRow:
     config: str
     strategy: str
     category: str
-    question: str
+    question: str  # the request's parts joined by newlines, ``IMAGE`` at each image's place
     answer: str
-    images: tuple[bytes, ...]
+    images: tuple[bytes, ...]  # in the order of the placeholders
     options: dict[str, str] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     # a multiple-choice question without the benchmark's option list and answer instruction, for a harness that adds
@@ -79,10 +84,14 @@ def harness_release(catalog: Any, store: Any, tag: str, format_name: str) -> Har
     settings = {strategy: eval_settings(plugin.name, strategy) for strategy in mapping.strategies}
     for strategy, item, fields in mapped_items(mapping, items):
         messages, _count = evaluation.messages(item, settings[strategy], store.get, 0, [])
-        images = tuple(part for message in messages for part in message.parts if isinstance(part, bytes))
-        question = "\n".join(part for message in messages for part in message.parts if isinstance(part, str))
+        parts = [part for message in messages for part in message.parts]
+        images = tuple(part for part in parts if isinstance(part, bytes))
+        question = interleaved_question(parts, item.key, fields.options)
         choice = (mapping.choice_question(item, strategy, question)
                   if fields.options and mapping.choice_question else None)
+        if choice is not None and choice.count(IMAGE) != len(images):
+            raise ValueError(f"{plugin.title} item {item.key[:12]}: its multiple-choice question has "
+                             f"{choice.count(IMAGE)} {IMAGE} placeholders for {len(images)} images")
         rows.append(HarnessRow(index=item.key, config=file_stem(fields.config), strategy=strategy,
                                category=fields.category, question=question, answer=fields.answer,
                                images=images, options=dict(fields.options), extra=dict(fields.extra),
@@ -93,6 +102,16 @@ def harness_release(catalog: Any, store: Any, tag: str, format_name: str) -> Har
                          + (f": {len(skipped)} lack their images (first {lacking[0][:12]}: {lacking[1]})"
                             if lacking else ""))
     return HarnessRelease(plugin, manifest, rows, skipped)
+
+
+def interleaved_question(parts: list[Any], key: str, options: dict[str, str] | None = None) -> str:
+    """A request's parts as one question: text as it is, each image as ``IMAGE``, joined by newlines. A text
+    (or option) holding ``IMAGE`` itself would put an image where the request has none: an error naming the item."""
+    texts = [part for part in parts if isinstance(part, str)] + [str(v) for v in (options or {}).values()]
+    if any(IMAGE in text for text in texts):
+        raise ValueError(f"item {key[:12]}: its prompt holds the text {IMAGE!r}, which the harness formats read as "
+                         "an image's place")
+    return "\n".join(IMAGE if isinstance(part, bytes) else part for part in parts)
 
 
 def mapped_items(mapping: Any, items: list[Any]) -> Iterator[tuple[str, Any, Any]]:

@@ -36,24 +36,16 @@ ANSWER_INSTRUCTION = "Think step by step"  # every Stage-1 prompt ends with its 
 
 def vic_choice_question(item: VicItem, strategy: str, question: str) -> str:
     """A Stage-1 question without its option list (counting lists the options in the text) and its closing answer
-    instruction (the letter inside <answer>), for VLMEvalKit to list the options once and ask for the letter. Where
-    option images are named before the question ("Option A:" ...), one sentence says which images they are: a
-    harness shows every image before the text."""
+    instruction (the letter inside <answer>), for VLMEvalKit to list the options once and ask for the letter. The
+    labels of option images ("Option A:") stay where they are, each beside its image's place."""
     options = item.payload["stage_one_options"]
-    labels = {f"Option {letter}:" for letter in options}
-    lines = question.split("\n")
     listed = {f"{letter}. {text}" for letter, text in options.items()}
-    text = "\n".join(line for line in lines if line not in labels and line not in listed)
+    text = "\n".join(line for line in question.split("\n") if line not in listed)
     cut = text.rfind(ANSWER_INSTRUCTION)
     if cut < 0 or "<answer>" in text[:cut]:
         raise ValueError(f"ViC-Bench item {item.key[:12]}: its Stage-1 question does not end with its answer "
                          f"instruction ({ANSWER_INSTRUCTION!r}...)")
-    text = text[:cut].rstrip()
-    named = [line[len("Option "):-1] for line in lines if line in labels]
-    if named:
-        text = (f"Image 1 is the question's picture; images 2-{len(named) + 1} are the options "
-                f"{', '.join(named[:-1])} and {named[-1]}, in this order.\n{text}")
-    return text
+    return text[:cut].rstrip()
 
 
 def vic_source(record: Any) -> str | None:

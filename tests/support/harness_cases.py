@@ -30,8 +30,10 @@ from tests.support.images import solid_png as png
 VLMEVALKIT_COLUMNS = ("index", "image", "question", "answer", "category")
 # lmms-eval's TaskConfig fields the exported YAML sets (lmms_eval/api/task.py)
 LMMS_EVAL_FIELDS = {"task", "dataset_path", "dataset_kwargs", "test_split", "output_type", "doc_to_visual",
-                    "doc_to_text", "doc_to_target", "process_results", "metric_list", "generation_kwargs",
-                    "lmms_eval_specific_kwargs"}
+                    "doc_to_text", "doc_to_messages", "doc_to_target", "process_results", "metric_list",
+                    "generation_kwargs", "lmms_eval_specific_kwargs"}
+# the documented placeholder of an image's place in an exported question (README, the dataset card)
+IMAGE = "<image>"
 
 
 def progress_answer(item: Any, n: int) -> str:
@@ -174,12 +176,67 @@ def expected_rows(settings: Settings, tag: str) -> dict[tuple[str, str], dict[st
             messages, _ = plugin.evaluation.messages(item, eval_settings(plugin.name, strategy), storage.blobs.get,
                                                      0, [])
             parts = [p for m in messages for p in m.parts]
-            question = "\n".join(p for p in parts if isinstance(p, str))
+            question = "\n".join(IMAGE if isinstance(p, bytes) else p for p in parts)
             truth = truth_of(plugin.name, item, records[item.key], scenes.get(item.key), strategy)
             choice = mapping.choice_question(item, strategy, question) if truth["options"] else question
-            expected[(strategy, item.key)] = {"question": question, "choice": choice,
+            expected[(strategy, item.key)] = {"question": question, "choice": choice, "parts": in_order(parts),
                                               "images": [p for p in parts if isinstance(p, bytes)], **truth}
     return expected
+
+
+def in_order(parts: list[Any]) -> list[tuple[str, Any]]:
+    """A request's parts as a model is asked them: ("image", bytes) and ("text", str) in order, the texts between
+    two images as one (joined by newlines, as the exported question joins them)."""
+    ordered: list[tuple[str, Any]] = []
+    for part in parts:
+        if isinstance(part, bytes):
+            ordered.append(("image", part))
+        elif ordered and ordered[-1][0] == "text":
+            ordered[-1] = ("text", f"{ordered[-1][1]}\n{part}")
+        else:
+            ordered.append(("text", part))
+    return ordered
+
+
+def fingerprinted(parts: list[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """``in_order`` parts with each image as its ``image_fingerprint``."""
+    return [(kind, image_fingerprint(value) if kind == "image" else value) for kind, value in parts]
+
+
+def request_parts(settings: Settings, name: str, items: list[Any]) -> dict[tuple[str, str], list[tuple[str, Any]]]:
+    """(strategy, record id) -> the benchmark's own request (``Evaluation.messages``) ``in_order``."""
+    plugin = benchmarks.get(name)
+    storage = open_storage(settings)
+    requests = {}
+    for strategy in plugin.harness_mapping().strategies:
+        for item in (i for i in items if not i.missing):
+            messages, _ = plugin.evaluation.messages(item, eval_settings(name, strategy), storage.blobs.get, 0, [])
+            requests[(strategy, item.key)] = in_order([p for m in messages for p in m.parts])
+    return requests
+
+
+def image_fingerprint(image: Any) -> str:
+    """An image (encoded, or a PIL image) by its size and RGB pixels, as tests/support/lmms_eval_run.py's stand-in
+    model reports the images it is given."""
+    import hashlib
+    import io
+
+    from PIL import Image
+
+    rgb = (Image.open(io.BytesIO(image)) if isinstance(image, bytes) else image).convert("RGB")
+    return f"{rgb.size[0]}x{rgb.size[1]}:{hashlib.sha256(rgb.tobytes()).hexdigest()}"
+
+
+def same_picture(path: str, data: bytes) -> bool:
+    """Whether the image file a harness saved shows the encoded image ``data`` (same size, pixels within what
+    saving it again as JPEG changes)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    saved, want = Image.open(path).convert("RGB"), Image.open(io.BytesIO(data)).convert("RGB")
+    return saved.size == want.size and float(np.abs(np.asarray(saved, float) - np.asarray(want, float)).mean()) < 4
 
 
 def check_row(name: str, row: dict[str, Any], config: str, want: dict[str, Any], choice: bool = False) -> None:

@@ -64,7 +64,9 @@ def _answered(run: HarnessRun, multiple_choice_letters: bool) -> None:
 
 def lmms_eval_run(home: Path, target: Path) -> HarnessRun:
     """lmms-eval's own command line (installed in ``target``) over every release's exported task folder (one run,
-    every group): ``home/logs`` holds its ``--log_samples`` files and results."""
+    every group), twice: as a chat model (``home/logs`` holds its ``--log_samples`` files and results,
+    ``home/chat.jsonl`` the messages it received) and as a simple one (``--force_simple``: ``home/logs-simple``,
+    ``home/simple.jsonl``); tests/support/lmms_eval_run.py."""
     run = HarnessRun(harness_settings(home), home)
     _answered(run, multiple_choice_letters=False)
     storage = open_storage(run.settings)
@@ -72,9 +74,11 @@ def lmms_eval_run(home: Path, target: Path) -> HarnessRun:
         export_lmms_eval(storage.catalog, storage.blobs, tag, home / "tasks" / name)
     (home / "answers.json").write_text(json.dumps(run.answers))
     groups = ",".join(run.prefix(name) for name in run.tags)
-    run_script("lmms_eval_run.py", [str(home / "answers.json"), "--tasks", groups, "--include_path",
-                                    str(home / "tasks"), "--log_samples", "--output_path", str(home / "logs"),
-                                    "--batch_size", "1", "--verbosity", "WARNING"], target, home)
+    for mode, logs, extra in (("chat", "logs", []), ("simple", "logs-simple", ["--force_simple"])):
+        run_script("lmms_eval_run.py", [str(home / "answers.json"), str(home / f"{mode}.jsonl"), "--tasks", groups,
+                                        "--include_path", str(home / "tasks"), "--log_samples", "--output_path",
+                                        str(home / logs), "--batch_size", "1", "--verbosity", "WARNING", *extra],
+                   target, home)
     return run
 
 
@@ -87,8 +91,8 @@ def vlmevalkit_run(home: Path, target: Path, formats: tuple[str, ...] = ("xlsx",
     storage = open_storage(run.settings)
     for tag in run.tags.values():
         export_vlmevalkit(storage.catalog, storage.blobs, tag, home / "LMUData")
-    datasets = sorted(path.stem for path in (home / "LMUData").glob("*.tsv"))
-    job = {"datasets": datasets, "model": "bwmodel", "work_dir": str(home / "outputs"), "formats": list(formats),
+    configs = sorted(str(path) for path in (home / "LMUData").glob("*.json"))
+    job = {"configs": configs, "model": "bwmodel", "work_dir": str(home / "outputs"), "formats": list(formats),
            "answers": run.answers}
     (home / "job.json").write_text(json.dumps(job))
     run_script("vlmevalkit_run.py", [str(home / "job.json"), str(home / "out.json")], target, home)

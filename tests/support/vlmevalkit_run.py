@@ -1,28 +1,28 @@
 """VLMEvalKit's own code over exported TSVs: ``python vlmevalkit_run.py JOB OUT`` (run by the harness tests in a
 subprocess with VLMEvalKit on the path and ``$LMUData`` holding the TSVs, tests/support/harnesses.py).
 
-JOB is JSON ``{"datasets": [...], "model": NAME, "work_dir": DIR, "formats": ["xlsx", "tsv", "json"], "answers":
-{strategy: {index: answer}}}``. For
-each dataset: VLMEvalKit's ``build_dataset`` (the function's own source from ``vlmeval/dataset/__init__.py``, with
-no official dataset matching) picks the custom dataset class and loads the TSV with ``vlmeval.smp.load``; its
-``build_prompt`` makes each row's messages (images saved where VLMEvalKit saves them); the answers stand in for a
-model; the prediction file is written as ``vlmeval.inference.infer_data_job`` writes it (the dataset's rows less
-``image``, plus ``prediction``, by ``vlmeval.smp.dump`` to ``get_pred_file_path``), once per format in
-``work_dir/<format>/`` (``PRED_FORMAT`` chooses xlsx, tsv or json); a multiple-choice dataset is then scored by its
-own ``evaluate`` with exact matching on the first format's file. OUT gets, per dataset, the class, each row's prompt
-text, image count, loaded ``answer`` and ``question`` (None where pandas read a blank), its exact-match ``hit``, the
-prediction file per format and the accuracy table.
+JOB is JSON ``{"configs": [...], "model": NAME, "work_dir": DIR, "formats": ["xlsx", "tsv", "json"], "answers":
+{strategy: {index: answer}}}``: ``configs`` are the exported ``run.py --config`` files. For each dataset a config
+names: ``build_dataset_from_config`` (the function's own source from ``vlmeval/run.py``, over the classes
+``vlmeval/dataset/__init__.py`` exports) builds the dataset class the config names over the TSV, loaded with
+``vlmeval.smp.load``; its ``build_prompt`` makes each row's messages (images saved where VLMEvalKit saves them); the
+answers stand in for a model; the prediction file is written as ``vlmeval.inference.infer_data_job`` writes it (the
+dataset's rows less ``image``, plus ``prediction``, by ``vlmeval.smp.dump`` to ``get_pred_file_path``), once per
+format in ``work_dir/<format>/`` (``PRED_FORMAT`` chooses xlsx, tsv or json); a dataset with option columns is then
+scored by its own ``evaluate`` with exact matching on the first format's file. OUT gets, per dataset, the class,
+each row's messages in order (``parts``: ``{"image": path}`` or ``{"text": ...}``), prompt text, image count, loaded
+``answer`` and ``question`` (None where pandas read a blank), its exact-match ``hit``, the prediction file per
+format and the accuracy table.
 """
 
 from __future__ import annotations
 
 import ast
-import inspect
+import functools
 import json
 import os
 import sys
 import types
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -36,25 +36,29 @@ def _bare_packages() -> None:
         module.__path__ = [str(folder)]
         module.__file__ = str(folder / "__init__.py")
         sys.modules[name] = module
+    sys.modules["vlmeval"].dataset = sys.modules["vlmeval.dataset"]  # type: ignore[attr-defined]
 
 
-def _build_dataset() -> Any:
-    """VLMEvalKit's ``build_dataset`` as written in ``vlmeval/dataset/__init__.py``, over its custom classes."""
-    import os.path as osp
+def _source_function(path: Path, name: str, namespace: dict[str, Any]) -> Any:
+    """The function ``name`` as written in VLMEvalKit's file ``path``, run over ``namespace``."""
+    tree = ast.parse(path.read_text())
+    function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == name)
+    exec(compile(ast.Module(body=[function], type_ignores=[]), str(path), "exec"), namespace)
+    return namespace[name]
 
-    from vlmeval.dataset.image_mcq import CustomMCQDataset
-    from vlmeval.dataset.image_vqa import CustomVQADataset
-    from vlmeval.dataset.text_mcq import CustomTextMCQDataset
-    from vlmeval.smp import LMUDataRoot, load
 
-    source = Path(sys.modules["vlmeval.dataset"].__file__).read_text()
-    tree = ast.parse(source)
-    function = next(node for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == "build_dataset")
-    namespace = {"DATASET_CLASSES": [], "supported_video_datasets": {}, "CustomMCQDataset": CustomMCQDataset,
-                 "CustomVQADataset": CustomVQADataset, "CustomTextMCQDataset": CustomTextMCQDataset,
-                 "LMUDataRoot": LMUDataRoot, "load": load, "osp": osp, "warnings": warnings, "inspect": inspect}
-    exec(compile(ast.Module(body=[function], type_ignores=[]), "vlmeval/dataset/__init__.py", "exec"), namespace)
-    return namespace["build_dataset"]
+def _build_from_config() -> Any:
+    """VLMEvalKit's ``build_dataset_from_config`` as written in ``vlmeval/run.py`` (what ``run.py --config`` runs),
+    with the dataset classes the exported configs name on ``vlmeval.dataset`` as its ``__init__`` exports them."""
+    import copy
+
+    from vlmeval.dataset.image_mcq import MUIRDataset
+
+    package = sys.modules["vlmeval.dataset"]
+    package.MUIRDataset = MUIRDataset  # type: ignore[attr-defined]
+    root = Path(package.__file__).parents[1]
+    return _source_function(root / "run.py", "build_dataset_from_config",
+                            {"cp": copy, "supported_video_datasets": {}})
 
 
 def _text(value: Any) -> Any:
@@ -71,14 +75,18 @@ def run_dataset(name: str, job: dict[str, Any], build: Any) -> dict[str, Any]:
     for i in range(len(dataset.data)):
         line = dataset.data.iloc[i]
         messages = dataset.build_prompt(line)
+        parts = [{m["type"]: m["value"]} for m in messages]
+        if any(set(part) - {"image", "text"} for part in parts):
+            raise ValueError(f"{name} row {i}: VLMEvalKit's prompt holds more than images and text: {parts}")
         images = [m["value"] for m in messages if m["type"] == "image"]
         missing = [path for path in images if not os.path.isfile(path)]
         if missing:
             raise FileNotFoundError(f"{name} row {i}: VLMEvalKit's prompt names images it did not save: {missing}")
         index, strategy = line["index"], line["strategy"]
         predictions[index] = job["answers"].get(strategy, {}).get(index, "")
-        rows[index] = {"strategy": strategy, "prompt": "\n".join(m["value"] for m in messages if m["type"] == "text"),
-                       "images": len(images), "answer": _text(line["answer"]), "question": _text(line["question"])}
+        rows[index] = {"strategy": strategy, "parts": parts, "images": len(images),
+                       "prompt": "".join(m["value"] for m in messages if m["type"] == "text"),
+                       "answer": _text(line["answer"]), "question": _text(line["question"])}
     files = {}
     for file_format in job["formats"]:
         # what vlmeval.inference.infer_data_job writes once every row has its prediction
@@ -93,8 +101,9 @@ def run_dataset(name: str, job: dict[str, Any], build: Any) -> dict[str, Any]:
         dump(data, files[file_format])
     result_file = files[job["formats"][0]]
     os.environ["PRED_FORMAT"] = job["formats"][0]
-    done = {"class": type(dataset).__name__, "rows": rows, "pred_files": files}
-    if dataset.TYPE == "MCQ":
+    done = {"class": type(dataset).__name__, "type": dataset.TYPE, "rows": rows, "pred_files": files,
+            "options": "A" in dataset.data}
+    if done["options"]:  # the multiple-choice files: an open one is scored by benchwright
         accuracy = dataset.evaluate(result_file, model="exact_matching", nproc=1)
         scored = load(get_intermediate_file_path(result_file, "_exact_matching_result"))
         for index, hit in zip(scored["index"], scored["hit"], strict=True):
@@ -107,8 +116,11 @@ def main() -> None:
     job_file, out_file = sys.argv[1:]
     job = json.loads(Path(job_file).read_text())
     _bare_packages()
-    build = _build_dataset()
-    done = {name: run_dataset(name, job, build) for name in job["datasets"]}
+    build_from_config = _build_from_config()
+    done = {}
+    for config in job["configs"]:
+        data = json.loads(Path(config).read_text())["data"]
+        done.update({name: run_dataset(name, job, functools.partial(build_from_config, data)) for name in data})
     Path(out_file).write_text(json.dumps(done, indent=1, default=str))
 
 
