@@ -3,7 +3,6 @@ and the importer of real crowd photos."""
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import json
 from pathlib import Path
@@ -12,27 +11,9 @@ from typing import Any
 import pytest
 
 from tasks.vic.counting import DEFAULTS, CountingTask
-from tasks.vic.task import VicInstance
+from tests.support.vic import counting_truth, with_meta
 
-
-@pytest.fixture(scope="module")
-def task() -> CountingTask:
-    return CountingTask()
-
-
-@pytest.fixture(scope="module")
-def instances(task: CountingTask) -> list[VicInstance]:
-    return task.generate(3, 11, {})
-
-
-def _truth(instance: VicInstance) -> dict[str, int]:
-    return dict(instance.meta["counts"])
-
-
-def _with_meta(instance: VicInstance, change: Any) -> VicInstance:
-    meta = copy.deepcopy(instance.meta)
-    change(meta)
-    return dataclasses.replace(instance, meta=meta)
+TASK, DRAW = "counting", (3, 11, {})
 
 
 # -- generation ---------------------------------------------------------------------------------------------------
@@ -135,7 +116,7 @@ def _overlap_two_heads(meta: dict[str, Any]) -> None:
     (_overlap_two_heads, "overlap by more"),
 ])
 def test_the_verifier_catches_a_corrupted_record(task, instances, corrupt, says):
-    broken = _with_meta(instances[0], corrupt)
+    broken = with_meta(instances[0], corrupt)
     problems = task.verify(broken)
     assert any(says in p for p in problems), problems
 
@@ -149,7 +130,7 @@ def test_the_verifier_catches_wrong_answers(task, instances):
     letters = [letter for letter in "ABCD" if letter != instance.stage_one.answer]
     bad_letter = dataclasses.replace(instance, stage_one=dataclasses.replace(instance.stage_one, answer=letters[0]))
     assert any("within the tolerance" in p for p in task.verify(bad_letter))
-    truth = _truth(instance)
+    truth = counting_truth(instance)
     near = {**truth, "1": truth["1"] + 1}  # a distractor within the tolerance makes two right options
     options = dict(instance.stage_one.options)
     options[letters[0]] = "region 1: {}, region 2: {}, region 3: {}, region 4: {}".format(*near.values())
@@ -158,7 +139,7 @@ def test_the_verifier_catches_wrong_answers(task, instances):
     options[letters[0]] = instance.stage_one.options[letters[1]]
     twin = dataclasses.replace(instance, stage_one=dataclasses.replace(instance.stage_one, options=options))
     assert any("same counts" in p for p in task.verify(twin))
-    assert task.verify(_with_meta(instance, lambda m: m.pop("points")))[0].startswith("the composition record")
+    assert task.verify(with_meta(instance, lambda m: m.pop("points")))[0].startswith("the composition record")
 
 
 # -- Stage 1 ------------------------------------------------------------------------------------------------------
@@ -171,7 +152,7 @@ def _shown(text: str) -> dict[str, int]:
 @pytest.mark.parametrize("tolerance", [1, 2])
 def test_stage_one_has_one_right_option_and_three_verified_distractors(task, tolerance):
     for instance in task.generate(3, 21, {"tolerance": tolerance}):
-        truth = _truth(instance)
+        truth = counting_truth(instance)
         shown = {letter: _shown(text) for letter, text in instance.stage_one.options.items()}
         assert shown[instance.stage_one.answer] == truth
         assert len({tuple(c.values()) for c in shown.values()}) == 4
@@ -252,7 +233,7 @@ def test_imported_photos_become_verified_instances(task, tmp_path):
     assert good.meta["counts"] == {"1": 3, "2": 5, "3": 2, "4": 4} and good.meta["object"] == "head"
     assert good.meta["polylines"] == [] and importer.verify(good) == []
     assert "crowd photo" in importer.prompts(good, 2, 1)
-    broken = _with_meta(good, _bump_count)
+    broken = with_meta(good, _bump_count)
     assert any("stored counts" in p for p in importer.verify(broken))
     simulator = importer.simulator(good)
     result = simulator.step("region 2: 7")

@@ -3,34 +3,13 @@ Stage-3 simulator and A_b of ThinkGain."""
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-from typing import Any
-
 import pytest
 
-from tasks.vic.counting import MAX_ACTION_COUNT, CountingTask, score_counts
-from tasks.vic.task import STAGE3_PROTOCOL, VicInstance
+from tasks.vic.counting import MAX_ACTION_COUNT, score_counts
+from tasks.vic.task import STAGE3_PROTOCOL
+from tests.support.vic import counting_truth, with_meta
 
-
-@pytest.fixture(scope="module")
-def task() -> CountingTask:
-    return CountingTask()
-
-
-@pytest.fixture(scope="module")
-def instances(task: CountingTask) -> list[VicInstance]:
-    return task.generate(3, 11, {})
-
-
-def _truth(instance: VicInstance) -> dict[str, int]:
-    return dict(instance.meta["counts"])
-
-
-def _with_meta(instance: VicInstance, change: Any) -> VicInstance:
-    meta = copy.deepcopy(instance.meta)
-    change(meta)
-    return dataclasses.replace(instance, meta=meta)
+TASK, DRAW = "counting", (3, 11, {})
 
 
 # -- prompts and parsers ------------------------------------------------------------------------------------------
@@ -107,13 +86,13 @@ def test_an_unparseable_answer_scores_zero_and_is_counted(task, instances):
 
 def test_score_open_reads_the_instance_truth_and_tolerance(task, instances):
     instance = instances[0]
-    truth = _truth(instance)
+    truth = counting_truth(instance)
     assert task.score_open(instance, truth).acc == 1.0
     off_by_two = {**truth, "4": truth["4"] + 2}
     score = task.score_open(instance, off_by_two)
     assert (score.acc, score.recall) == (0.0, 0.75)
     assert score.detail["wrong"] == ["4"] and score.detail["errors"]["4"] == 2
-    wide = _with_meta(instance, lambda m: m.update(tolerance=2))
+    wide = with_meta(instance, lambda m: m.update(tolerance=2))
     assert task.score_open(wide, off_by_two).acc == 1.0
     # a region repeated in the reply keeps its last count: here the revision makes region 1 right
     first = truth["1"] + 5
@@ -136,7 +115,7 @@ def test_illegal_actions_are_refused_and_leave_the_image(task, instances):
 
 def test_legal_actions_draw_boxes_and_finish_when_all_regions_are_counted(task, instances):
     instance = instances[0]
-    truth = _truth(instance)
+    truth = counting_truth(instance)
     simulator = task.simulator(instance)
     images = [simulator.image()]
     refused = simulator.step("region 9: 1")  # an illegal step, then legal ones
@@ -157,7 +136,7 @@ def test_legal_actions_draw_boxes_and_finish_when_all_regions_are_counted(task, 
 
 def test_the_boxes_cover_under_and_over(task, instances):
     instance = instances[0]
-    truth = _truth(instance)
+    truth = counting_truth(instance)
     simulator = task.simulator(instance)
     region = max(truth, key=truth.get)
     true_boxes = [[float(v) for v in box] for point, box in zip(instance.meta["points"], instance.meta["boxes"],
@@ -180,7 +159,7 @@ def test_the_boxes_cover_under_and_over(task, instances):
 
 def test_before_retrospection_without_a_retrospection_is_the_final_answer(task, instances):
     instance = instances[0]
-    truth = _truth(instance)
+    truth = counting_truth(instance)
     final = {**truth, "2": truth["2"] + 3}
     actions = [f"region {r}: {final[r]}" for r in "1234"]
     before = task.before_retrospection(instance, actions, final)
@@ -192,7 +171,7 @@ def test_before_retrospection_without_a_retrospection_is_the_final_answer(task, 
 
 def test_before_retrospection_keeps_each_regions_first_count(task, instances):
     instance = instances[0]
-    truth = _truth(instance)
+    truth = counting_truth(instance)
     actions = ["nonsense", "region 7: 2",  # illegal steps are no count
                f"region 1: {truth['1'] + 4}", f"region 2: {truth['2']}", f"region 1: {truth['1']}",  # a revision
                f"region 3: {truth['3'] + 2}"]

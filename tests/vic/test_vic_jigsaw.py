@@ -23,8 +23,7 @@ from tasks.vic.images import (
 )
 from tasks.vic.jigsaw import JigsawTask
 from tasks.vic.task import LETTERS, VicInstance
-
-TRUTH = {1: "C", 2: "A", 3: "F", 4: "B", 5: "E", 6: "D"}
+from tests.support.vic import JIGSAW_TRUTH, jigsaw_truth
 
 
 def noise_image(seed: int, size: tuple[int, int] = (260, 300)) -> np.ndarray:
@@ -39,15 +38,7 @@ def save(path: Path, pixels: np.ndarray, fmt: str = "PNG") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     Image.fromarray(pixels).save(path, format=fmt)
 
-
-@pytest.fixture(scope="module")
-def task() -> JigsawTask:
-    return JigsawTask()
-
-
-@pytest.fixture(scope="module")
-def instances(task: JigsawTask) -> list[VicInstance]:
-    return task.generate(2, 7, {"bundled": ["astronaut", "chelsea", "coffee"]})
+TASK, DRAW = "jigsaw", (2, 7, {"bundled": ["astronaut", "chelsea", "coffee"]})
 
 
 @pytest.fixture
@@ -65,9 +56,6 @@ def folder(tmp_path: Path) -> Path:
     save(root / "flat.png", np.full((240, 240, 3), 90, dtype=np.uint8))
     return root
 
-
-def truth_of(instance: VicInstance) -> dict[int, str]:
-    return {int(p): r for p, r in instance.meta["mapping"].items()}
 
 
 # -- generation ----------------------------------------------------------------------------------------------------
@@ -101,7 +89,7 @@ def test_an_instance_keeps_the_papers_construction(instances: list[VicInstance])
 
 def test_stage_one_has_exactly_one_right_option_and_distinct_distractors(instances: list[VicInstance]) -> None:
     for instance in instances:
-        truth = truth_of(instance)
+        truth = jigsaw_truth(instance)
         states = instance.meta["stage_one"]
         assert sorted(states) == list(LETTERS) == sorted(instance.stage_one.option_images)
         wrong = {letter: sum(truth[int(p)] != r for p, r in state.items()) for letter, state in states.items()}
@@ -118,8 +106,8 @@ def test_the_distractor_mix_follows_the_setting() -> None:
     rng = np.random.default_rng(0)
     for share, allowed in ((1.0, {1}), (0.0, {2})):
         for _ in range(20):
-            answer, states = jigsaw.stage_one_states(TRUTH, rng, share)
-            counts = {sum(TRUTH[p] != r for p, r in s.items()) for k, s in states.items() if k != answer}
+            answer, states = jigsaw.stage_one_states(JIGSAW_TRUTH, rng, share)
+            counts = {sum(JIGSAW_TRUTH[p] != r for p, r in s.items()) for k, s in states.items() if k != answer}
             assert counts == allowed
 
 
@@ -206,7 +194,7 @@ def test_the_verifier_catches_wrong_stage_one_answers(task: JigsawTask, instance
 
 def test_the_verifier_reads_the_option_images_not_the_record(task: JigsawTask, instances: list[VicInstance]) -> None:
     instance = instances[1]
-    truth = truth_of(instance)
+    truth = jigsaw_truth(instance)
     right = instance.stage_one.answer
     wrong_letter = next(letter for letter in LETTERS if letter != right)
     three_wrong = dict(instance.meta["stage_one"][right])

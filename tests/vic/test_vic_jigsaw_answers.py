@@ -9,23 +9,11 @@ import pytest
 from tasks.vic import jigsaw
 from tasks.vic.jigsaw import JigsawTask, score_pairs
 from tasks.vic.task import VicInstance
+from tests.support.vic import JIGSAW_TRUTH, jigsaw_truth
 
-TRUTH = {1: "C", 2: "A", 3: "F", 4: "B", 5: "E", 6: "D"}
 RIGHT = "<answer>1:C, 2:A, 3:F, 4:B, 5:E, 6:D</answer>"
 
-
-@pytest.fixture(scope="module")
-def task() -> JigsawTask:
-    return JigsawTask()
-
-
-@pytest.fixture(scope="module")
-def instances(task: JigsawTask) -> list[VicInstance]:
-    return task.generate(2, 7, {"bundled": ["astronaut", "chelsea", "coffee"]})
-
-
-def truth_of(instance: VicInstance) -> dict[int, str]:
-    return {int(p): r for p, r in instance.meta["mapping"].items()}
+TASK, DRAW = "jigsaw", (2, 7, {"bundled": ["astronaut", "chelsea", "coffee"]})
 
 
 def answer_text(pairs: dict[int, str]) -> str:
@@ -61,7 +49,7 @@ def test_parse_choice(task: JigsawTask) -> None:
 ])
 def test_parse_open_reads_well_formed_and_sloppy_answers(task: JigsawTask, instances: list[VicInstance],
                                                          text: str) -> None:
-    assert task.parse_open(instances[0], text) == sorted(TRUTH.items())
+    assert task.parse_open(instances[0], text) == sorted(JIGSAW_TRUTH.items())
 
 
 def test_parse_open_keeps_repeats_and_refuses_prose(task: JigsawTask, instances: list[VicInstance]) -> None:
@@ -85,31 +73,31 @@ def test_parse_action(task: JigsawTask) -> None:
 
 def test_a_right_answer_scores_one(task: JigsawTask, instances: list[VicInstance]) -> None:
     instance = instances[0]
-    score = task.score_open(instance, task.parse_open(instance, answer_text(truth_of(instance))))
+    score = task.score_open(instance, task.parse_open(instance, answer_text(jigsaw_truth(instance))))
     assert (score.acc, score.recall, score.legality, score.parsed, score.steps) == (1.0, 1.0, 1.0, True, 6)
     assert task.score_open(instance, instance.open_form.answer).acc == 1.0  # the map form is read too
 
 
 def test_score_repeats_illegal_then_legal_steps() -> None:
     # 1:C legal right; 1:A repeats patch 1 (illegal); 2:A legal right; 3:F legal right -> 3 right, 3 of 4 legal
-    score = score_pairs([(1, "C"), (1, "A"), (2, "A"), (3, "F")], TRUTH)
+    score = score_pairs([(1, "C"), (1, "A"), (2, "A"), (3, "F")], JIGSAW_TRUTH)
     assert (score.acc, score.recall, score.legality, score.steps) == (0.0, 0.5, 0.75, 4)
     assert score.detail["illegal"] == [1] and score.detail["correct"] == 3
-    assert score_pairs([(1, "C"), (1, "A"), (2, "A"), (3, "F")], TRUTH, "answered").recall == 0.75
+    assert score_pairs([(1, "C"), (1, "A"), (2, "A"), (3, "F")], JIGSAW_TRUTH, "answered").recall == 0.75
     # 1:A legal but wrong; 2:A fills region A again (illegal), so patch 2 never lands -> nothing right
-    score = score_pairs([(1, "A"), (2, "A")], TRUTH)
+    score = score_pairs([(1, "A"), (2, "A")], JIGSAW_TRUTH)
     assert (score.acc, score.recall, score.legality) == (0.0, 0.0, 0.5)
     # an illegal first step, then a legal one: 7 is no patch, G no region; 1:C right -> 1 legal of 3
-    score = score_pairs([(7, "C"), (1, "G"), (1, "C")], TRUTH)
+    score = score_pairs([(7, "C"), (1, "G"), (1, "C")], JIGSAW_TRUTH)
     assert (score.recall, score.legality, score.detail["illegal"]) == (pytest.approx(1 / 6), pytest.approx(1 / 3),
                                                                        [0, 1])
 
 
 def test_score_a_right_map_with_a_repeat_is_strictly_wrong() -> None:
-    pairs = [*sorted(TRUTH.items()), (1, "C")]
-    strict = score_pairs(pairs, TRUTH)
+    pairs = [*sorted(JIGSAW_TRUTH.items()), (1, "C")]
+    strict = score_pairs(pairs, JIGSAW_TRUTH)
     assert (strict.acc, strict.recall, strict.legality) == (0.0, 1.0, pytest.approx(6 / 7))
-    assert score_pairs(pairs, TRUTH, strict_acc=False).acc == 1.0
+    assert score_pairs(pairs, JIGSAW_TRUTH, strict_acc=False).acc == 1.0
     assert JigsawTask(strict_acc=False).strict_acc is False
 
 
@@ -126,7 +114,7 @@ def test_score_unparseable_and_empty_answers(task: JigsawTask, instances: list[V
 
 def test_score_half_right(task: JigsawTask, instances: list[VicInstance]) -> None:
     instance = instances[1]
-    truth = truth_of(instance)
+    truth = jigsaw_truth(instance)
     swapped = dict(truth)
     swapped[1], swapped[2], swapped[3] = truth[2], truth[3], truth[1]  # three wrong, three right, all legal
     score = task.score_open(instance, task.parse_open(instance, answer_text(swapped)))
@@ -137,7 +125,7 @@ def test_score_half_right(task: JigsawTask, instances: list[VicInstance]) -> Non
 
 def test_the_simulator_places_refuses_and_finishes(task: JigsawTask, instances: list[VicInstance]) -> None:
     instance = instances[0]
-    truth = truth_of(instance)
+    truth = jigsaw_truth(instance)
     sim = task.simulator(instance)
     start = sim.image()
     assert start == instance.open_form.image
@@ -162,7 +150,7 @@ def test_the_simulator_places_refuses_and_finishes(task: JigsawTask, instances: 
 
 def test_a_wrong_placement_is_legal_and_shown(task: JigsawTask, instances: list[VicInstance]) -> None:
     instance = instances[1]
-    truth = truth_of(instance)
+    truth = jigsaw_truth(instance)
     sim = task.simulator(instance)
     result = sim.step(f"1:{truth[2]}")
     assert result.legal
@@ -185,7 +173,7 @@ def think_gain(task: JigsawTask, instance: VicInstance, actions: list[str], fina
 
 def test_without_retrospection_a_b_is_the_final_answer(task: JigsawTask, instances: list[VicInstance]) -> None:
     instance = instances[0]
-    truth = truth_of(instance)
+    truth = jigsaw_truth(instance)
     actions = [f"{p}:{truth[p]}" for p in (3, 1)]
     final = answer_text(truth)
     assert sorted(task.before_retrospection(instance, [*actions, final])) == sorted(truth.items())
@@ -197,7 +185,7 @@ def test_without_retrospection_a_b_is_the_final_answer(task: JigsawTask, instanc
 
 def test_a_retrospection_shows_in_think_gain(task: JigsawTask, instances: list[VicInstance]) -> None:
     instance = instances[0]
-    truth = truth_of(instance)
+    truth = jigsaw_truth(instance)
     # patch 1 first goes into patch 2's region (wrong), then the final answer puts every patch right: A_b keeps
     # 1 in 2's region, so patch 2 cannot land there either -> A_b has 4 right (3, 4, 5, 6): ThinkGain 1 - 4/6
     actions = [f"1:{truth[2]}"]
