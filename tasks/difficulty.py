@@ -65,21 +65,3 @@ def compare(old: dict[str, list[float]], new: dict[str, list[float]], alpha: flo
                                  p < alpha and abs(d) > effect))
     return compared
 
-
-def release_difficulty(catalog: Any, old_tag: str, new_tag: str) -> tuple[str, list[Compared]]:
-    """The benchmark's title and every descriptor of its items compared between two of its releases."""
-    from schemas.registry import load_target
-    from storage.releases import load_release
-    from tasks import benchmarks
-
-    manifests = [load_release(catalog, tag) for tag in (old_tag, new_tag)]
-    plugins = {benchmarks.release_benchmark(manifest).name for manifest in manifests}
-    if len(plugins) != 1:
-        raise ValueError(f"{old_tag} and {new_tag} are releases of different benchmarks ({', '.join(sorted(plugins))})")
-    plugin = benchmarks.get(plugins.pop())
-    if not plugin.difficulty:
-        raise ValueError(f"{plugin.title} declares no difficulty descriptors")
-    describe, kind = load_target(plugin.difficulty), plugin.evaluation.item_kind
-    old, new = (descriptors(catalog.get_records([e.id for e in m.records if e.kind == kind]), describe)
-                for m in manifests)
-    return plugin.title, compare(old, new)

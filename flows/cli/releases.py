@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -108,10 +108,10 @@ def release_diff(old: Annotated[str, typer.Argument(help="NAME@VERSION to compar
 
 
 def _difficulty_diff(old: str, new: str, as_json: bool) -> None:
-    from tasks.difficulty import ALPHA, EFFECT, release_difficulty
+    from tasks.difficulty import ALPHA, EFFECT
 
     with terminal.failures_as_messages():
-        title, compared = release_difficulty(terminal.storage().catalog, old, new)
+        title, compared = _release_difficulty(terminal.storage().catalog, old, new)
     rows = [c.row() for c in compared]
     columns = ("descriptor", "old n", "new n", "old mean", "new mean", "effect (d)", "p (KS)", "differs")
     if not as_json:
@@ -124,6 +124,26 @@ def _difficulty_diff(old: str, new: str, as_json: bool) -> None:
                                (f": {', '.join(flagged)}" if flagged else ": as hard as each other"), markup=False)
     if flagged:
         raise typer.Exit(1)
+
+
+def _release_difficulty(catalog: Any, old_tag: str, new_tag: str) -> tuple[str, list[Any]]:
+    """The benchmark's title and every descriptor of its items compared between two of its releases."""
+    from schemas.registry import load_target
+    from storage.releases import load_release
+    from tasks import benchmarks
+    from tasks.difficulty import compare, descriptors
+
+    manifests = [load_release(catalog, tag) for tag in (old_tag, new_tag)]
+    plugins = {benchmarks.release_benchmark(manifest).name for manifest in manifests}
+    if len(plugins) != 1:
+        raise ValueError(f"{old_tag} and {new_tag} are releases of different benchmarks ({', '.join(sorted(plugins))})")
+    plugin = benchmarks.get(plugins.pop())
+    if not plugin.difficulty:
+        raise ValueError(f"{plugin.title} declares no difficulty descriptors")
+    describe, kind = load_target(plugin.difficulty), plugin.evaluation.item_kind
+    old, new = (descriptors(catalog.get_records([e.id for e in m.records if e.kind == kind]), describe)
+                for m in manifests)
+    return plugin.title, compare(old, new)
 
 
 def _export_help() -> str:
