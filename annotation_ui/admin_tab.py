@@ -14,8 +14,8 @@ from typing import Any
 
 import gradio as gr
 
+from annotation_ui.drawing import drawn
 from annotation_ui.failures import guarded
-from annotation_ui.queue_tabs import drawn
 from annotation_ui.rest import summary
 from annotation_ui.service import App, view_of
 from annotation_ui.views import escaped

@@ -13,7 +13,9 @@ app names no benchmark; the shared recheck queue and the admin view are the app'
 The parts: ``service`` (``App``: what the app does for a caller, Gradio-free), ``queue_tabs`` and ``admin_tab`` (the
 page's tabs and their handlers), ``layout`` (``build``: the Blocks), ``server`` (``serve``: launched behind the
 front door, ``guard``), ``rest`` (the plain JSON routes), ``failures`` (what a caller and the log are told when
-something fails). This module keeps the names others import.
+something fails), ``drawing`` (an item drawn once, kept), ``ahead`` (the next items drawn in the background),
+``tally`` (the progress line's figures in memory). The keys' path is kept short: one event beside Gradio's queue, one
+turn of the work, a drawing looked up (``queue_tabs``). This module keeps the names others import.
 """
 
 from __future__ import annotations

@@ -63,10 +63,12 @@ def internal(error: BaseException, where: str) -> str:
     return f"Something went wrong on the server (error {reference}); its log has the details."
 
 
-def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
+def guarded(fn: Callable[..., Any], shown: Callable[[str], Any] | None = None) -> Callable[..., Any]:
     """``fn`` as a Gradio handler: a refusal reaches the page (and API callers) as a ``gr.Error`` with its message,
-    any other failure as a ``gr.Error`` with ``internal``'s message; Gradio prints no traceback of either. The
-    signature stays the handler's, which Gradio reads to pass the request."""
+    any other failure as a ``gr.Error`` with ``internal``'s message; Gradio prints no traceback of either. With
+    ``shown``, the handler returns ``shown(message)`` instead (the outputs that write it on the page): an event
+    served beside Gradio's queue (``queue=False``) has its errors shown by no one. The signature stays the
+    handler's, which Gradio reads to pass the request."""
     import gradio as gr
 
     @functools.wraps(fn)
@@ -76,10 +78,14 @@ def guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
         except gr.Error as error:  # the handler's own message: a refusal it words itself
             error.print_exception = False
             refused(error, fn.__name__, _user(gr, args, kwargs))
+            if shown is not None:
+                return shown(str(error.message))
             raise
         except Exception as error:
             said = (refused(error, fn.__name__, _user(gr, args, kwargs)) if is_refusal(error)
                     else internal(error, f"the handler {fn.__qualname__}"))
+            if shown is not None:
+                return shown(said)
             raise gr.Error(said, print_exception=False) from None
 
     call.guarded = True  # type: ignore[attr-defined]

@@ -11,6 +11,7 @@
   login page is Gradio's, but without the API description Gradio writes into it, and with ``login_page``'s script.
 - ``/api/v1/`` (``rest``: plain JSON routes and the page's images) is answered beside Gradio, for a caller with a
   live session only.
+- The app's page gets a script in its head that must run before Gradio's own (``views.FRAME_GUARD``).
 - Request bodies over ``max_request_bytes`` (uploads: ``max_upload_bytes``) get 413 before the app reads them.
 - Requests from another origin may change nothing: a request other than GET/HEAD whose ``Origin`` (or, without
   one, ``Referer``) is not the app's own gets 403, so a page elsewhere that a logged-in annotator opens can neither
@@ -35,9 +36,10 @@ from typing import Any
 from annotation_ui.accounts import Accounts
 from annotation_ui.failures import internal
 from annotation_ui.limits import LoginLimiter, Refusal
-from annotation_ui.login_page import with_login_script
+from annotation_ui.login_page import with_login_script, with_script
 from annotation_ui.origins import MAX_JSON_DEPTH, foreign_origin, is_json, too_deep, without_cors
 from annotation_ui.proxies import Proxies
+from annotation_ui.views import FRAME_GUARD
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -157,8 +159,9 @@ class Guard:
             return
         limit = (self.settings.max_upload_bytes + UPLOAD_OVERHEAD_BYTES if path in UPLOAD_PATHS
                  else self.settings.max_request_bytes)
-        if user is None and path == "/":
-            await self.app(scope, receive, _without_api_info(send))
+        if path == "/" and (user is None or method == "GET"):  # the page: its script first (views.FRAME_GUARD)
+            page = _without_api_info(send) if user is None else _held_page(send, lambda p: with_script(p, FRAME_GUARD))
+            await self.app(scope, receive, page)
             return
         if method == "POST" and is_json(scope):  # read here: a body nested too deep would crash a parser (500)
             body = await read_body(receive, limit)
@@ -339,8 +342,19 @@ async def _limited(app: Any, scope: Scope, receive: Any, send: Any, limit: int) 
 
 def _without_api_info(send: Any) -> Any:
     """The anonymous login page with Gradio's description of the API (every endpoint's name and arguments)
-    emptied, and the script that shows why a login is refused for a while (``login_page``); held whole to do so.
-    Fails closed: a page that still names endpoints is not sent."""
+    emptied, and the script that shows why a login is refused for a while (``login_page``). Fails closed: a page
+    that still names endpoints is not sent."""
+    def change(page: bytes) -> bytes | None:
+        body, replaced = API_INFO.subn(lambda _: NO_API_INFO, page, count=1)
+        if body.count(b"\"named_endpoints\"") > replaced:
+            return None
+        return with_login_script(body)
+    return _held_page(send, change, any_status=True)
+
+
+def _held_page(send: Any, change: Any, *, any_status: bool = False) -> Any:
+    """``send`` with the page held whole and sent as ``change(page)`` makes it (None: a 500 instead); a response
+    other than 200 goes as it is unless ``any_status``."""
     held: dict[str, Any] = {"start": None, "body": b""}
 
     async def rewrite(message: Message) -> None:
@@ -353,12 +367,15 @@ def _without_api_info(send: Any) -> Any:
         held["body"] += message.get("body", b"")
         if message.get("more_body"):
             return
-        body, replaced = API_INFO.subn(lambda _: NO_API_INFO, held["body"], count=1)
         start = held["start"]
-        if body.count(b"\"named_endpoints\"") > replaced:
+        if start["status"] != 200 and not any_status:
+            await send(start)
+            await send({"type": "http.response.body", "body": held["body"]})
+            return
+        body = change(held["body"])
+        if body is None:
             await send_json(send, 500, {"detail": "the login page would describe the API; refused"})
             return
-        body = with_login_script(body)
         headers = [(k, v) for k, v in start["headers"] if k.lower() != b"content-length"]
         await send({**start, "headers": [*headers, (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})

@@ -41,14 +41,16 @@ class _Open:
 
 
 def lease_all(con: Any, asks: list[Ask], overlap_of: Callable[[str], int], lease_s: float, *,
-              releasing: list[tuple[str, str]] = ()) -> None:
+              releasing: list[tuple[str, str]] = ()) -> dict[str, list[tuple[str, str]]]:
     """Give each ask its item (``Ask.leased``; None when the queue has nothing for them), leasing the new ones for
     ``lease_s`` seconds; the (annotator, item) leases of ``releasing`` (items just answered) go in the same
-    statements."""
+    statements. Returns, per queue asked for, the open items read that still have room, (item, target), oldest
+    first: the ones the next asks will most likely get."""
     now = datetime.now(UTC)
     held = _held(con, asks, now)
     granted: list[tuple[str, str, str]] = []  # (item, annotator, queue)
     by_queue: dict[str, list[Ask]] = defaultdict(list)
+    upcoming: dict[str, list[tuple[str, str]]] = {}
     for ask in asks:
         mine = [item for item, queue in held.get(ask.annotator, []) if queue == ask.queue and item not in ask.skipped]
         if mine:
@@ -56,10 +58,13 @@ def lease_all(con: Any, asks: list[Ask], overlap_of: Callable[[str], int], lease
         else:
             by_queue[ask.queue].append(ask)
     for queue, waiting in by_queue.items():
-        for ask, item in _assign(con, queue, waiting, overlap_of(queue), now):
+        given, rows = _assign(con, queue, waiting, overlap_of(queue), now)
+        for ask, item in given:
             ask.leased = (item.item_id, item.target_id)
             granted.append((item.item_id, ask.annotator, queue))
+        upcoming[queue] = [(o.item_id, o.target_id) for o in rows if len(o.takers) < overlap_of(queue)]
     lease_to(con, granted, lease_s, releasing=releasing)
+    return upcoming
 
 
 def _held(con: Any, asks: list[Ask], now: datetime) -> dict[str, list[tuple[str, str]]]:
@@ -75,10 +80,12 @@ def _held(con: Any, asks: list[Ask], now: datetime) -> dict[str, list[tuple[str,
     return held
 
 
-def _assign(con: Any, queue: str, asks: list[Ask], overlap: int, now: datetime) -> list[tuple[Ask, _Open]]:
-    """(ask, item) for each ask of ``queue`` that an open item has room for, in the order they asked. The open
-    items are read ``ROWS_PER_ASKER`` per ask beyond the overlap's worth; when an ask found none of them free
-    (it answered them all) and there may be more, they are read again, four times as many."""
+def _assign(con: Any, queue: str, asks: list[Ask], overlap: int, now: datetime
+            ) -> tuple[list[tuple[Ask, _Open]], list[_Open]]:
+    """(ask, item) for each ask of ``queue`` that an open item has room for, in the order they asked, and the open
+    items read (their takers counted with these asks). The open items are read ``ROWS_PER_ASKER`` per ask beyond
+    the overlap's worth; when an ask found none of them free (it answered them all) and there may be more, they
+    are read again, four times as many."""
     limit = len(asks) * (overlap + ROWS_PER_ASKER)
     while True:
         rows = _open_items(con, queue, overlap, limit, now)
@@ -90,7 +97,7 @@ def _assign(con: Any, queue: str, asks: list[Ask], overlap: int, now: datetime) 
                 item.takers.add(ask.annotator)
                 given.append((ask, item))
         if len(given) == len(asks) or len(rows) < limit:
-            return given
+            return given, rows
         limit *= 4
 
 

@@ -52,9 +52,14 @@ SCRIPT = b"""<script>
 
 
 def with_login_script(page: bytes) -> bytes:
-    """The page with the script in its head (or, without one, before the body's end)."""
+    return with_script(page, SCRIPT)
+
+
+def with_script(page: bytes, script: bytes) -> bytes:
+    """The page with ``script`` in its head, where it runs before Gradio's own (deferred) modules (or, without a
+    head, before the body's end)."""
     for end in (b"</head>", b"</body>"):
         at = page.find(end)
         if at >= 0:
-            return page[:at] + SCRIPT + page[at:]
-    return page + SCRIPT
+            return page[:at] + script + page[at:]
+    return page + script

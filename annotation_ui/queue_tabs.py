@@ -9,7 +9,6 @@ notice under the verdict buttons, the table's under the table's own buttons.
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,21 +16,28 @@ from typing import Any
 
 import gradio as gr
 
+from annotation_ui.drawing import drawn
+from annotation_ui.drawing import pictures_html as _pictures  # noqa: F401 - the name the kit's tests draw with
 from annotation_ui.failures import guarded
-from annotation_ui.service import App, view_for_kind, view_of
-from annotation_ui.views import RECHECK_HELP, default_zoom, escaped, frame, item_line, size_and_type, zoomable
+from annotation_ui.service import App
+from annotation_ui.views import RECHECK_HELP, escaped
 from annotation_ui.work import RECHECK, WorkError
-from tasks.benchmark import Picture, ReviewCheck, ReviewTable, ReviewView
-from tasks.review_screen import table_html
+from tasks.benchmark import ReviewCheck, ReviewTable, ReviewView
 
 Show = Callable[..., tuple[Any, ...]]
+# The events a person waits on after each key (an answer, skip, undo, the next item): served at once, beside Gradio's
+# queue (one request instead of joining the queue and reading its stream; the app's own turns order the work), with
+# no progress overlay drawn on the outputs for the tenth of a second they take.
+FAST = {"queue": False, "show_progress": "hidden", "api_visibility": "private"}
+TAKE = object()  # show(): take the item (a stand-in for the view of one already taken)
 ROUND_AGAIN = ("You have skipped every open item once: they come round again, oldest first.")
 
 
 @dataclass
 class _Queue:
-    """A queue tab as the shared wiring sees it. ``show(request, skipped, lease=, notice=, undone=)`` draws
-    ``outputs`` (the first is the item id, the last the notice line; ``undone``: the verdict an undo took back);
+    """A queue tab as the shared wiring sees it. ``show(request, skipped, lease=, notice=, undone=, taken=)``
+    draws ``outputs`` (the first is the item id, the last the notice line; ``undone``: the verdict an undo took back;
+    ``taken``: the view of the item to show, already taken, or None when there was none);
     ``inputs`` reach handlers as one dict, the item id first; ``skipped`` keeps the items skipped in this round;
     ``pending(data, action)`` names what ``action`` would lose (unsaved edits), None when nothing."""
 
@@ -50,19 +56,27 @@ def _nothing(lease: bool) -> str:
     return "<p>Press <b>Next item</b> to take an item from this queue (opening the page holds none).</p>"
 
 
-def wire_queue(app: App, blocks: Any, q: _Queue, answer: Callable[[str, dict[Any, Any], Any], str | None],
-               verdicts: dict[str, Any], buttons: dict[str, Any]) -> None:
-    """One button per verdict (``answer(verdict, data, request)`` stores it, or returns why not), skip, undo and
-    next item; every one redraws ``q.outputs`` and the round of skipped items. Skip moves through every open item
-    in order (the ones skipped in this round are not offered again) and starts a new round only when each was
-    skipped once. Opening the page shows only an item the person already holds."""
+Answer = Callable[[str, dict[Any, Any], Any, tuple[str, ...]], tuple[str | None, dict[str, Any] | None]]
+
+
+def wire_queue(app: App, blocks: Any, q: _Queue, answer: Answer, verdicts: dict[str, Any],
+               buttons: dict[str, Any]) -> None:
+    """One button per verdict (``answer(verdict, data, request, skipped)`` stores it and takes the next item in
+    the same turn: (None, the next item's view or None), or returns (why not, None)), skip, undo and next item;
+    every one redraws ``q.outputs`` and the round of skipped items. Skip moves through every open item in order (the
+    ones skipped in this round are not offered again) and starts a new round only when each was skipped once.
+    Opening the page shows only an item the person already holds."""
     outputs = [*q.outputs, q.skipped]
 
     def keep(notice: str) -> tuple[Any, ...]:
         return (*[gr.skip()] * (len(q.outputs) - 1), notice, gr.skip())
 
-    def fetch(request: Any, skipped: list[str], avoid: str | None = None, notice: str = "") -> tuple[Any, ...]:
-        shown = q.show(request, tuple(skipped), notice=notice)
+    def failed(message: str) -> tuple[Any, ...]:  # what went wrong, where the button's answer is written
+        return keep(f"**Not done:** {escaped(message)}")
+
+    def fetch(request: Any, skipped: list[str], avoid: str | None = None, notice: str = "", taken: Any = TAKE
+              ) -> tuple[Any, ...]:
+        shown = q.show(request, tuple(skipped), notice=notice, taken=taken)
         if shown[0] is not None or not skipped:
             return (*shown, skipped)
         again = q.show(request, (avoid,) if avoid else (), notice=f"{notice} {ROUND_AGAIN}".strip())
@@ -77,9 +91,9 @@ def wire_queue(app: App, blocks: Any, q: _Queue, answer: Callable[[str, dict[Any
             lost = q.pending(data, verdict)
             if lost:
                 return keep(f"**Not answered:** {lost}")
-            refusal = answer(verdict, data, request)
-            return keep(refusal) if refusal else fetch(request, data[q.skipped])
-        return guarded(handler)
+            refusal, following = answer(verdict, data, request, tuple(data[q.skipped]))
+            return keep(refusal) if refusal else fetch(request, data[q.skipped], taken=following)
+        return guarded(handler, failed)
 
     def skip(data: dict[Any, Any], request: gr.Request) -> tuple[Any, ...]:
         item_id = data[q.inputs[0]]
@@ -107,12 +121,15 @@ def wire_queue(app: App, blocks: Any, q: _Queue, answer: Callable[[str, dict[Any
         return fetch(request, data[q.skipped])
 
     inputs = {*q.inputs, q.skipped}
+    # progress "shown" on a State, which is never drawn: no component runs the progress timer (a frame loop) while
+    # the event is pending
+    fast = {**FAST, "show_progress_on": q.skipped}
     for verdict, button in verdicts.items():
-        button.click(answering(verdict), inputs, outputs, api_visibility="private")
-    buttons["skip"].click(guarded(skip), inputs, outputs, api_visibility="private")
-    buttons["undo"].click(guarded(undo), inputs, outputs, api_visibility="private")
-    buttons["next"].click(guarded(next_item), inputs, outputs, api_visibility="private")
-    blocks.load(guarded(opened), None, outputs, api_visibility="private")
+        button.click(answering(verdict), inputs, outputs, **fast)
+    buttons["skip"].click(guarded(skip, failed), inputs, outputs, **fast)
+    buttons["undo"].click(guarded(undo, failed), inputs, outputs, **fast)
+    buttons["next"].click(guarded(next_item, failed), inputs, outputs, **fast)
+    blocks.load(guarded(opened, failed), None, outputs, **fast)
 
 
 def _queue_buttons(prefix: str, answers: list[tuple[str, str]]) -> tuple[dict[str, Any], dict[str, Any], Any]:
@@ -126,47 +143,6 @@ def _queue_buttons(prefix: str, answers: list[tuple[str, str]]) -> tuple[dict[st
                    "next": gr.Button("Next item", elem_id=f"{prefix}-next")}
     notice = gr.Markdown(elem_id=f"{prefix}-notice")
     return verdicts, buttons, notice
-
-
-def _pictures(app: App, pictures: list[Picture]) -> str:
-    """A view's images at one zoom, wrapping onto further rows, the zoom chosen so they fit a 1440 x 900 window
-    (``views.default_zoom``). Each image is linked by its hash (the app's cached route), not inlined: a page redraw
-    sends no image bytes, and one the browser has seen comes from its cache."""
-    images, others = [], []
-    for picture in pictures:  # a record's blobs may hold a video or a file no browser draws as an image
-        try:
-            images.append((picture, size_and_type(picture.data)[:2]))
-        except Exception:  # Pillow's many kinds of "not an image"
-            others.append(f"{escaped(picture.caption)} ({len(picture.data):,} bytes, not an image: not shown)")
-    note = f"<p><small>{'; '.join(others)}</small></p>" if others else ""
-    if not images:
-        return note
-    zoom = default_zoom([size for _, size in images])
-    return zoomable([frame(p.data, p.caption, zoom, p.boxes, source=app.image_source(p.data)) for p, _ in images],
-                    zoom, box_toggle=any(p.boxes is not None for p, _ in images)) + note
-
-
-def drawn(app: App, data: dict[str, Any], *, with_table: bool = False) -> tuple[str, str, Any]:
-    """(the item's text, its images, the record to show as JSON or None) as its queue's view draws it (the recheck
-    queue: the view declaring the record's kind), after the line naming the item; ``with_table``: the view's
-    table, read-only, below the text. A record no view draws is shown as stored, with every image."""
-    view = view_of(data["queue"]) if data["queue"] != RECHECK else view_for_kind(data["target_kind"])
-    line = item_line(data["item_id"], data["target_id"], data["target_kind"])
-    if view is not None:
-        try:
-            text, images = view.render(data, app.image)
-        except Exception as error:  # one record its view cannot draw must not trap whoever holds it
-            logging.getLogger("annotation_ui").warning("the %s view cannot draw %s: %s", data["queue"],
-                                                       data["target_id"], error)
-            view, line = None, line + (f"<p><b>This record cannot be drawn by its view</b> "
-                                       f"({escaped(type(error).__name__)}); it is shown as stored.</p>")
-    if view is None:
-        shown = [Picture(role.replace("_", " "), found) for role, sha in data["images"].items()
-                 if (found := app.image(sha)) is not None]
-        return line + f"<p>{escaped(data['question'])}</p>", _pictures(app, shown), data["target"]
-    table = (table_html(view.table.columns, view.table.rows(data)) if with_table and view.table is not None
-             else "")
-    return line + text + table, _pictures(app, images), None
 
 
 def _element_prefix(queue: str) -> str:
@@ -240,8 +216,8 @@ def review_tab(app: App, wire: Any, review: ReviewCheck, view: ReviewView) -> No
     drawn_edits = [*edits, table.notice] if table else []
 
     def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = "",
-             undone: str | None = None) -> tuple[Any, ...]:
-        data = app.take(queue, request, skipped, lease=lease)
+             undone: str | None = None, taken: Any = TAKE) -> tuple[Any, ...]:
+        data = app.take(queue, request, skipped, lease=lease) if taken is TAKE else taken
         line = app.progress_line(queue, request)
         if data is None:
             return None, line, _nothing(lease), "", *([[], [], ""] if table else []), notice
@@ -256,17 +232,19 @@ def review_tab(app: App, wire: Any, review: ReviewCheck, view: ReviewView) -> No
     def edited(data: dict[Any, Any]) -> dict[str, Any] | None:
         return table.spec.correction(data[table.rows], data[table.shown]) if table else None
 
-    def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> str | None:
+    def answer(verdict: str, data: dict[Any, Any], request: gr.Request, skipped: tuple[str, ...]
+               ) -> tuple[str | None, dict[str, Any] | None]:
         correction = edited(data) if verdict == "correct" else None
         if verdict == "correct" and correction is None:
-            return f"**Not saved:** the table is as shown; press **{labels.get('accept', 'accept')}** if it is right."
+            return (f"**Not saved:** the table is as shown; press **{labels.get('accept', 'accept')}** if it is "
+                    f"right."), None
         try:
-            app.answer(data[item], verdict, request, correction=correction, shown={"queue": queue})
+            return None, app.answer_next(data[item], verdict, request, queue=queue, correction=correction,
+                                         shown={"queue": queue}, skipped=skipped)[1]
         except WorkError as error:
             if correction is None:
                 raise
-            return f"**Not saved.** {escaped(error)}"  # the guidelines' refusal, the edits kept to fix
-        return None
+            return f"**Not saved.** {escaped(error)}", None  # the guidelines' refusal, the edits kept to fix
 
     def pending(data: dict[Any, Any], action: str) -> str | None:
         if action == "correct" or edited(data) is None:
@@ -295,8 +273,8 @@ def recheck_tab(app: App, wire: Any) -> None:
             gr.Markdown(RECHECK_HELP)
 
     def show(request: gr.Request, skipped: tuple[str, ...] = (), *, lease: bool = True, notice: str = "",
-             undone: str | None = None) -> tuple[Any, ...]:
-        data = app.take(RECHECK, request, skipped, lease=lease)
+             undone: str | None = None, taken: Any = TAKE) -> tuple[Any, ...]:
+        data = app.take(RECHECK, request, skipped, lease=lease) if taken is TAKE else taken
         line = app.progress_line(RECHECK, request)
         if data is None:
             return None, line, _nothing(lease), gr.JSON(value=None, visible=False), "", "", notice
@@ -304,8 +282,10 @@ def recheck_tab(app: App, wire: Any) -> None:
         return (data["item_id"], line, html_text, gr.JSON(value=stored, visible=stored is not None), images, "",
                 notice)
 
-    def answer(verdict: str, data: dict[Any, Any], request: gr.Request) -> None:
-        app.answer(data[item], verdict, request, note=data[comment] or "", shown={"queue": RECHECK})
+    def answer(verdict: str, data: dict[Any, Any], request: gr.Request, skipped: tuple[str, ...]
+               ) -> tuple[None, dict[str, Any] | None]:
+        return None, app.answer_next(data[item], verdict, request, queue=RECHECK, note=data[comment] or "",
+                                     shown={"queue": RECHECK}, skipped=skipped)[1]
 
     def pending(data: dict[Any, Any], action: str) -> str | None:
         if action in ("skip", "undo") and (data[comment] or "").strip():

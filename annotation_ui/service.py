@@ -16,15 +16,21 @@ from typing import Any
 from annotation_ui import figures
 from annotation_ui.accounts import Accounts
 from annotation_ui.agreement import fleiss_kappa, pairwise_cohen, percent_agreement
+from annotation_ui.ahead import Ahead
+from annotation_ui.drawing import drawing
 from annotation_ui.guard import ADMIN_FILES
+from annotation_ui.kept import Kept
 from annotation_ui.limits import LockoutStore, LoginLimiter, lockouts_path, regular_or_none
 from annotation_ui.rest import BLOB_ROUTE, ShownImages
+from annotation_ui.review_views import review_views, view_for_kind, view_of
 from annotation_ui.views import escaped, size_and_type
 from annotation_ui.work import RECHECK, Work, WorkError, queues
 from schemas import Record
 from schemas.config import Settings
 from storage import open_storage
-from tasks.benchmark import ReviewCheck, ReviewView
+
+__all__ = ["App", "review_views", "view_for_kind", "view_of"]  # the views: importable from here too
+ITEMS_KEPT = 2048  # items whose view and drawing the app keeps (a few kB of HTML and JSON each)
 
 
 class App:
@@ -45,6 +51,9 @@ class App:
         self.lockout_store = LockoutStore(lockouts_path(settings))
         self.limiter = LoginLimiter(settings, self.lockout_store)
         self.shown_images = ShownImages()
+        self.views: Kept[str, dict[str, Any]] = Kept(ITEMS_KEPT)  # item id -> what its view shows (_view)
+        self.drawings: Kept[str, Any] = Kept(ITEMS_KEPT)  # item id -> its drawing.Drawing
+        self.ahead = Ahead(self)  # the next items drawn while people look at theirs
         self.boot = secrets.token_hex(8)  # a page that sees another one knows the app was restarted under it
 
     # -- who is asking ---------------------------------------------------------------------------------------
@@ -72,9 +81,16 @@ class App:
         name = self.user(request)
         item = (self.work.next_item(queue, name, skipped=skipped) if lease
                 else self.work.held_item(queue, name))
-        return self._view(queue, item) if item is not None else None
+        if lease:
+            self.ahead.soon(queue)
+        return self.item_view(queue, item) if item is not None else None
 
-    def _view(self, queue: str, item: Record) -> dict[str, Any]:
+    def item_view(self, queue: str, item: Record) -> dict[str, Any]:
+        """What the item's view shows: the item, its target and what the view gathers, kept by the item's id (all
+        of it read from records named by their content's hash, so it never changes)."""
+        return dict(self.views.get_or_make(item.id, lambda: self._gathered(queue, item)))
+
+    def _gathered(self, queue: str, item: Record) -> dict[str, Any]:
         target = self.work.content(item.payload["target_id"])
         found: dict[str, Any] = {"item_id": item.id, "queue": queue, "question": item.payload["question"],
                                  "suggestion": item.payload["suggestion"], "target_id": target.id,
@@ -91,15 +107,18 @@ class App:
         return self.work.submit(item_id, name, verdict, correction=correction, note=note, shown=shown).id
 
     def answer_next(self, item_id: str, verdict: str, request: Any, *, queue: str, correction: dict | None = None,
-                    note: str = "", shown: dict | None = None) -> tuple[str, dict[str, Any] | None]:
-        """``answer``, then ``take`` of ``queue``, in one turn of the app's lock: (the decision's id, the view of
-        the next item or None)."""
+                    note: str = "", shown: dict | None = None, skipped: tuple[str, ...] = ()
+                    ) -> tuple[str, dict[str, Any] | None]:
+        """``answer``, then ``take`` of ``queue`` (never one of ``skipped``), in one turn of the app's lock: (the
+        decision's id, the view of the next item or None)."""
         if queue not in queues():
             raise ValueError(f"unknown queue {queue!r}")
         name, note, shown = self._answer_form(item_id, verdict, request, correction, note, shown)
         decision, following = self.work.submit_and_next(item_id, name, verdict, queue=queue,  # type: ignore[arg-type]
-                                                        correction=correction, note=note, shown=shown)
-        return decision.id, self._view(queue, following) if following is not None else None
+                                                        correction=correction, note=note, shown=shown,
+                                                        skipped=skipped)
+        self.ahead.soon(queue)
+        return decision.id, self.item_view(queue, following) if following is not None else None
 
     def _answer_form(self, item_id: str, verdict: str, request: Any, correction: dict | None, note: str,
                      shown: dict | None) -> tuple[str, str, dict[str, Any]]:
@@ -120,17 +139,9 @@ class App:
                             "suggestion": item.payload["suggestion"]}
 
     def _drawn_images(self, item: Record) -> dict[str, str]:
-        """caption -> sha256 of every image the item's view draws (its stored images when no view draws it)."""
-        queue = item.payload["queue"]
-        seen = self._view(queue, item)
-        view = view_of(queue) if queue != RECHECK else view_for_kind(seen["target_kind"])
-        if view is None:
-            return dict(seen["images"])
-        try:
-            _, pictures = view.render(seen, self.image)
-        except Exception:  # drawn as stored instead (queue_tabs.drawn): those are the images it showed
-            return dict(seen["images"])
-        return {picture.caption: hashlib.sha256(picture.data).hexdigest() for picture in pictures}
+        """caption -> sha256 of every image the item's view draws (its stored images when no view draws it or
+        it cannot draw the record): the drawing the page was sent, kept since."""
+        return dict(drawing(self, self.item_view(item.payload["queue"], item)).images)
 
     def _item(self, item_id: str) -> Any:
         """The review item of that id; a WorkError that says so for an unknown id or another kind of record (never
@@ -179,7 +190,7 @@ class App:
 
     def progress_line(self, queue: str, request: Any) -> str:
         name = self.user(request)
-        row = figures.progress(self.storage.catalog, name).get(queue, {"done": 0, "remaining": 0, "mine": 0})
+        row = self.work.tally.figures(queue, name)
         return (f"{escaped(name)} · {escaped(queue)}: {row['done']} done, {row['remaining']} remaining, "
                 f"{row['mine']} answered by you")
 
@@ -242,7 +253,7 @@ class App:
         """Each item waiting for adjudication (or only ``item_id``) as its queue shows it, with every annotator's
         answer: ``{"view", "answers": {annotator: {"answer", "verdict", "correction"}}}``, oldest first."""
         self.admin(request)
-        return [{"view": self._view(item.payload["queue"], item),
+        return [{"view": self.item_view(item.payload["queue"], item),
                  "answers": {name: {"answer": answer, "verdict": answer if not correction else "correct",
                                     "correction": correction} for name, (_, answer, correction) in given.items()}}
                 for item, given in self.work.conflicts() if item_id in (None, item.id)]
@@ -251,25 +262,3 @@ class App:
         """Settle a conflict with accept, reject or one annotator's correction (as the conflict lists it)."""
         name = self.admin(request)
         return self.work.adjudicate(item_id.strip(), name, answer.strip())
-
-
-def review_views() -> list[tuple[ReviewCheck, ReviewView]]:
-    """Every registered benchmark's review queues that declare a view, in registry order (the tabs' order)."""
-    from tasks import benchmarks
-
-    found: list[tuple[ReviewCheck, ReviewView]] = []
-    for plugin in benchmarks.every():
-        for review in plugin.reviews:
-            view = review.review_view()
-            if view is not None:
-                found.append((review, view))
-    return found
-
-
-def view_of(queue: str) -> ReviewView | None:
-    return next((view for review, view in review_views() if review.queue == queue), None)
-
-
-def view_for_kind(kind: str) -> ReviewView | None:
-    """The first view (registry order) that declares it draws records of ``kind``; None: no view does."""
-    return next((view for _, view in review_views() if kind in view.kinds), None)

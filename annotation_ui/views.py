@@ -24,6 +24,35 @@ IMAGE_HEIGHT_PX = 620
 IMAGES_HEIGHT_PX = 1200
 GAP_PX, CAPTION_PX = 16, 28
 
+# Sent in the page's head by the front door (``guard``), to run before Gradio's modules take their references.
+# Gradio 6.31's status tracker animates what it shows with frame loops that outlive it: its progress timer checks
+# only a flag of its own, so a tracker removed while pending (the page's loading screen leaves one behind) asks for
+# 60 frames a second for as long as the page is open, and its spinner's springs go on for seconds after an event,
+# hidden or not (~4% of a core per open page, idle or not, more while working). A frame asked for from the status
+# tracker's code waits while no progress display is on screen, and is given once one is (so a spinner shown later
+# turns, and the loops left behind stop costing anything).
+FRAME_GUARD = b"""<script>
+(() => {
+  const frame = window.requestAnimationFrame.bind(window);
+  const shown = '[class~="wrap"][class~="full"]:not(.hide), [class~="wrap"][class~="minimal"]:not(.hide)';
+  let waiting = [];
+  const release = () => {
+    if (!waiting.length || !document.querySelector(shown)) return;
+    const due = waiting;
+    waiting = [];
+    due.forEach((callback) => frame(callback));
+  };
+  window.requestAnimationFrame = (callback) => {
+    if (document.querySelector(shown) || !/\\/statustracker-[\\w-]+\\.js/.test(new Error().stack || "")) {
+      return frame(callback);
+    }
+    waiting.push(callback);
+    return 0;
+  };
+  new MutationObserver(release).observe(document, {subtree: true, attributes: true, attributeFilter: ["class"]});
+})();
+</script>"""
+
 # Keys act only when nothing that takes typing has focus: no field, no editor, no table (a selected cell takes
 # letters to start an edit, so a `y` there must neither answer nor overwrite the cell); Esc lets go of the table.
 # Zoom and the box toggle are the page's own. The page remembers its tab (sessionStorage, per browser tab) and,

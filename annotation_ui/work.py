@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from annotation_ui.item_states import ItemState, item_states
 from annotation_ui.leases import Ask, lease_all, lease_to, release_pairs
+from annotation_ui.tally import Tally
 from annotation_ui.turns import lock_for
 from schemas import Record, Status
 from schemas.config import AnnotationSettings
@@ -81,6 +82,7 @@ class Request:
     decision: Record | None = None
     error: Exception | None = None
     done: bool = False
+    resolved: bool = False  # whether the answer completed its item
 
     def result(self) -> Request:
         if self.error is not None:
@@ -89,6 +91,7 @@ class Request:
 
     def clear(self) -> None:
         self.decision = self.error = None
+        self.resolved = False
         if self.ask is not None:
             self.ask.leased = None
 
@@ -106,6 +109,8 @@ class Work:
         self._contents: OrderedDict[str, Record] = OrderedDict()
         self._contents_guard = threading.Lock()
         self._swept_at = 0.0
+        self.tally = Tally(self.catalog, self._lock)  # the progress line's figures
+        self.upcoming: dict[str, list[tuple[str, str]]] = {}  # queue -> open items with room, (item, target)
 
     def content(self, record_id: str) -> Record:
         """A record as first read: its content never changes (the id is its hash), its status may have since;
@@ -143,6 +148,9 @@ class Work:
         try:
             with self._lock:  # the other writers of leases and answers (undo, adjudication) take it too
                 self._serve_together(batch)
+                for served in batch:
+                    if served.decision is not None and served.error is None:
+                        self.tally.answered(served.item.payload["queue"], served.annotator, resolved=served.resolved)
         except BaseException:  # an interrupt: the others' requests were not served either
             for unserved in batch:
                 unserved.clear()
@@ -174,7 +182,8 @@ class Work:
         answering = [request for request in batch if request.item is not None]
         released = self._answer_all(con, answering) if answering else []
         asks = [request.ask for request in batch if request.ask is not None and request.error is None]
-        lease_all(con, asks, self.settings.overlap_of, self.settings.lease_s, releasing=released)
+        self.upcoming = {**self.upcoming, **lease_all(con, asks, self.settings.overlap_of, self.settings.lease_s,
+                                                      releasing=released)}
 
     def _sweep(self, con: Any) -> None:
         """Drop expired leases now and then (every query already ignores them): one statement less per lease."""
@@ -195,10 +204,11 @@ class Work:
         let go: their content never changes, and the other annotators' answers need not wait for this read."""
         if leased is None:
             return None
-        self._prefetch(leased)
+        self.prefetch(leased)
         return self.content(leased[0])
 
-    def _prefetch(self, ids: Any) -> None:
+    def prefetch(self, ids: Any) -> None:
+        """The records of ``ids`` not kept yet read, in one query, and kept."""
         with self._contents_guard:
             missing = [i for i in ids if i and i not in self._contents]
         for record in self.catalog.get_records(missing) if missing else []:
@@ -222,13 +232,13 @@ class Work:
         return request.decision
 
     def submit_and_next(self, item_id: str, annotator: str, verdict: Verdict, *, queue: str,
-                        correction: dict | None = None, note: str = "", shown: dict | None = None
-                        ) -> tuple[Record, Record | None]:
-        """``submit``, then ``next_item`` of ``queue``, in one transaction and one turn of the lock: what a page
-        does after each answer, without queueing twice behind the other annotators."""
+                        correction: dict | None = None, note: str = "", shown: dict | None = None,
+                        skipped: tuple[str, ...] = ()) -> tuple[Record, Record | None]:
+        """``submit``, then ``next_item`` of ``queue`` (never one of ``skipped``), in one transaction and one turn
+        of the lock: what a page does after each answer, without queueing twice behind the other annotators."""
         item = self._answerable(item_id, verdict, correction, note)
-        request = self._serve(Request(annotator, ask=Ask(annotator, queue, (item.id,)), item=item, verdict=verdict,
-                                      correction=correction, note=note, shown=shown))
+        request = self._serve(Request(annotator, ask=Ask(annotator, queue, (item.id, *skipped)), item=item,
+                                      verdict=verdict, correction=correction, note=note, shown=shown))
         return request.decision, self._leased_content(request.ask.leased)
 
     def _answerable(self, item_id: str, verdict: str, correction: dict | None, note: str) -> Record:
@@ -281,6 +291,7 @@ class Work:
             if resolved:
                 changes.extend(resolved)
                 state.status = Status.ACCEPTED
+                request.resolved = True
         return request.decision
 
     def _resolution(self, item: Record, answers: dict[str, str]) -> list[tuple[str, Status, str, str]]:
@@ -308,6 +319,7 @@ class Work:
             changes = resolution(item, settle({}, 0, adjudicated=answer), [*sorted(answers), admin])
             self.catalog.put_records([record])
             self.catalog.set_statuses(changes)
+            self.tally.resolved(item.payload["queue"])
             return changes[0][2]
 
     def conflicts(self) -> list[tuple[Record, dict[str, tuple[str, str, dict]]]]:
@@ -342,6 +354,7 @@ class Work:
                                         actor=annotator)
             self.catalog.run(lambda con: lease_to(con, [(item_id, annotator, item.payload["queue"])],
                                                   self.settings.lease_s))
+            self.tally.undone(item.payload["queue"], annotator, reopened=item.status != Status.CANDIDATE)
         return self.catalog.get_record(decision_id), self.catalog.get_record(item_id)
 
     def held_item(self, queue: str, annotator: str) -> Record | None:

@@ -1,7 +1,7 @@
 """Latency of the annotation app under load: from submitting a decision to seeing the next item.
 
     python bench/annotation_latency.py [--clients 8] [--items 240] [--overlap 1] [--curve 1,2,4,8] [--plot PNG]
-                                       [--statements 300]
+                                       [--statements 300] [--pages 1,2,4,8]
 
 Starts the app (``benchwright annotate``, its own process, as in production) on a temporary catalog with ``--items``
 recheck items; ``--clients`` annotators, threads of this process, each work the queue through the app's HTTP API
@@ -18,6 +18,10 @@ what each SQL statement of an answer cost, per answer, next to the floor of an e
 answer costs. The app serves turns one at a time, each for every request waiting when it starts (one transaction,
 about the same statements for eight answers as for one), so with one annotator these milliseconds bound the answers
 per second, and with several a turn serves several answers.
+
+Then, unless ``--pages`` is empty, what the person waits for: the page itself in headless Chromium, a key press to
+the next item painted, for each number of pages beside the plain route's floor of the same run
+(``bench/annotation_browser.py``, which runs alone too).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,82 +47,124 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 
 
-def measure(clients: int, items: int, overlap: int, path: str) -> dict[str, Any]:
-    """One pass: a fresh app and catalog, ``clients`` annotators working ``items`` items as fast as they can."""
-    import httpx
-
-    from storage import open_storage
-    from tests.support.app import ANNOTATORS, app_settings, publish
-
-    names = (ANNOTATORS * (clients // len(ANNOTATORS) + 1))[:clients]
-    if len(set(names)) < clients:
-        raise SystemExit(f"at most {len(ANNOTATORS)} clients (one account each)")
-    with tempfile.TemporaryDirectory() as tmp:
-        settings = app_settings(Path(tmp), overlap={"recheck": overlap})
-        publish(settings, items)
-        config = Path(tmp) / "benchwright.toml"
-        sections = settings.model_dump(mode="json", include={"catalog", "blobs", "annotation"}, exclude_none=True)
-        config.write_text(tomli_w.dumps(sections))
-        root = Path(__file__).resolve().parent.parent
-        server = subprocess.Popen([sys.executable, "-m", "flows.cli", "--config", str(config), "annotate"], cwd=root,
-                                  env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL,
-                                  stderr=open(Path(tmp) / "server.log", "w"))  # noqa: SIM115 - lives with the server
+@contextmanager
+def app_process(settings: Any, tmp: Path) -> Iterator[str]:
+    """The app (``benchwright annotate``) in its own process, as in production, over ``settings``; yields its URL."""
+    config = tmp / "benchwright.toml"
+    sections = settings.model_dump(mode="json", include={"catalog", "blobs", "annotation"}, exclude_none=True)
+    config.write_text(tomli_w.dumps(sections))
+    root = Path(__file__).resolve().parent.parent
+    log = open(tmp / "server.log", "w")  # noqa: SIM115 - lives with the server
+    server = subprocess.Popen([sys.executable, "-m", "flows.cli", "--config", str(config), "annotate"], cwd=root,
+                              env={**os.environ, "PYTHONPATH": str(root)}, stdout=subprocess.DEVNULL, stderr=log)
+    try:
         port = settings.annotation.port
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", port)) == 0:
                     break
             time.sleep(0.2)
         else:
-            raise SystemExit("the app did not start: " + (Path(tmp) / "server.log").read_text()[-2000:])
-        url = f"http://127.0.0.1:{port}/"
-        latencies: list[float] = []
-        lock = threading.Lock()
-
-        def call(http: httpx.Client, endpoint: str, *args: str) -> str:
-            event = http.post(f"{url}gradio_api/call/{endpoint}", json={"data": list(args)}).json()["event_id"]
-            stream = http.get(f"{url}gradio_api/call/{endpoint}/{event}").text
-            kind = next(line for line in stream.splitlines() if line.startswith("event:"))
-            data = next(line for line in stream.splitlines() if line.startswith("data:"))
-            if "complete" not in kind:
-                raise RuntimeError(f"{endpoint}: {data}")
-            return json.loads(data[5:])[0]
-
-        def work(name: str) -> None:
-            with httpx.Client(timeout=60) as http:
-                http.post(url + "login", data={"username": name, "password": "pw"}).raise_for_status()
-                taken = json.loads(call(http, "take", "recheck"))
-                while taken:
-                    start = time.perf_counter()
-                    if path == "rest":
-                        body = {"item_id": taken["item_id"], "verdict": "accept", "next": "recheck"}
-                        taken = http.post(f"{url}api/v1/answer", json=body).raise_for_status().json()["next"]
-                    elif path == "answer_next":
-                        taken = json.loads(call(http, "answer_next", taken["item_id"], "accept", "", "recheck"))["next"]
-                    else:
-                        call(http, "answer", taken["item_id"], "accept", "")
-                        taken = json.loads(call(http, "take", "recheck"))
-                    with lock:
-                        latencies.append(time.perf_counter() - start)
-
-        threads = [threading.Thread(target=work, args=(name,)) for name in names]
-        started = time.perf_counter()
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        wall = time.perf_counter() - started
+            raise SystemExit("the app did not start: " + (tmp / "server.log").read_text()[-2000:])
+        yield f"http://127.0.0.1:{port}/"
+    finally:
         server.terminate()
         server.wait(timeout=30)
-        counts = open_storage(settings).catalog.query(
-            "SELECT count(*), count(DISTINCT item_id), max(n) FROM (SELECT item_id, count(*) AS n "
-            "FROM review_decisions GROUP BY item_id) JOIN review_decisions USING (item_id)")
-    ordered = sorted(latencies)
-    total, distinct, most = counts[0]
-    return {"answers": len(ordered), "rate": len(ordered) / wall, "wall": wall, "p50": statistics.median(ordered),
-            "p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], "max": ordered[-1],
-            "ok": distinct == items and most == overlap, "stored": total}
+        log.close()
+
+
+def gradio_call(http: Any, url: str, endpoint: str, *args: str) -> str:
+    """A named Gradio endpoint called as scripts call it: POST the call, then read its result stream."""
+    event = http.post(f"{url}gradio_api/call/{endpoint}", json={"data": list(args)}).json()["event_id"]
+    stream = http.get(f"{url}gradio_api/call/{endpoint}/{event}").text
+    kind = next(line for line in stream.splitlines() if line.startswith("event:"))
+    data = next(line for line in stream.splitlines() if line.startswith("data:"))
+    if "complete" not in kind:
+        raise RuntimeError(f"{endpoint}: {data}")
+    return json.loads(data[5:])[0]
+
+
+def run_clients(url: str, names: list[str], path: str, queue: str = "recheck", limit: int | None = None
+                ) -> tuple[list[float], float]:
+    """Each of ``names`` logged in and working ``queue`` as fast as it can over ``path`` ("rest": the plain route;
+    "answer_next": Gradio's call of that endpoint; else Gradio's answer then take) until the queue is empty or
+    ``limit`` answers were given in all; (seconds from each answer sent to the next item received, wall time)."""
+    import httpx
+
+    latencies: list[float] = []
+    lock = threading.Lock()
+
+    def work(name: str) -> None:
+        with httpx.Client(timeout=60) as http:
+            http.post(url + "login", data={"username": name, "password": "pw"}).raise_for_status()
+            taken = json.loads(gradio_call(http, url, "take", queue))
+            while taken:
+                with lock:
+                    if limit is not None and len(latencies) >= limit:
+                        http.post(f"{url}api/v1/answer", json={"item_id": taken["item_id"], "verdict": "accept"})
+                        return  # the item held is answered all the same: every item gets its answers
+                start = time.perf_counter()
+                if path == "rest":
+                    body = {"item_id": taken["item_id"], "verdict": "accept", "next": queue}
+                    taken = http.post(f"{url}api/v1/answer", json=body).raise_for_status().json()["next"]
+                elif path == "answer_next":
+                    taken = json.loads(gradio_call(http, url, "answer_next", taken["item_id"], "accept", "",
+                                                   queue))["next"]
+                else:
+                    gradio_call(http, url, "answer", taken["item_id"], "accept", "")
+                    taken = json.loads(gradio_call(http, url, "take", queue))
+                with lock:
+                    latencies.append(time.perf_counter() - start)
+
+    threads = [threading.Thread(target=work, args=(name,)) for name in names]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return latencies, time.perf_counter() - started
+
+
+def figures_of(latencies: list[float], wall: float) -> dict[str, Any]:
+    """answers, answers/s, p50, p95 and max of one path's latencies."""
+    ordered = sorted(latencies) or [float("nan")]
+    return {"answers": len(latencies), "rate": len(latencies) / wall if wall else 0.0, "wall": wall,
+            "p50": statistics.median(ordered), "p95": ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))],
+            "max": ordered[-1]}
+
+
+def stored(settings: Any, items: int, overlap: int) -> dict[str, Any]:
+    """The decisions stored: every item answered exactly ``overlap`` times (``ok``), and how many in all."""
+    from storage import open_storage
+
+    catalog = open_storage(settings).catalog
+    total, distinct, most = catalog.query(
+        "SELECT count(*), count(DISTINCT item_id), coalesce(max(n), 0) FROM (SELECT item_id, count(*) AS n "
+        "FROM review_decisions GROUP BY item_id) JOIN review_decisions USING (item_id)")[0]
+    catalog.close()
+    return {"stored": total, "ok": distinct == items and most == overlap and total == items * overlap}
+
+
+def annotators(clients: int) -> list[str]:
+    from tests.support.app import ANNOTATORS
+
+    if clients > len(ANNOTATORS):
+        raise SystemExit(f"at most {len(ANNOTATORS)} clients (one account each)")
+    return ANNOTATORS[:clients]
+
+
+def measure(clients: int, items: int, overlap: int, path: str) -> dict[str, Any]:
+    """One pass: a fresh app and catalog, ``clients`` annotators working ``items`` items as fast as they can."""
+    from tests.support.app import app_settings, publish
+
+    names = annotators(clients)
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = app_settings(Path(tmp), overlap={"recheck": overlap})
+        publish(settings, items)
+        with app_process(settings, Path(tmp)) as url:
+            latencies, wall = run_clients(url, names, path)
+        return {**figures_of(latencies, wall), **stored(settings, items, overlap)}
 
 
 def statement_costs(answers: int) -> None:
@@ -202,6 +250,9 @@ def main() -> None:
                         help="where the latency curve is drawn")
     parser.add_argument("--statements", type=int, default=0,
                         help="answers timed in this process first, statement by statement (see above); 0: none")
+    parser.add_argument("--pages", default="1,2,4,8",
+                        help="then the page in Chromium with this many annotators (bench/annotation_browser.py); "
+                             "empty: none")
     args = parser.parse_args()
     if args.statements:
         statement_costs(args.statements)
@@ -221,6 +272,11 @@ def main() -> None:
                   f"{row['rate']:.1f} answers/s")
         plot(curve, args.plot)
         print(f"plot: {args.plot}")
+    if args.pages:
+        from bench.annotation_browser import report
+
+        print("\nthe page in a browser (bench/annotation_browser.py):")
+        report([int(n) for n in args.pages.split(",")])
 
 
 if __name__ == "__main__":

@@ -73,6 +73,56 @@ def publish_visual_negatives(settings: Settings, n: int) -> list:
     return items
 
 
+def _frame(size: tuple[int, int], tint: tuple[int, int, int], text: str) -> bytes:
+    """A camera-like JPEG frame: a shaded gradient in ``tint`` with a line of text, so each frame differs."""
+    from PIL import ImageDraw
+
+    shade = Image.linear_gradient("L").resize(size)
+    image = Image.merge("RGB", [shade.point(lambda v, c=c: (v + c) % 256) for c in tint])
+    ImageDraw.Draw(image).text((10, 10), text, fill=(255, 255, 255))
+    buffer = io.BytesIO()
+    image.save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+def publish_progress_negatives(settings: Settings, n: int, *, per_demo: int = 8) -> list:
+    """``n`` visual-negative review items as the PROGRESS-BENCH build makes them: each an edited 320 x 240 frame
+    beside its original, ``per_demo`` of them sharing a visual demonstration of four key frames, so the page draws
+    the question as the model reads it with six images (what the latency benches press keys on)."""
+    from tasks.progress.payloads import Demo
+
+    storage = open_storage(settings)
+    records, items, demo = [], [], None
+    for i in range(n):
+        if i % per_demo == 0:
+            frames = [storage.put_blob(_frame((320, 240), (40 * k, 90, i % 256), f"demo {i} key frame {k}"),
+                                       role=f"demo_{k}", media_type="image/jpeg") for k in range(4)]
+            demo = make_record(Demo(trajectory_id=f"t{i}", modality="visual", task_goal="stack the cubes",
+                                    steps=[f"front_{k:04d}.jpg" for k in range(4)], total_steps=3,
+                                    data_source="test"),
+                               benchmark="progress", producer=Producer(task="test"), blobs=frames,
+                               status=Status.ACCEPTED)
+            records.append(demo)
+        original = make_record(Observation(demo_id=demo.id, frame=f"front_{i:04d}.jpg", progress_score=0.5),
+                               benchmark="progress", producer=Producer(task="test"), status=Status.ACCEPTED,
+                               blobs=[storage.put_blob(_frame((320, 240), (200, 160, i % 256), f"original {i}"),
+                                                       role="observation", media_type="image/jpeg")])
+        edited = make_record(Observation(demo_id=demo.id, frame=f"front_{i:04d}_edit.jpg", answerable=False,
+                                         negative="visual"), benchmark="progress", producer=Producer(task="test"),
+                             parents=[original.id],
+                             blobs=[storage.put_blob(_frame((320, 240), (230, 60, i % 256), f"edited {i}"),
+                                                     role="observation", media_type="image/jpeg")])
+        item = make_record(ReviewItem(target_id=edited.id, queue="visual_negative", question="Is the edit valid?",
+                                      suggestion={"original": original.id, "task_goal": "stack the cubes",
+                                                  "step": "pick up the red cube", "strategy": "color",
+                                                  "prompt": "make the red cube green"}),
+                           benchmark="progress", producer=Producer(task="test"), parents=[edited.id])
+        records += [original, edited, item]
+        items.append(item)
+    storage.catalog.put_records(records)
+    return items
+
+
 # -- HTTP calls ------------------------------------------------------------------------------------------------
 
 
