@@ -87,6 +87,8 @@ class Screen:
         self._vectors: list[np.ndarray] = []
         self._vector_owner: list[str] = []
         self._phash: dict[str, int] = {}
+        self._hash_array: np.ndarray | None = None
+        self._vector_array: np.ndarray | None = None
 
     def add(self, record_id: str, keys: NoveltyKeys, vector: np.ndarray | None = None) -> None:
         """Count an instance as out: later candidates are screened against it."""
@@ -125,18 +127,29 @@ class Screen:
         if same is not None and same != record_id:
             return Overlap(record_id, same, SAME, 0.0)
         if self._hashes and keys.images:
-            known = np.array(self._hashes, dtype=np.uint64)
+            known = self._known_hashes()
             for sha in keys.images:
                 bits = np.bitwise_count(known ^ np.uint64(self._hash_of(sha)))
                 closest = int(np.argmin(bits))
                 if bits[closest] <= self.image_bits and self._hash_owner[closest] != record_id:
                     return Overlap(record_id, self._hash_owner[closest], NEAR_IMAGE, float(bits[closest]))
         if vector is not None and self._vectors:
-            cosines = np.stack(self._vectors) @ vector
+            cosines = self._known_vectors() @ vector
             closest = int(np.argmax(cosines))
             if cosines[closest] >= self.text_similarity and self._vector_owner[closest] != record_id:
                 return Overlap(record_id, self._vector_owner[closest], NEAR_TEXT, float(1 - cosines[closest]))
         return None
+
+    def _known_hashes(self) -> np.ndarray:
+        """The hashes added so far as one array, made again only after an add (not for every candidate image)."""
+        if self._hash_array is None or len(self._hash_array) != len(self._hashes):
+            self._hash_array = np.array(self._hashes, dtype=np.uint64)
+        return self._hash_array
+
+    def _known_vectors(self) -> np.ndarray:
+        if self._vector_array is None or len(self._vector_array) != len(self._vectors):
+            self._vector_array = np.stack(self._vectors)
+        return self._vector_array
 
     def _hash_of(self, sha: str) -> int:
         if sha not in self._phash:

@@ -87,11 +87,9 @@ def released_screen(storage: Any, *, benchmark: str, kind: str, keys_of: Callabl
     version of every release: what a generator's new draws are screened against, so a repeat is drawn again instead
     of being built and then left out of the release. ``image`` reads an image by sha256 (default: the blob store;
     a generator passes one that also knows the images it has not stored yet)."""
-    from storage.releases import list_releases, load_release
     from tasks.novelty import Screen
 
-    ids = {entry.id for name, version, *_ in list_releases(storage.catalog)
-           for entry in load_release(storage.catalog, f"{name}@{version}").records
+    ids = {entry.id for entry in _released_entries(storage.catalog)
            if entry.kind == kind and entry.benchmark == benchmark}
     screen = Screen(image or storage.blobs.get, embed)
     screen.add_all((record.id, keys_of(record)) for record in storage.catalog.get_records(sorted(ids)))
@@ -100,10 +98,15 @@ def released_screen(storage: Any, *, benchmark: str, kind: str, keys_of: Callabl
 
 def _released_ids(catalog: Any, name: str) -> set[str]:
     """The record ids of every version of release ``name``."""
+    return {entry.id for entry in _released_entries(catalog, name)}
+
+
+def _released_entries(catalog: Any, name: str | None = None) -> list[Any]:
+    """The entries of every version of release ``name`` (of every release when None)."""
     from storage.releases import list_releases, load_release
 
-    return {entry.id for n, version, *_ in list_releases(catalog) if n == name
-            for entry in load_release(catalog, f"{name}@{version}").records}
+    return [entry for n, version, *_ in list_releases(catalog) if name is None or n == name
+            for entry in load_release(catalog, f"{n}@{version}").records]
 
 
 def _embedder(settings: Settings) -> Callable[[list[str]], Any] | None:

@@ -144,11 +144,12 @@ def _fresh_draws(storage: Any, chosen: Any, count: int, seed: int, options: dict
                 continue
             candidates.append((stored, instance_record(stored, Producer(task="screen"), unstored, verified_by)))
         for stored, record in candidates:  # one made before (and released) is itself, never its own repeat
-            found = screen.overlap(record.id, novelty_keys(record), None)
+            keys = novelty_keys(record)
+            found = screen.overlap(record.id, keys, None)
             if found:
                 drawn.repeats.append(found)
                 continue
-            screen.add(record.id, novelty_keys(record))
+            screen.add(record.id, keys)
             drawn.fresh.append(stored)
         pending.clear()
         if len(drawn.fresh) >= count or len(instances) < wanted:  # enough, or the source has no more
