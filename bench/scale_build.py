@@ -7,11 +7,12 @@ on DuckDB and on PostgreSQL.
 Renders the sample world once (PROGRESS-BENCH episodes, EXPLORE-Bench head-camera clips; not timed), then runs the
 build flow (PROGRESS: construct; EXPLORE: extract and annotate, offline backends) with ``[compute] task_runner =
 "dask"`` on a Dask cluster of 1 and of 2 worker processes, each into a fresh catalog, ``--repeat`` times in turn,
-and prints the median wall times and the speed-up (target >= 1.6x on a 2-core machine), with the in-process build
-(one task run, no cluster) beside them. Under each row: how many of the machine's cores were busy during each kind
-of build (every process: workers, the flow with the scheduler, the Prefect and PostgreSQL servers; /proc/stat), and
-the speed-up x2's work allows: its busy core-seconds over the cores is the least time it can take, and x1 already
-keeps more than one core busy (its worker's native threads, the control plane beside it).
+and prints the median wall times, with the lowest and highest, and the speed-ups of the Dask builds over the plain
+in-process build (one task run, no cluster), each round's pair held together (target: 2 workers at least 1.6x the
+in-process build on a 2-core machine). Under each row: how many cores the bench's own processes kept busy during
+each kind of build (workers, the flow with the scheduler, the Prefect and PostgreSQL servers: every process started
+with the bench's mark, ``bench/rounds.py``), apart from how many the rest of the machine did, and the speed-up over
+in process that x2's work allows: its busy core-seconds over the cores is the least time it can take.
 The flows run as ``benchwright build`` runs them, without Prefect's heartbeats (see ``[prefect]
 command_heartbeat_s``); a deployment's run adds up to a second to each, as Prefect's heartbeat thread is joined at
 the flow's end.
@@ -47,6 +48,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 
+from bench.rounds import MachineLoad, load_average, mark, ratios, spread
+
 
 def settings_in(folder: Path, catalog_url: str | None, **compute: Any) -> Any:
     from schemas.config import BlobSettings, CatalogSettings, ComputeSettings, Settings
@@ -55,33 +58,26 @@ def settings_in(folder: Path, catalog_url: str | None, **compute: Any) -> Any:
                     blobs=BlobSettings(uri=f"file://{folder / 'blobs'}"), compute=ComputeSettings(**compute))
 
 
-def machine_busy_s() -> float:
-    """Core-seconds the machine's CPUs have been busy since boot (every process, the kernel's work too)."""
-    with open("/proc/stat") as stat:
-        fields = [int(x) for x in stat.readline().split()[1:]]
-    idle, iowait = fields[3], fields[4]
-    return (sum(fields[:8]) - idle - iowait) / os.sysconf("SC_CLK_TCK")
-
-
 def timed_build(benchmark: str, stages: list[str], options: dict[str, Any], folder: Path, server: str | None,
-                **compute: Any) -> tuple[float, dict[str, Any], float]:
-    """Seconds, the build's summary and the core-seconds the whole machine was busy meanwhile (workers, this
-    process's flow, scheduler and nannies, the Prefect and PostgreSQL servers), into a fresh catalog: a new
-    database on ``server``, else a DuckDB file."""
+                **compute: Any) -> tuple[float, dict[str, Any], tuple[float, float]]:
+    """Seconds, the build's summary and the core-seconds spent meanwhile by the bench's processes (workers, this
+    process's flow, the scheduler, the Prefect and PostgreSQL servers) and by the rest of the machine, into a fresh
+    catalog: a new database on ``server``, else a DuckDB file."""
     from flows.build import build
     from flows.runtime import at_the_terminal
     from tests.support.postgres_server import fresh_database
 
     settings = settings_in(folder, fresh_database(server) if server else None, **compute)
-    with at_the_terminal(settings):
-        busy, start = machine_busy_s(), time.perf_counter()
+    with at_the_terminal(settings), MachineLoad() as load:
+        start = time.perf_counter()
         result = build(benchmark, settings, stages=stages, options=options)
-        return time.perf_counter() - start, result, machine_busy_s() - busy
+        took = time.perf_counter() - start
+    return took, result, (load.ours_s, load.others_s)
 
 
 def render(world: Path, clips: Path, episodes: int, clip_count: int) -> None:
     """The sample episodes and clips missing from ``world`` and ``clips``."""
-    from tasks.sources.tasks import render_sample_world
+    from tasks.sources.sample_world import render_sample_world
 
     from tasks.explore.stages import SAMPLE_TASKS
     from tasks.progress.stages import SAMPLE_CAMERAS
@@ -240,48 +236,57 @@ def catalog_rates(count: int, folder: Path, server: str) -> tuple[float, float]:
     return duck, postgres
 
 
+Timings = dict[str, list[float]]
+
+
 def timed_in_turn(kinds: dict[str, dict[str, Any]], build: tuple[str, list[str], dict[str, Any]], root: Path,
                   server: str | None, repeat: int, clusters: dict[int, Any]
-                  ) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, Any]]:
-    """Per kind, the wall times and the machine's busy core-seconds of ``repeat`` builds, run in turn so a slow
-    minute of the machine falls on every kind, each with the warm clusters it does not use paused; and each kind's
-    last build summary."""
+                  ) -> tuple[Timings, Timings, Timings, dict[str, Any]]:
+    """Per kind, the wall times, the bench's busy core-seconds and the rest of the machine's of ``repeat`` builds,
+    run in turn so a slow minute of the machine falls on every kind, each with the warm clusters it does not use
+    paused; and each kind's last build summary."""
     benchmark, stages, options = build
-    seconds: dict[str, list[float]] = {name: [] for name in kinds}
-    busy: dict[str, list[float]] = {name: [] for name in kinds}
+    seconds: Timings = {name: [] for name in kinds}
+    ours: Timings = {name: [] for name in kinds}
+    others: Timings = {name: [] for name in kinds}
     made: dict[str, Any] = {}
     for run in range(repeat):
         for name, compute in kinds.items():
             with others_paused(clusters, compute["workers"] if "dask_address" in compute else None):
-                took, made[name], used = timed_build(benchmark, stages, options,
-                                                     root / f"{benchmark}-{name}-{run}", server, **compute)
+                took, made[name], (used, rest) = timed_build(benchmark, stages, options,
+                                                             root / f"{benchmark}-{name}-{run}", server, **compute)
             seconds[name].append(took)
-            busy[name].append(used)
-    return seconds, busy, made
+            ours[name].append(used)
+            others[name].append(rest)
+    return seconds, ours, others, made
 
 
 def same_records(made: dict[str, Any]) -> str:
-    return "same records" if made["x1"] == made["x2"] else f"DIFFERENT: {made['x1']} vs {made['x2']}"
+    same = made["inline"] == made["x1"] == made["x2"]
+    return "same records" if same else f"DIFFERENT: {made['inline']} vs {made['x1']} vs {made['x2']}"
 
 
-def print_row(label: str, engine: str, seconds: dict[str, list[float]], busy: dict[str, list[float]],
-              made: dict[str, Any]) -> None:
-    """The medians and the speed-up; then how busy the machine was and the speed-up its cores allow: x2's work
-    (every process's core-seconds, median) cannot take less than that over the cores. And x1's work spread over
-    every core: x1 already kept more than one core busy (its worker's writer thread and native threads, the flow,
-    the scheduler, the servers), so were x2 to do x1's work with every core busy, it would be cores / (x1's busy
-    cores) times faster. An estimate, not a bound: the background work that goes by the clock (heartbeats, the
-    servers' loops) is less in a shorter build (192 clips: x2 reached 1.57x where x1's work gave 1.53x)."""
+def print_row(label: str, engine: str, seconds: Timings, ours: Timings, others: Timings, made: dict[str, Any]
+              ) -> None:
+    """The medians and the speed-ups against the in-process build (each round's pair: that round's in-process
+    build over its Dask build); then how busy the machine was, the bench's processes apart from the rest, and the
+    speed-up the cores allow: x2's work (the bench's core-seconds, median) cannot take less than that over the
+    cores."""
     inline, one, two = (statistics.median(seconds[name]) for name in ("inline", "x1", "x2"))
-    spread = ", ".join(f"{name} {min(v):.1f}-{max(v):.1f}s" for name, v in seconds.items())
-    print(f"{label:34} {engine:10} {inline:10.1f}s {one:8.1f}s {two:8.1f}s {one / two:8.2f}x  "
-          f"({same_records(made)}; medians of {len(seconds['x1'])}: {spread})")
+    against = {name: ratios(seconds["inline"], seconds[name]) for name in ("x1", "x2")}
+    print(f"{label:34} {engine:10} {inline:10.1f}s {one:8.1f}s {two:8.1f}s {statistics.median(against['x2']):8.2f}x"
+          f"  ({same_records(made)})")
+    print(f"{'':45} medians (lowest-highest) of {len(seconds['x1'])}: "
+          + ", ".join(f"{name} {spread(values, 's', 1)}" for name, values in seconds.items()))
+    print(f"{'':45} speed-up over in process: x1 {spread(against['x1'], 'x')}, x2 {spread(against['x2'], 'x')}; "
+          f"x2 over x1 {statistics.median(ratios(seconds['x1'], seconds['x2'])):.2f}x")
     cores = os.cpu_count() or 1
-    used = {name: statistics.median(b / s for b, s in zip(busy[name], seconds[name], strict=True)) for name in busy}
-    work = statistics.median(busy["x2"])
-    print(f"{'':45} cores busy: {', '.join(f'{n} {u:.2f}' for n, u in used.items())} of {cores}; "
-          f"x2's {work:.1f} core-s take >= {work / cores:.1f} s here: speed-up allowed {one / (work / cores):.2f}x; "
-          f"x1's work ({used['x1']:.2f} cores busy) on {cores} cores: {cores / used['x1']:.2f}x")
+    busy = {name: statistics.median(ratios(ours[name], seconds[name])) for name in ours}
+    rest = {name: statistics.median(ratios(others[name], seconds[name])) for name in others}
+    work = statistics.median(ours["x2"])
+    print(f"{'':45} cores busy, the bench's: {', '.join(f'{n} {u:.2f}' for n, u in busy.items())}; the rest of the "
+          f"machine's: {', '.join(f'{n} {u:.2f}' for n, u in rest.items())} (of {cores}); x2's {work:.1f} core-s "
+          f"take >= {work / cores:.1f} s here: speed-up over in process allowed {inline / (work / cores):.2f}x")
 
 
 BUILDS = ("progress", "explore")
@@ -313,6 +318,7 @@ def main() -> None:
     from tests.support.postgres_server import postgres_server
 
     quiet_dask()
+    mark()  # before any process starts: the servers, the clusters' processes are the bench's
     with tempfile.TemporaryDirectory() as tmp, postgres_server() as server, \
             prefect_server(Path(tmp), None if args.prefect_on_sqlite else server), contextlib.ExitStack() as stack:
         root = Path(tmp)
@@ -322,7 +328,8 @@ def main() -> None:
         builds = {"PROGRESS-BENCH construct": ("progress", ["construct"], {"episodes_dir": str(world)}),
                   "EXPLORE-Bench extract + annotate": ("explore", ["extract", "annotate"],
                                                        {"clips_dir": str(clips)})}
-        print(f"{'build':34} {'catalog':10} {'in process':>11} {'dask x1':>9} {'dask x2':>9} {'x2 vs x1':>9}")
+        print(f"load average before: {load_average()}")
+        print(f"{'build':34} {'catalog':10} {'in process':>11} {'dask x1':>9} {'dask x2':>9} {'x2 vs in':>9}")
         clusters = {} if args.cold else {n: stack.enter_context(WarmCluster(n, root / f"cluster-{n}")) for n in (1, 2)}
         kinds = {"inline": {"workers": 1},
                  **{f"x{n}": {"task_runner": "dask", "workers": n, "shares": 4,
@@ -338,7 +345,7 @@ def main() -> None:
                 print_row(label, engine, *timed_in_turn(kinds, (benchmark, stages, options), root / engine, where,
                                                         args.repeat, clusters))
         stack.close()
-        print(f"target (issue 20): speed-up >= 1.6x on 2 workers of a 2-core machine "
+        print(f"target (issue 50): 2 workers >= 1.6x the in-process build on a 2-core machine "
               f"({'clusters made by each build' if args.cold else 'warm clusters started before the clock'})")
         duck, postgres = catalog_rates(args.records, root, server)
         print(f"catalog writes, {args.records:,} records: DuckDB {duck:,.0f}/s, PostgreSQL {postgres:,.0f}/s "

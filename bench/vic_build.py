@@ -1,67 +1,49 @@
-"""Build ViC-Bench at the paper's size and time the Stage-3 loop's own overhead.
+"""ViC-Bench built at the paper's size as a user builds it, beside the floor of the same work; and the Stage-3 loop's
+own overhead.
 
-    python bench/vic_build.py [--count 250] [--tasks maze,jigsaw,embodied,counting] [--turns 200] [--images DIR]
+    python bench/vic_build.py [--count 250] [--tasks maze,jigsaw,embodied,counting] [--rounds 2] [--turns 200]
 
-Per task: the wall time of generating ``count`` instances and of verifying each by its independent check (both
-per instance), the instances that failed verification (must be 0), and the peak memory of the process. Then the
-Stage-3 loop's overhead per turn with the model excluded: the oracle's actions replayed through the evaluation's
-own bookkeeping (parse the reply, step the simulator, render, build the next request), next to the floor of the
-same work, the simulator's step alone on the same actions, measured in the same run.
-
-The jigsaw makes one puzzle per pool image, and the bundled pool (scikit-image's colour photos) has ten. Without
-``--images DIR`` the bench writes, once per run into a temporary folder, ``count`` distinct images derived from those
-ten by seeded random crops (each side 45-100% of the photo's, anywhere in it), scales (the shorter side resized to
-224-384 px) and horizontal flips (half of them), and builds the jigsaw from that folder. This only serves timing: the
-derived images share content, so a real benchmark needs ``count`` unseen images of its own (README, "ViC-Bench").
+Each round times ``benchwright build vic --count COUNT`` (the shipped defaults: the jigsaw's composed scenes, the
+human recheck waiting) in a fresh project folder, reporting to a Prefect server the bench keeps (``benchwright
+server start``, as a scheduled build's machine keeps one), right after the floor: the same instances generated and
+each verified by its independent check in one plain Python process (imports included), with nothing stored: no
+catalog, blobs, novelty screen, review queue or Prefect. Printed: the medians with the lowest and highest of the
+rounds, of both and of each round's command / floor, the floor's per-task times and the instances that failed
+verification (must be 0), and the machine's load (the bench's processes apart from the rest: ``bench/rounds.py``).
+Then the Stage-3 loop's overhead per turn with the model excluded: the oracle's actions replayed through the
+evaluation's own bookkeeping (parse the reply, step the simulator, render, build the next request), next to the floor
+of the same work, the simulator's step alone on the same actions, measured in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.rounds import MachineLoad, load_average, ratios, spread
 from tasks.vic.task import TASKS
 
-# The derived pool's draws: how much of a photo a crop keeps per side, and the shorter side it is then resized to
-# (at least the puzzle's 224 px, so none is skipped as too small).
-CROP_SHARE = (0.45, 1.0)
-SHORT_SIDE = (224, 384)
+# instances generated for the Stage-3 loop's timing (enough actions for --turns)
+LOOP_INSTANCES = 60
 
 
-def derive_pool(folder: Path, count: int, seed: int) -> int:
-    """Write ``count`` distinct PNGs derived from the bundled photos into ``folder`` (see the module docstring);
-    the number written. A draw that repeats an earlier image's pixels is drawn again."""
-    import hashlib
+def jigsaw_options() -> dict[str, Any]:
+    """The jigsaw's options as ``benchwright build vic`` hands them with the shipped defaults."""
+    from schemas.config import Settings
+    from tasks.vic.options import VicBuildOptions
+    from tasks.vic.stages import _task_options
 
-    import numpy as np
-    from PIL import Image
-
-    from tasks.vic.images import bundled_images
-
-    sources = bundled_images()
-    rng = np.random.default_rng(seed)
-    seen: set[str] = set()
-    while len(seen) < count:
-        source = sources[len(seen) % len(sources)]  # round robin, so every photo is used alike
-        height, width = source.pixels.shape[:2]
-        crop_h, crop_w = (int(side * rng.uniform(*CROP_SHARE)) for side in (height, width))
-        top, left = int(rng.integers(0, height - crop_h + 1)), int(rng.integers(0, width - crop_w + 1))
-        image = Image.fromarray(source.pixels[top:top + crop_h, left:left + crop_w])
-        short = int(rng.integers(SHORT_SIDE[0], SHORT_SIDE[1] + 1))
-        image = image.resize((max(short, round(short * crop_w / crop_h)), max(short, round(short * crop_h / crop_w))),
-                             Image.Resampling.LANCZOS)
-        if rng.random() < 0.5:
-            image = image.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-        digest = hashlib.sha256(image.tobytes()).hexdigest()
-        if digest in seen:
-            continue
-        seen.add(digest)
-        image.save(folder / f"{len(seen):04d}-{source.name.removeprefix('skimage:')}.png")
-    return len(seen)
+    return _task_options("jigsaw", VicBuildOptions(), Settings())
 
 
 def build_figures(name: str, count: int, seed: int, options: dict[str, Any]
@@ -105,40 +87,86 @@ def loop_figures(name: str, instances: list[object], turns: int) -> tuple[float,
     return with_bookkeeping / max(done, 1), bare / max(done, 1), done
 
 
+def floor(names: list[str], count: int, seed: int) -> dict[str, Any]:
+    """The floor's figures, per task (generate and verify seconds, instances, failures): run in a process of its
+    own (``--floor-of``), whose wall time is the floor."""
+    figures: dict[str, Any] = {}
+    for name in names:
+        made, generated, verified, failed = build_figures(name, count, seed,
+                                                          jigsaw_options() if name == "jigsaw" else {})
+        figures[name] = {"instances": len(made), "generate": generated, "verify": verified, "failed": failed}
+    return figures
+
+
+def timed(command: list[str], cwd: Path, env: dict[str, str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return time.perf_counter() - started, done.stdout
+
+
+def rounds_of(args: argparse.Namespace, work: Path) -> tuple[list[float], list[float], dict[str, Any]]:
+    """(the command's seconds, the floor's, the last floor's per-task figures) of ``args.rounds`` paired rounds."""
+    installed = Path(sys.executable).with_name("benchwright")
+    cli = [str(installed)] if installed.exists() else [sys.executable, "-m", "flows.cli"]
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"} | {
+        "PREFECT_HOME": str(work / "prefect"), "COLUMNS": "200"}
+    build = [*cli, "build", "vic", "--count", str(args.count), "--seed", str(args.seed),
+             *(option for name in args.tasks.split(",") for option in ("--task", name))]
+    floor_command = [sys.executable, __file__, "--floor-of", args.tasks, "--count", str(args.count),
+                     "--seed", str(args.seed)]
+    timed([*cli, "server", "start"], work, env)
+    commands, floors, figures = [], [], {}
+    try:
+        for number in range(args.rounds):
+            seconds, said = timed(floor_command, work, env)
+            floors.append(seconds)
+            figures = json.loads(said)
+            project = work / f"project-{number}"
+            project.mkdir()
+            commands.append(timed(build, project, env)[0])
+    finally:
+        subprocess.run([*cli, "server", "stop"], env=env, capture_output=True)
+    return commands, floors, figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=250, help="instances per task (the paper's 250)")
     parser.add_argument("--tasks", default=",".join(TASKS), help="comma-separated tasks (default: all four)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the generated instances")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds of the floor and the command, in turn")
     parser.add_argument("--turns", type=int, default=200, help="Stage-3 turns timed per task")
-    parser.add_argument("--images", type=Path, default=None,
-                        help="jigsaw image pool (a folder); default: COUNT images derived from the bundled photos, "
-                             "for timing only")
+    parser.add_argument("--floor-of", help=argparse.SUPPRESS)  # the floor's own process: its figures as JSON
     args = parser.parse_args()
-    names = args.tasks.split(",")
-    with tempfile.TemporaryDirectory(prefix="vic-bench-pool-") as scratch:
-        images = args.images
-        if images is None and "jigsaw" in names:
-            images = Path(scratch)
-            started = time.perf_counter()
-            written = derive_pool(images, args.count, args.seed)
-            print(f"jigsaw pool: {written} images derived from the bundled photos in "
-                  f"{time.perf_counter() - started:.1f}s (timing only: a real benchmark needs unseen images)")
-        run_tasks(names, args.count, args.seed, args.turns, {"jigsaw": {"images_dir": str(images)}} if images else {})
+    if args.floor_of:
+        print(json.dumps(floor(args.floor_of.split(","), args.count, args.seed)))
+        return
+    print(f"load average before: {load_average()}")
+    with tempfile.TemporaryDirectory(prefix="vic-bench-") as tmp, MachineLoad() as load:
+        commands, floors, figures = rounds_of(args, Path(tmp))
+    print(f"{args.count} instances per task, {args.tasks}; {load.text()}")
+    print(f"  {'benchwright build vic (kept server)':40} {spread(commands, ' s', 1)}")
+    print(f"  {'floor: generate + verify, one process':40} {spread(floors, ' s', 1)}")
+    print(f"  {'command / floor':40} {spread(ratios(commands, floors), 'x')}")
+    for name, row in figures.items():
+        n = max(row["instances"], 1)
+        print(f"  floor, {name:<9} {row['instances']:>4} instances: generate {1000 * row['generate'] / n:.1f} ms, "
+              f"verify {1000 * row['verify'] / n:.1f} ms an instance; failed verification: {row['failed']}")
+    loop_table(args.tasks.split(","), args.seed, args.turns)
+    print(f"load average after: {load_average()}")
 
 
-def run_tasks(names: list[str], count: int, seed: int, turns: int, options: dict[str, dict[str, Any]]) -> None:
-    print(f"{'task':<9} {'instances':>9} {'generate/inst':>14} {'verify/inst':>12} {'failed':>7} "
-          f"{'turn (loop)':>12} {'turn (sim floor)':>17} {'overhead':>9}")
+def loop_table(names: list[str], seed: int, turns: int) -> None:
+    print(f"{'task':<9} {'turn (loop)':>12} {'turn (sim floor)':>17} {'overhead':>9}")
     for name in names:
-        made, generated, verified, failed = build_figures(name, count, seed, options.get(name, {}))
-        per_turn, floor, done = loop_figures(name, made, turns)
-        n = max(len(made), 1)
-        print(f"{name:<9} {len(made):>9} {1000 * generated / n:>12.1f}ms {1000 * verified / n:>10.1f}ms "
-              f"{failed:>7} {1000 * per_turn:>10.2f}ms {1000 * floor:>15.2f}ms "
-              f"{1000 * (per_turn - floor):>7.2f}ms  ({done} turns)")
+        made = build_figures(name, LOOP_INSTANCES, seed, jigsaw_options() if name == "jigsaw" else {})[0]
+        per_turn, floor_s, done = loop_figures(name, made, turns)
+        print(f"{name:<9} {1000 * per_turn:>10.2f}ms {1000 * floor_s:>15.2f}ms "
+              f"{1000 * (per_turn - floor_s):>7.2f}ms  ({done} turns)")
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak memory: {peak:.0f} MiB")
+    print(f"peak memory of the loop's process: {peak:.0f} MiB")
 
 
 if __name__ == "__main__":
