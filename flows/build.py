@@ -31,19 +31,27 @@ def stage_task(stage: BuildStage, settings: Settings) -> Any:
 @recorded_run(name=lambda arguments: f"build-{arguments['benchmark']}")
 def build(benchmark: str, settings: Settings | None = None, stages: list[str] | None = None,
           units: list[str] | None = None, options: dict[str, Any] | None = None, unattended_review: str = "wait",
-          review_wait_s: float = 0.0) -> dict[str, Any]:
+          review_wait_s: float = 0.0, fresh_seed: bool = False) -> dict[str, Any]:
     """Build one benchmark's records (no release): ``benchmark`` a registered name; ``stages`` those to run (default:
     the benchmark's default stages, in their declared order); ``units`` the units a backfill rebuilds (trajectories,
     clips...: what the benchmark's stages take); ``options`` the benchmark's build options (``benchwright build NAME
     --help``; the defaults build from its bundled sample sources); ``unattended_review`` ``wait`` (people decide, a
-    later run applies it; ``review_wait_s`` seconds are waited for them) or ``accept`` (the unattended demo policy).
+    later run applies it; ``review_wait_s`` seconds are waited for them) or ``accept`` (the unattended demo policy);
+    ``fresh_seed``: a generated benchmark draws with the seed of the day the run was scheduled for, unless
+    ``options`` name a seed (``flows.fresh_seed``: each scheduled run a new draw).
 
     What a rebuilt stage made before from the same inputs and did not make again is superseded; unchanged records
     keep their ids, so a rerun stores nothing twice."""
     assert settings is not None  # recorded_run resolved it
     plugin = benchmarks.get(benchmark)
+    if fresh_seed:
+        from flows.fresh_seed import scheduled_time, with_fresh_seed
+
+        fields = plugin.build_options.model_fields if plugin.build_options else {}
+        options = with_fresh_seed(options, fields, benchmark, scheduled_time())
     chosen = plugin.chosen_stages(stages)
-    label_run([run_tag("benchmark", benchmark), "build", *(run_tag("stage", stage.name) for stage in chosen)])
+    label_run([run_tag("benchmark", benchmark), "build", *(run_tag("stage", stage.name) for stage in chosen),
+               *([run_tag("seed", str(options["seed"]))] if fresh_seed and options else [])])
     start_stage_workers(chosen, settings)  # where a command ran the flow, started already; a deployment's run: here
     context = BuildContext(benchmark=benchmark, run_id=current_flow_run_id(), options=plugin.options(options),
                            units=tuple(units) if units is not None else None, unattended_review=unattended_review,
