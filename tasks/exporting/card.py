@@ -58,7 +58,7 @@ def dataset_card(release: HarnessRelease, catalog: Any, tag: str, out: OutputFol
         body += ["", f"{len(release.skipped)} item(s) are not exported: the source lacked their frames."]
     body += ["", *PROMPT_FORMAT]
     body += ["", "## Statistics", "", *_statistics(release, catalog, tag, out), ""]
-    body += _built(records, plugin.harness_mapping()) + _reviewed(catalog, records)
+    body += _built(records, plugin.harness_mapping()) + _fresh(manifest.params) + _reviewed(catalog, records)
     return "\n".join(header + body) + "\n"
 
 
@@ -95,6 +95,35 @@ def _built(records: list[Any], mapping: HarnessMapping) -> list[str]:
              "| stage (producer task) | model backend | model | prompt version | records |", "|---|---|---|---|---:|"]
     lines += [f"| {task} | {backend} | {model} | {prompt} | {n} |"
               for (task, backend, model, prompt), n in sorted(producers.items())]
+    return [*lines, ""]
+
+
+def _fresh(params: dict[str, Any]) -> list[str]:
+    """How a fresh version was kept apart from the earlier ones and how hard it is against the last one, as its
+    freeze recorded them (``tasks.releasing.freeze_fresh``); nothing for a release frozen without the screen."""
+    novelty, difficulty = params.get("novelty"), params.get("difficulty")
+    if not novelty:
+        return []
+    overlaps = {reason: n for reason, n in novelty.items()
+                if reason not in ("checked", "earlier instances", "admitted", "image bits", "text similarity",
+                                  "overlaps")}
+    lines = ["## A fresh version", "",
+             f"Every instance was checked against the {novelty['earlier instances']} instance(s) of every earlier "
+             f"version of this release: the same content, a near-duplicate image (perceptual hash within "
+             f"{novelty['image bits']} of 64 bits) or a near-duplicate text (embedding cosine at least "
+             f"{novelty['text similarity']}). Of {novelty['checked']} checked, {novelty['admitted']} were new and "
+             "are released; left out: " + (", ".join(f"{n} {reason}" for reason, n in overlaps.items() if n)
+                                           or "none") + ".", ""]
+    if not difficulty:
+        return lines
+    rows = difficulty["descriptors"]
+    differs = difficulty["differs"]
+    lines += [f"Difficulty against `{difficulty['against']}` ({difficulty['rule']} flags a descriptor): "
+              + (f"differs in {', '.join(differs)}." if differs else "no descriptor differs."), "",
+              "| descriptor | earlier n | new n | earlier mean | new mean | effect (d) | p (KS) | differs |",
+              "|---|---:|---:|---:|---:|---:|---:|---|"]
+    lines += [f"| {r['descriptor']} | {r['old n']} | {r['new n']} | {r['old mean']} | {r['new mean']} | "
+              f"{r['effect (d)']} | {r['p (KS)']} | {r['differs']} |" for r in rows]
     return [*lines, ""]
 
 
