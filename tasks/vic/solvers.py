@@ -1,0 +1,61 @@
+"""Reference solvers: model-free players of a ViC-Bench task that probe how hard a version is without a model. Each
+plays the open form from what the question shows and is scored by the task's own scorer, so a version whose solver
+score moves is harder or easier in a way the descriptors may not name (``tasks.difficulty`` compares the scores of
+two versions with their confidence intervals).
+
+- maze: a walker that sees ``LOOK_AHEAD`` moves ahead. From each cell it takes the open move whose look-ahead comes
+  closest to the end (grid distance), never straight back unless at a dead end, until it stands on the end or has
+  made ``BUDGET`` times the shortest path's moves: with 1, one wrong turn fails it. Short sight is what a maze's
+  length, branches and dead ends punish: on 4x4 mazes of 5, 6, 7 and 8 moves (80 each, seed 3) it solved 72%, 62%,
+  50% and 45% (with a budget of 2, 81%, 79%, 70% and 81%: given room to recover it stops telling them apart).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tasks.vic.maze import MOVES, Cell, Edges, _cell, _edge_set, score_moves, step_from
+
+LOOK_AHEAD = 2
+BUDGET = 1.0
+
+
+def _open_moves(size: Any, edges: Edges, position: Cell) -> list[tuple[str, Cell]]:
+    moved = ((name, *step_from(size, edges, position, name)) for name in MOVES)
+    return [(name, target) for name, target, why in moved if why is None]
+
+
+def _distance(a: Cell, b: Cell) -> int:
+    return abs(a[0] - b[0]) + abs(a[1] - b[1])
+
+
+def _sight(size: Any, edges: Edges, cell: Cell, back: Cell, end: Cell, depth: int) -> int:
+    """The least grid distance to ``end`` the walker sees from ``cell`` within ``depth`` more moves, not going
+    back to ``back``."""
+    best = _distance(cell, end)
+    if depth == 0 or cell == end:
+        return best
+    for _, target in _open_moves(size, edges, cell):
+        if target != back:
+            best = min(best, _sight(size, edges, target, cell, end, depth - 1))
+    return best
+
+
+def maze_walk(meta: dict[str, Any], look_ahead: int = LOOK_AHEAD, budget: float = BUDGET) -> list[str]:
+    """The walker's moves through the maze of ``meta`` (an instance's ground truth: its size, passages, start
+    and end, as the picture shows them)."""
+    size, edges = meta["size"], _edge_set(meta["edges"])
+    position, end, came_from = _cell(meta["start"]), _cell(meta["end"]), None
+    moves: list[str] = []
+    while position != end and len(moves) < budget * len(meta["moves"]):
+        options = _open_moves(size, edges, position)
+        forward = [(name, target) for name, target in options if target != came_from] or options
+        name, target = min(forward, key=lambda option: _sight(size, edges, option[1], position, end, look_ahead))
+        moves.append(name)
+        came_from, position = position, target
+    return moves
+
+
+def maze_walker_solves(meta: dict[str, Any]) -> bool:
+    """Whether the walker's moves solve the instance, by the maze's own scorer (ACC)."""
+    return score_moves(meta, maze_walk(meta)).acc == 1.0

@@ -1,0 +1,46 @@
+"""The maze's reference solver plays the open form from what the picture shows and is scored by the maze's own
+scorer: it solves an open corridor, fails where it must see further than it can, and scores lower on longer mazes."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+
+from tasks.vic.maze import score_moves
+from tasks.vic.solvers import maze_walk, maze_walker_solves
+from tasks.vic.suite import task
+
+
+def _corridor_maze() -> dict:
+    """A 1x6 corridor from (0, 0) to (0, 5): one way only."""
+    cells = [(0, c) for c in range(6)]
+    return {"size": [1, 6], "edges": [[list(a), list(b)] for a, b in pairwise(cells)],
+            "start": [0, 0], "end": [0, 5], "path": [list(c) for c in cells], "moves": ["right"] * 5}
+
+
+def _lure_maze() -> dict:
+    """2x4: from (1, 0) the end (1, 3) is reached over the top row; the bottom row leads right, towards the end,
+    into a dead end at (1, 2) that a walker seeing two moves ahead cannot tell from the way."""
+    edges = [((1, 0), (0, 0)), ((0, 0), (0, 1)), ((0, 1), (0, 2)), ((0, 2), (0, 3)), ((0, 3), (1, 3)),
+             ((1, 0), (1, 1)), ((1, 1), (1, 2))]
+    path = [(1, 0), (0, 0), (0, 1), (0, 2), (0, 3), (1, 3)]
+    return {"size": [2, 4], "edges": [[list(a), list(b)] for a, b in edges], "start": [1, 0], "end": [1, 3],
+            "path": [list(c) for c in path], "moves": ["up", "right", "right", "right", "down"]}
+
+
+def test_the_walker_solves_a_corridor_and_is_scored_by_the_maze_scorer():
+    meta = _corridor_maze()
+    assert maze_walk(meta) == ["right"] * 5 and maze_walker_solves(meta)
+
+
+def test_a_dead_end_that_looks_like_the_way_fails_a_short_sighted_walker_not_a_far_sighted_one():
+    meta = _lure_maze()
+    assert maze_walk(meta)[0] == "right" and not maze_walker_solves(meta)
+    assert score_moves(meta, maze_walk(meta, look_ahead=6)).acc == 1.0
+
+
+def test_longer_mazes_score_lower():
+    def score(moves: int) -> float:
+        made = task("maze").generate(80, 3, {"path_moves": (moves, moves)})
+        return sum(maze_walker_solves(instance.meta) for instance in made) / len(made)
+
+    assert score(5) > score(8) + 0.15
