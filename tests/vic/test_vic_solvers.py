@@ -44,3 +44,28 @@ def test_longer_mazes_score_lower():
         return sum(maze_walker_solves(instance.meta) for instance in made) / len(made)
 
     assert score(5) > score(8) + 0.15
+
+
+def _picture(instance) -> object:
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    return np.asarray(Image.open(io.BytesIO(instance.open_form.image)).convert("RGB")).copy()
+
+
+def test_the_jigsaw_matcher_places_patches_by_their_pixels():
+    from tasks.vic.jigsaw import _strip_patch
+    from tasks.vic.solvers import jigsaw_match, jigsaw_matcher_solves
+
+    made = task("jigsaw").generate(4, 3, {"pool": "composed"})
+    assert all(jigsaw_matcher_solves(instance.meta, _picture(instance)) for instance in made)
+    instance = made[0]
+    picture = _picture(instance)  # patches 1 and 2 swapped in the strip: the matcher follows the pixels
+    one, two = _strip_patch(picture, instance.meta, "1").copy(), _strip_patch(picture, instance.meta, "2").copy()
+    _strip_patch(picture, instance.meta, "1")[:] = two
+    _strip_patch(picture, instance.meta, "2")[:] = one
+    placed, truth = jigsaw_match(instance.meta, picture), instance.meta["mapping"]
+    assert (placed[1], placed[2]) == (truth["2"], truth["1"])
+    assert not jigsaw_matcher_solves(instance.meta, picture)
