@@ -10,8 +10,14 @@ near-duplicate image and a near-duplicate text.
   colour) are not hashed: different rooms lie 0-4 bits apart, so a benchmark names them ``exact``.
 - Near-duplicate text: the cosine of the texts' embeddings (the ``embedder`` role, a sentence-transformers model by
   default) at least ``TEXT_SIMILARITY``: a question or plan reworded keeps its meaning, so its embedding stays close.
-A benchmark says what an instance's text and images are (``BenchmarkPlugin.novelty``); a text left empty is not
-compared (a templated question says nothing of novelty)."""
+- Exact keys: strings that make an instance a repeat only when identical, each on its own (``NoveltyKeys.exact``): the
+  sha256 of a sparse render, or a benchmark's structured identity of a question (a form's state and instruction).
+A benchmark says what an instance's text, images and exact keys are (``BenchmarkPlugin.novelty``); a text left empty
+is not compared (a templated question says nothing of novelty: two instructions that differ in one number embed at
+0.96-0.99 and ask different questions). Instances of one ``group`` in different ``form``s are one question asked in
+several ways (both orders of two pictures, two distractor strategies for one plan): they are never repeats of one
+another while they are drawn or released together, but an instance repeating a *released* member of its group, or
+one of its group in the same form (the same question drawn twice), is a repeat."""
 
 from __future__ import annotations
 
@@ -31,12 +37,16 @@ SAME, NEAR_IMAGE, NEAR_TEXT = "same content", "near-duplicate image", "near-dupl
 class NoveltyKeys:
     """What makes an instance the instance it is: the text a model reads (answers included), the images it sees
     whose near-duplicates count as repeats (blob sha256s: photos and scenes, which a perceptual hash tells apart),
-    and images that count only when identical (``exact``: sparse renders such as a maze or a grid room, whose
-    64-bit hashes lie 0-4 bits apart for different rooms)."""
+    and keys that count only when identical, each one alone (``exact``: sparse renders such as a maze or a grid
+    room, whose 64-bit hashes lie 0-4 bits apart for different rooms, or a structured identity of the question);
+    ``group`` names the question when several instances ask it, each in its own ``form`` (empty: the instance
+    alone)."""
 
     text: str
     images: tuple[str, ...]
     exact: tuple[str, ...] = ()
+    group: str = ""
+    form: str = ""
 
     def content(self) -> tuple[str, tuple[str, ...]]:
         return self.text, tuple(sorted((*self.images, *self.exact)))
@@ -81,30 +91,42 @@ class Screen:
                  image_bits: int = IMAGE_BITS, text_similarity: float = TEXT_SIMILARITY) -> None:
         self._image, self._embed = image, embed
         self.image_bits, self.text_similarity = image_bits, text_similarity
-        self._contents: dict[tuple[str, tuple[str, ...]], str] = {}
+        self._same: dict[tuple[str, tuple[str, ...]] | str, list[str]] = {}  # content or exact key -> owners
+        self._group: dict[str, tuple[str, str]] = {}  # owner -> (group, form), for owners not released
         self._hashes: list[int] = []
         self._hash_owner: list[str] = []
+        self._hash_group: list[tuple[str, str]] = []  # the owner's (group, form) while it is not released
         self._vectors: list[np.ndarray] = []
         self._vector_owner: list[str] = []
+        self._vector_group: list[tuple[str, str]] = []
         self._phash: dict[str, int] = {}
         self._hash_array: np.ndarray | None = None
         self._vector_array: np.ndarray | None = None
 
-    def add(self, record_id: str, keys: NoveltyKeys, vector: np.ndarray | None = None) -> None:
-        """Count an instance as out: later candidates are screened against it."""
-        self._contents.setdefault(keys.content(), record_id)
+    def add(self, record_id: str, keys: NoveltyKeys, vector: np.ndarray | None = None, *,
+            released: bool = False) -> None:
+        """Count an instance as out: later candidates are screened against it. A ``released`` one repeats every
+        later instance of its group; one admitted alongside them (not ``released``) is their sibling."""
+        for key in (keys.content(), *keys.exact):
+            self._same.setdefault(key, []).append(record_id)
+        group = ("", "") if released else (keys.group, keys.form)
+        if group[0]:
+            self._group[record_id] = group
         for sha in keys.images:
             self._hashes.append(self._hash_of(sha))
             self._hash_owner.append(record_id)
+            self._hash_group.append(group)
         if vector is not None:
             self._vectors.append(vector)
             self._vector_owner.append(record_id)
+            self._vector_group.append(group)
 
-    def add_all(self, instances: Iterable[tuple[str, NoveltyKeys]]) -> int:
+    def add_all(self, instances: Iterable[tuple[str, NoveltyKeys]], *, released: bool = True) -> int:
+        """Instances out before (of earlier versions, by default: released)."""
         listed = list(instances)
         vectors = self._vectors_of([keys.text for _, keys in listed])
         for (record_id, keys), vector in zip(listed, vectors, strict=True):
-            self.add(record_id, keys, vector)
+            self.add(record_id, keys, vector, released=released)
         return len(listed)
 
     def screen(self, candidates: Iterable[tuple[Any, NoveltyKeys]], record_id: Callable[[Any], str]) -> Screened:
@@ -122,23 +144,46 @@ class Screen:
             self.add(record_id(candidate), keys, vector)
         return screened
 
+    def vector(self, text: str) -> np.ndarray | None:
+        """The unit embedding a candidate's text is screened by (None for an empty text, or without an embedder)."""
+        return self._vectors_of([text])[0]
+
     def overlap(self, record_id: str, keys: NoveltyKeys, vector: np.ndarray | None) -> Overlap | None:
-        same = self._contents.get(keys.content())
-        if same is not None and same != record_id:
-            return Overlap(record_id, same, SAME, 0.0)
+        """The first instance out that the candidate repeats (never itself, nor a sibling: an unreleased
+        instance of its group in another form)."""
+        for key in (keys.content(), *keys.exact):
+            other = next((owner for owner in self._same.get(key, ()) if self._counts(owner, record_id, keys)), None)
+            if other is not None:
+                return Overlap(record_id, other, SAME, 0.0)
         if self._hashes and keys.images:
-            known = self._known_hashes()
+            known, others = self._known_hashes(), self._others(self._hash_owner, self._hash_group, record_id, keys)
             for sha in keys.images:
-                bits = np.bitwise_count(known ^ np.uint64(self._hash_of(sha)))
+                bits = np.where(others, np.bitwise_count(known ^ np.uint64(self._hash_of(sha))), 65)
                 closest = int(np.argmin(bits))
-                if bits[closest] <= self.image_bits and self._hash_owner[closest] != record_id:
+                if bits[closest] <= self.image_bits:
                     return Overlap(record_id, self._hash_owner[closest], NEAR_IMAGE, float(bits[closest]))
         if vector is not None and self._vectors:
-            cosines = self._known_vectors() @ vector
+            others = self._others(self._vector_owner, self._vector_group, record_id, keys)
+            cosines = np.where(others, self._known_vectors() @ vector, -2.0)
             closest = int(np.argmax(cosines))
-            if cosines[closest] >= self.text_similarity and self._vector_owner[closest] != record_id:
+            if cosines[closest] >= self.text_similarity:
                 return Overlap(record_id, self._vector_owner[closest], NEAR_TEXT, float(1 - cosines[closest]))
         return None
+
+    def _counts(self, owner: str, record_id: str, keys: NoveltyKeys) -> bool:
+        """Whether a match with ``owner`` makes the candidate a repeat: not itself, not an unreleased sibling."""
+        group, form = self._group.get(owner, ("", ""))
+        return owner != record_id and not (keys.group and group == keys.group and form != keys.form)
+
+    @staticmethod
+    def _others(owners: list[str], groups: list[tuple[str, str]], record_id: str, keys: NoveltyKeys) -> np.ndarray:
+        """A mask over ``owners`` (with their (group, form)): True where a match counts (``_counts``)."""
+        counted = np.array(owners, dtype=object) != record_id
+        if keys.group:
+            tags = np.array([group for group, _ in groups], dtype=object)
+            forms = np.array([form for _, form in groups], dtype=object)
+            counted &= ~((tags == keys.group) & (forms != keys.form))
+        return counted
 
     def _known_hashes(self) -> np.ndarray:
         """The hashes added so far as one array, made again only after an add (not for every candidate image)."""

@@ -3,7 +3,7 @@ benchmark whose records are reviewed one by one declares as ``freeze`` and ``pub
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -47,7 +47,7 @@ def freeze_fresh(settings: Settings, prefix: str, params: dict[str, Any], *, ben
                 if r.id not in earlier]
     if not accepted:
         return []
-    screen = Screen(storage.blobs.get, _embedder(settings))
+    screen = Screen(storage.blobs.get, text_embedder(settings))
     compared = screen.add_all((r.id, keys_of(r)) for r in storage.catalog.get_records(sorted(earlier)))
     screened = screen.screen(((r, keys_of(r)) for r in sorted(accepted, key=lambda r: r.id)), lambda r: r.id)
     screened.compared_with = compared
@@ -82,18 +82,29 @@ def _difficulty_against_last(catalog: Any, name: str, fresh: list[Any], describe
 
 def released_screen(storage: Any, *, benchmark: str, kind: str, keys_of: Callable[[Any], Any],
                     image: Callable[[str], bytes] | None = None,
-                    embed: Callable[[list[str]], Any] | None = None) -> Any:
+                    embed: Callable[[list[str]], Any] | None = None,
+                    id_of: Callable[[Any], str] | None = None, also: Iterable[Any] = ()) -> Any:
     """A novelty screen (``tasks.novelty.Screen``) holding every released ``kind`` instance of ``benchmark``, of every
     version of every release: what a generator's new draws are screened against, so a repeat is drawn again instead
     of being built and then left out of the release. ``image`` reads an image by sha256 (default: the blob store;
-    a generator passes one that also knows the images it has not stored yet)."""
+    a generator passes one that also knows the images it has not stored yet); ``embed`` embeds texts (default: none
+    compared; ``text_embedder(settings)`` the embedder role's); ``id_of`` names an instance in the screen (default:
+    its record id; a generator that knows its draws by another name before they are records passes that); ``also``:
+    records no release holds yet (earlier draws waiting for people), screened against as unreleased: a later draw
+    of their group is their sibling, not their repeat."""
     from tasks.novelty import Screen
 
     ids = {entry.id for entry in _released_entries(storage.catalog)
            if entry.kind == kind and entry.benchmark == benchmark}
+    name = id_of or _record_id
     screen = Screen(image or storage.blobs.get, embed)
-    screen.add_all((record.id, keys_of(record)) for record in storage.catalog.get_records(sorted(ids)))
+    screen.add_all((name(record), keys_of(record)) for record in storage.catalog.get_records(sorted(ids)))
+    screen.add_all(((name(record), keys_of(record)) for record in also if record.id not in ids), released=False)
     return screen
+
+
+def _record_id(record: Any) -> str:
+    return record.id
 
 
 def _released_ids(catalog: Any, name: str) -> set[str]:
@@ -109,7 +120,7 @@ def _released_entries(catalog: Any, name: str | None = None) -> list[Any]:
             for entry in load_release(catalog, f"{n}@{version}").records]
 
 
-def _embedder(settings: Settings) -> Callable[[list[str]], Any] | None:
+def text_embedder(settings: Settings) -> Callable[[list[str]], Any] | None:
     """The embedder role's ``embed`` for the text screen, loaded only when a text is compared."""
     from tasks.models.registry import has_backend, load_backend
 

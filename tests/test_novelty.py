@@ -66,3 +66,18 @@ def test_images_named_exact_count_only_when_identical() -> None:
     screened = screen.screen([("same", NoveltyKeys("", (), exact=("a",))),
                               ("close", NoveltyKeys("", (), exact=("a2",)))], record_id=lambda candidate: candidate)
     assert screened.admitted == ["close"] and [o.reason for o in screened.overlaps] == [SAME]
+
+
+def test_one_question_asked_in_several_forms_is_released_together_and_never_again() -> None:
+    """A group's members in other forms (both orders of two pictures) pass beside each other; a second one in the
+    same form is the question drawn twice, and once a member is released every later one is a repeat."""
+    def keys(form: str, group: str = "pair-1") -> NoveltyKeys:
+        return NoveltyKeys("", (), exact=(group,), group=group, form=form)
+
+    screen = Screen(lambda sha: b"", embed=None)
+    screen.add_all([("released", keys("order1", "pair-0"))])
+    screened = screen.screen([("order1", keys("order1")), ("order2", keys("order2")), ("again", keys("order2")),
+                              ("released pair", keys("order2", "pair-0"))], record_id=lambda candidate: candidate)
+    assert screened.admitted == ["order1", "order2"]
+    assert [(o.record_id, o.other_id) for o in screened.overlaps] == [("again", "order2"),
+                                                                      ("released pair", "released")]

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tasks.webplan.instance import WebplanInstance
+
+if TYPE_CHECKING:
+    from tasks.novelty import Overlap
+    from tasks.webplan.novelty import DrawScreen
 
 Rejected = tuple[str, str]  # (what, why)
 
@@ -20,6 +24,7 @@ class Built:
     instances: list[tuple[WebplanInstance, tuple[str, ...]]] = field(default_factory=list)  # with parent ids
     rejected: list[Rejected] = field(default_factory=list)
     kept: int = 0  # made by an earlier build of the same seeds, so not made again (see ``made_before``)
+    repeats: int = 0  # draws that repeat an instance out (released, stored or drawn before), never stored
 
 
 # What an earlier build already made, so a rerun (a schedule, a resumed crash) neither redoes the browser work nor
@@ -79,80 +84,122 @@ def _execute(browser: Any, task: str, seed: int) -> Any:
     return lambda setup, plan: execute(browser, task, seed, setup, plan)
 
 
-def edge_cases(browser: Any, count: int, seed: int, options: int, done: Done = frozenset()) -> Built:
-    """``count`` edge cases per form task, seeds tried in order until there are enough (at most 3 x count); a seed
-    an earlier build made one of counts without being made again."""
-    from tasks.webplan.edge import confirm_edge, draft_edge, edge_instance
-    from tasks.webplan.form_pages import execute, read_state
-    from tasks.webplan.forms import FORM_TASKS, goal_of
+# Episode seeds passed over for draws that repeat an instance out, at most this many per instance wanted (each
+# then drawn again from the next seed); what is still missing after them is said in the counts, never made up.
+REDRAWS = 4
+
+
+def _draw_cell(built: Built, cell: str, what: str, count: int, seed: int, known: Callable[[int], bool],
+               draw: Callable[[int, int], WebplanInstance | Overlap | str]) -> None:
+    """``count`` instances of one cell from the episode seeds ``seed * 100_000 + i`` in order: a seed an earlier
+    build made counts without being made again, one whose draw fails is reported, one whose draw repeats an
+    instance out (``tasks.webplan.novelty``) is passed over for the next; at most ``3 * count`` seeds tried besides
+    the repeats, and at most ``REDRAWS * count`` repeats. ``draw(episode seed, made so far)``; ``cell`` names the
+    seeds that failed (``<cell> seed <n>``), ``what`` the progress bar."""
+    from tasks.novelty import Overlap
+
+    made = repeated = 0
+    for i in progress(range((3 + REDRAWS) * count), 3 * count, what):
+        if made == count or i - repeated >= 3 * count or repeated >= REDRAWS * count:
+            break
+        episode_seed = seed * 100_000 + i
+        if known(episode_seed):
+            made, built.kept = made + 1, built.kept + 1
+            continue
+        drawn = draw(episode_seed, made)
+        if isinstance(drawn, Overlap):
+            repeated, built.repeats = repeated + 1, built.repeats + 1
+        elif isinstance(drawn, str):
+            built.rejected.append((f"{cell} seed {episode_seed}", drawn))
+        else:
+            built.instances.append((drawn, ()))
+            made += 1
+
+
+def edge_cases(browser: Any, count: int, seed: int, options: int, done: Done = frozenset(),
+               screen: DrawScreen | None = None) -> Built:
+    """``count`` edge cases per form task, seeds tried in order until there are enough (at most 3 x count, besides
+    those passed over as repeats of an instance out); a seed an earlier build made one of counts without being made
+    again."""
+    from tasks.webplan.forms import FORM_TASKS
 
     built = Built()
     for task in FORM_TASKS:
-        made = 0
-        for i in progress(range(3 * count), 3 * count, f"edge cases of {task}"):
-            if made == count:
-                break
-            episode_seed = seed * 100_000 + i
-            if ("edge", task, str(episode_seed)) in done:
-                made, built.kept = made + 1, built.kept + 1
-                continue
-            episode = browser.reset(task, episode_seed)
-            clean = read_state(browser)
-            draft = draft_edge(task, episode_seed, episode.utterance, clean, goal_of(task, episode.utterance, clean),
-                               options)
-            if isinstance(draft, str):
-                built.rejected.append((f"edge {task} seed {episode_seed}", draft))
-                continue
-            problems, rewards = confirm_edge(draft, _execute(browser, task, episode_seed))
-            if problems:
-                built.rejected.append((f"edge {task} seed {episode_seed}", "; ".join(problems)))
-                continue
-            if execute(browser, task, episode_seed, draft.disturbance, []).before_submit != draft.start:
-                built.rejected.append((f"edge {task} seed {episode_seed}", "the disturbed page differs from the "
-                                                                           "model's state"))
-                continue
-            built.instances.append((edge_instance(draft, browser.screenshot(), rewards), ()))
-            made += 1
+        _draw_cell(built, f"edge {task}", f"edge cases of {task}", count, seed,
+                   lambda s, t=task: ("edge", t, str(s)) in done,
+                   lambda s, _, t=task: _edge_case(browser, t, s, options, screen))
     return built
 
 
-def future_pairs(browser: Any, count: int, seed: int, done: Done = frozenset()) -> Built:
+def _edge_case(browser: Any, task: str, episode_seed: int, options: int,
+               screen: DrawScreen | None) -> WebplanInstance | Overlap | str:
+    """The edge case of one episode, confirmed in the browser; a repeat is found before the browser work."""
+    from tasks.webplan.edge import confirm_edge, draft_edge, edge_instance
+    from tasks.webplan.form_pages import execute, read_state
+    from tasks.webplan.forms import goal_of
+
+    episode = browser.reset(task, episode_seed)
+    clean = read_state(browser)
+    draft = draft_edge(task, episode_seed, episode.utterance, clean, goal_of(task, episode.utterance, clean), options)
+    if isinstance(draft, str):
+        return draft
+    found = screen.repeat(edge_instance(draft, b"", [None] * len(draft.plans))) if screen else None
+    if found is not None:
+        return found
+    problems, rewards = confirm_edge(draft, _execute(browser, task, episode_seed))
+    if problems:
+        return "; ".join(problems)
+    if execute(browser, task, episode_seed, draft.disturbance, []).before_submit != draft.start:
+        return "the disturbed page differs from the model's state"
+    made = edge_instance(draft, browser.screenshot(), rewards)
+    if screen:
+        screen.admit(made)
+    return made
+
+
+def future_pairs(browser: Any, count: int, seed: int, done: Done = frozenset(),
+                 screen: DrawScreen | None = None) -> Built:
     """``count`` pairs per form task and horizon, Yes and No alternating (each cell starting where the last one
     left off, so even one pair per cell gives as many Yes as No over the build)."""
-    from tasks.webplan.form_pages import read_state
     from tasks.webplan.forms import FORM_TASKS
-    from tasks.webplan.future import HORIZONS, confirm_pair, draft_pair, future_instance
+    from tasks.webplan.future import HORIZONS
 
     built = Built()
     cells = [(task, horizon) for task in FORM_TASKS for horizon in HORIZONS]
     for index, (task, horizon) in enumerate(cells):
-        made = 0
-        for i in progress(range(3 * count), 3 * count, f"future-state pairs of {task}, {horizon}"):
-            if made == count:
-                break
-            episode_seed = seed * 100_000 + i
-            if ("future", task, horizon, str(episode_seed)) in done:
-                made, built.kept = made + 1, built.kept + 1
-                continue
-            episode = browser.reset(task, episode_seed)
-            start, shot = read_state(browser), browser.screenshot()
-            pair = draft_pair(task, episode_seed, episode.utterance, start, horizon,
-                              same=(made + index * count) % 2 == 0)
-            where = f"future {task} {horizon} seed {episode_seed}"
-            if isinstance(pair, str):
-                built.rejected.append((where, pair))
-                continue
-            problems = confirm_pair(pair, _execute(browser, task, episode_seed))
-            if problems:
-                built.rejected.append((where, "; ".join(problems)))
-                continue
-            built.instances.append((future_instance(pair, shot), ()))
-            made += 1
+        _draw_cell(built, f"future {task} {horizon}", f"future-state pairs of {task}, {horizon}", count, seed,
+                   lambda s, t=task, h=horizon: ("future", t, h, str(s)) in done,
+                   lambda s, made, t=task, h=horizon, i=index: _future_pair(
+                       browser, t, h, s, (made + i * count) % 2 == 0, screen))
     return built
 
 
-def temporal_pairs(trajectories: list[tuple[Any, str]], done: Done = frozenset()) -> Built:
-    """Four questions per trajectory (``(trajectory, record id)`` pairs)."""
+def _future_pair(browser: Any, task: str, horizon: str, episode_seed: int, same: bool,
+                 screen: DrawScreen | None) -> WebplanInstance | Overlap | str:
+    from tasks.webplan.form_pages import read_state
+    from tasks.webplan.future import confirm_pair, draft_pair, future_instance
+
+    episode = browser.reset(task, episode_seed)
+    start, shot = read_state(browser), browser.screenshot()
+    pair = draft_pair(task, episode_seed, episode.utterance, start, horizon, same=same)
+    if isinstance(pair, str):
+        return pair
+    made = future_instance(pair, shot)
+    found = screen.repeat(made) if screen else None
+    if found is not None:
+        return found
+    problems = confirm_pair(pair, _execute(browser, task, episode_seed))
+    if problems:
+        return "; ".join(problems)
+    if screen:
+        screen.admit(made)
+    return made
+
+
+def temporal_pairs(trajectories: list[tuple[Any, str]], done: Done = frozenset(),
+                   screen: DrawScreen | None = None) -> Built:
+    """Four questions per trajectory (``(trajectory, record id)`` pairs); the questions of a trajectory whose
+    pictures (or itself) an instance out already asks about are left out (a trajectory has no other draw)."""
     from tasks.webplan.temporal import temporal_instances
 
     built = Built()
@@ -163,14 +210,22 @@ def temporal_pairs(trajectories: list[tuple[Any, str]], done: Done = frozenset()
         made = temporal_instances(trajectory)
         if isinstance(made, str):
             built.rejected.append((f"temporal {trajectory.id}", made))
-        else:
-            built.instances += [(instance, (record_id,)) for instance in made]
+            continue
+        for instance in made:  # the four are one group: siblings of each other, all fresh or all repeats
+            if screen is not None and screen.repeat(instance):
+                built.repeats += 1
+                continue
+            if screen is not None:
+                screen.admit(instance)
+            built.instances.append((instance, (record_id,)))
     return built
 
 
 def plan_questions(browser: Any, trajectories: list[tuple[Any, str]], seed: int, base: str,
-                   max_actions: int, done: Done = frozenset()) -> Built:
-    """A shuffle and a semantic question per usable trajectory; MiniWob++ ones replayed in the browser."""
+                   max_actions: int, done: Done = frozenset(), screen: DrawScreen | None = None) -> Built:
+    """A shuffle and a semantic question per usable trajectory; MiniWob++ ones replayed in the browser. A question
+    that repeats an instance out (the same trajectory, or its task and plan again) is left out before the browser
+    work."""
     from tasks.webplan.realweb import STRATEGIES, confirm, question, realweb_instance, usable
     from tasks.webplan.trajectories import replay
 
@@ -187,6 +242,9 @@ def plan_questions(browser: Any, trajectories: list[tuple[Any, str]], seed: int,
         if isinstance(made, str):
             built.rejected.append((where, made))
             continue
+        if screen is not None and screen.repeat(realweb_instance(made, "")):
+            built.repeats += 1
+            continue
         verified_by = "the expert trajectory's own actions (human-annotated in the source); reviewed by people"
         if trajectory.source == "miniwob":
             task, episode_seed = trajectory.website.removeprefix("miniwob/"), int(trajectory.meta["seed"])
@@ -195,5 +253,8 @@ def plan_questions(browser: Any, trajectories: list[tuple[Any, str]], seed: int,
                 built.rejected.append((where, "; ".join(problems)))
                 continue
             verified_by = "every option replayed in Chromium on the MiniWob++ page after the history"
-        built.instances.append((realweb_instance(made, verified_by), (record_id,)))
+        instance = realweb_instance(made, verified_by)
+        if screen is not None:
+            screen.admit(instance)
+        built.instances.append((instance, (record_id,)))
     return built

@@ -37,4 +37,8 @@ PLUGIN = BenchmarkPlugin(
     # pair per task and horizon (the paper's counts are `benchwright build webplan`'s default)
     sample_options={"count": 1, "episodes": 1},
     stats=".stats:stats_for_release",
+    # each release version fresh: no question of an earlier one asked again (tasks/webplan/novelty.py says what
+    # makes two instances one question), and how hard it is against the last one
+    novelty=".novelty:novelty_keys",
+    difficulty=".difficulty:describe",
 )

@@ -122,7 +122,7 @@ def _trajectory_record(trajectory: Any, producer: Producer, storage: Any) -> Any
 def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     """Every test's instances, confirmed in the browser, stored as candidates with a verification item each. A
     backfill names tests as its units."""
-    from tasks.webplan.build import Built
+    from tasks.webplan.build import Built, made_before
 
     options: WebplanBuildOptions = context.options
     configured = settings.webplan
@@ -130,11 +130,13 @@ def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     seed = _seed(settings, options)
     storage = open_storage(settings)
     built: dict[str, Built] = {}
-    done = frozenset() if options.rebuild else _made_before(storage)
+    current = _current_instances(storage)
+    done = frozenset() if options.rebuild else made_before([(r.payload, tuple(r.parents)) for r in current])
+    screen = _draw_screen(settings, storage, [] if options.rebuild else current)
     with _browser(settings) as browser:
         trajectories = _stored_trajectories(storage) if set(TRAJECTORY_TESTS) & set(tests) else []
         for test in tests:
-            built[test] = _build_test(test, browser, trajectories, options, configured, seed, done)
+            built[test] = _build_test(test, browser, trajectories, options, configured, seed, done, screen)
     producer = Producer(task="generate-webplan", flow_run_id=context.run_id,
                         params={"tests": tests, "seed": seed, "count": options.count,
                                 "semantic_base": configured.semantic_base, "option_count": configured.option_count})
@@ -151,29 +153,39 @@ def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     return counts
 
 
-def _made_before(storage: Any) -> frozenset[tuple[str, ...]]:
-    from tasks.webplan.build import made_before
+def _current_instances(storage: Any) -> list[Any]:
+    """The instances stored and not superseded: waiting for people, accepted or rejected by them."""
+    return [r for status in (Status.CANDIDATE, Status.ACCEPTED, Status.REJECTED)
+            for r in storage.catalog.find_records(kind="webplan_instance", benchmark=NAME, status=status)]
 
-    current = [r for status in (Status.CANDIDATE, Status.ACCEPTED, Status.REJECTED)
-               for r in storage.catalog.find_records(kind="webplan_instance", benchmark=NAME, status=status)]
-    return made_before([(r.payload, tuple(r.parents)) for r in current])
+
+def _draw_screen(settings: Settings, storage: Any, current: list[Any]) -> Any:
+    """What a build's draws are screened against (``tasks.webplan.novelty``): every released instance, and those
+    earlier builds stored that people have not rejected (a rebuild passes none, so it can replace them)."""
+    from tasks.releasing import released_screen, text_embedder
+    from tasks.webplan.novelty import DrawScreen, novelty_keys, record_key
+
+    waiting = [r for r in current if r.status != Status.REJECTED]
+    return DrawScreen(released_screen(storage, benchmark=NAME, kind="webplan_instance", keys_of=novelty_keys,
+                                      embed=text_embedder(settings), id_of=record_key, also=waiting))
 
 
 def _build_test(test: str, browser: Any, trajectories: list[Any], options: WebplanBuildOptions, configured: Any,
-                seed: int, done: frozenset[tuple[str, ...]]) -> Any:
+                seed: int, done: frozenset[tuple[str, ...]], screen: Any = None) -> Any:
     from tasks.webplan import build
     from tasks.webplan.build import per_task
 
     if test == "edge":
         return build.edge_cases(browser, options.count or per_task(configured.edge_count, 3), seed,
-                                configured.option_count, done)
+                                configured.option_count, done, screen)
     if test == "future":
-        return build.future_pairs(browser, options.count or per_task(configured.future_count, 6), seed, done)
+        return build.future_pairs(browser, options.count or per_task(configured.future_count, 6), seed, done,
+                                  screen)
     if test == "temporal":
-        return build.temporal_pairs(trajectories, done)
+        return build.temporal_pairs(trajectories, done, screen)
     if test == "realweb":
         return build.plan_questions(browser, trajectories, seed, configured.semantic_base,
-                                    configured.realweb_max_actions, done)
+                                    configured.realweb_max_actions, done, screen)
     raise ValueError(f"the web-planning tests are temporal, future, realweb and edge, not {test!r}")
 
 
@@ -200,5 +212,8 @@ def _store(storage: Any, made: Any, producer: Producer, run_id: str | None, test
     new = storage.catalog.put_records(records + quarantined, run_id=run_id)
     instances = [r for r in records if r.kind == "webplan_instance"]
     superseded = _supersede_earlier(storage.catalog, "webplan_instance", instances, ("test", "key"), run_id)
-    return {"instances": len(records) // 2, "records": len(records), "new": new, "quarantined": len(quarantined),
-            "superseded": superseded, "kept from earlier builds": made.kept}
+    counts = {"instances": len(records) // 2, "records": len(records), "new": new, "quarantined": len(quarantined),
+              "superseded": superseded, "kept from earlier builds": made.kept}
+    if made.repeats:  # form draws are drawn again from the next seed; a trajectory has no other draw
+        counts["repeats drawn again" if test in ("edge", "future") else "repeats left out"] = made.repeats
+    return counts

@@ -113,3 +113,24 @@ def test_a_build_balances_yes_and_no_even_with_one_pair_per_cell(browser: MiniWo
     done = made_before([({"test": i.test, "meta": i.meta}, ()) for i, _ in built.instances])
     again = future_pairs(browser, 1, 0, done)  # a rerun: every cell already has its pair, no browser work
     assert again.instances == [] and again.kept == len(answers)
+
+
+def test_an_edge_case_that_repeats_a_released_one_is_drawn_again(browser: MiniWobBrowser) -> None:
+    """The build screens as it draws: each form's first edge case, released under another record, makes the same
+    seed's draw a repeat; it is passed over before any plan is carried out and the next seed's takes its place, so
+    the build is full and asks no released question."""
+    from tasks.novelty import SAME, Screen
+    from tasks.webplan.build import edge_cases
+    from tasks.webplan.novelty import DrawScreen, instance_keys
+
+    first = edge_cases(browser, 1, 0, 4)
+    released = Screen(lambda sha: b"", embed=None)
+    released.add_all((f"released {instance.key}", instance_keys(instance)) for instance, _ in first.instances)
+    screen = DrawScreen(released)
+    again = edge_cases(browser, 1, 0, 4, screen=screen)
+    assert again.repeats == len(first.instances) == len(again.instances) == 3
+    assert [(o.other_id, o.reason) for o in screen.repeats] == [(f"released {i.key}", SAME) for i, _ in first.instances]
+    seeds = {i.meta["form_task"]: i.meta["seed"] for i, _ in first.instances}
+    assert all(i.meta["seed"] > seeds[i.meta["form_task"]] for i, _ in again.instances)
+    assert not {k for i, _ in first.instances for k in instance_keys(i).exact} & {
+        k for i, _ in again.instances for k in instance_keys(i).exact}
