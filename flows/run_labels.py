@@ -99,6 +99,13 @@ def report_fresh_version(params: dict[str, Any], tag: str) -> None:
         create_table_artifact(difficulty["descriptors"], key=_key(f"difficulty-{tag.split('@')[0]}"),
                               description=f"How hard {tag} is against {difficulty['against']} ({difficulty['rule']});"
                                           f" differs: {differs}")
+    if difficulty and difficulty.get("solvers"):
+        solvers_differ = ", ".join(difficulty["solvers differ"]) or "none"
+        log([f"{tag} against {difficulty['against']}: reference solvers whose scores differ: {solvers_differ}"])
+        create_table_artifact(difficulty["solvers"], key=_key(f"solvers-{tag.split('@')[0]}"),
+                              description=f"Reference solvers on {tag} and {difficulty['against']}: the share each "
+                                          f"solves [95% Wilson interval] ({difficulty['solver rule']}); differs: "
+                                          f"{solvers_differ}")
 
 
 def report_evaluation(result: dict[str, Any], shown: dict[str, str]) -> None:

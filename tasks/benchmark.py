@@ -83,6 +83,9 @@ class BenchmarkPlugin:
     # "module:attr" of ``(record) -> {descriptor: number}``: what makes an item hard (``tasks.difficulty`` compares
     # release versions by them: ``benchwright release diff --difficulty``)
     difficulty: str | None = None
+    # "module:attr" of ``(record, image) -> {solver: solved}``: model-free reference solvers playing an item (``image``
+    # reads a blob by sha256); ``tasks.solver_scores`` compares two versions' scores beside the descriptors
+    solvers: str | None = None
     evaluated: tuple[str, ...] = ("{prefix}-{name}",)
     stats: str | None = None  # "module:attr" of ``(catalog, tag) -> ReleaseStats``
     # the harness formats (HARNESS_FORMATS) it supports, and "module:attr" of its HarnessMapping
@@ -133,7 +136,8 @@ class BenchmarkPlugin:
             if self.novelty:
                 return freeze_fresh(settings, prefix, params, benchmark=self.name, kind=kind,
                                     subset=self.release_subset, keys_of=load_target(self.novelty),
-                                    describe=load_target(self.difficulty) if self.difficulty else None)
+                                    describe=load_target(self.difficulty) if self.difficulty else None,
+                                    solve=load_target(self.solvers) if self.solvers else None)
             return freeze_accepted(settings, prefix, params, benchmark=self.name, kind=kind,
                                    subset=self.release_subset)
 
@@ -181,7 +185,7 @@ class BenchmarkPlugin:
         for name, value in defaults.items():
             object.__setattr__(self, name, value)
         for name in ("evaluator", "payloads", "freeze", "publish", "stats", "harness", "kit", "novelty",
-                     "difficulty"):
+                     "difficulty", "solvers"):
             object.__setattr__(self, name, absolute(getattr(self, name), package))
         object.__setattr__(self, "stages", tuple(stage.in_package(package) for stage in self.stages))
         object.__setattr__(self, "reviews", tuple(review.in_package(package) for review in self.reviews))

@@ -30,12 +30,13 @@ def freeze_accepted(settings: Settings, prefix: str, params: dict[str, Any], *, 
 
 def freeze_fresh(settings: Settings, prefix: str, params: dict[str, Any], *, benchmark: str, kind: str,
                  subset: str, keys_of: Callable[[Any], Any],
-                 describe: Callable[[Any], dict[str, float]] | None = None) -> list[str]:
+                 describe: Callable[[Any], dict[str, float]] | None = None,
+                 solve: Callable[[Any, Callable[[str], bytes]], dict[str, bool]] | None = None) -> list[str]:
     """``<prefix>-<benchmark>`` as a fresh version: the accepted ``kind`` records that are in no earlier version of
     it and repeat none of their instances (``tasks.novelty``: same content, a near-duplicate image or text), and the
     screen's counts in the release's params (``novelty``); with ``describe`` (the benchmark's difficulty
-    descriptors), how hard it is against the newest earlier version (``difficulty``); nothing when no record is
-    fresh."""
+    descriptors) and ``solve`` (its reference solvers), how hard it is against the newest earlier version
+    (``difficulty``, ``tasks.hardness``); nothing when no record is fresh."""
     from schemas.releases import ReleaseSelection
     from storage.releases import create_release
     from tasks.novelty import IMAGE_BITS, TEXT_SIMILARITY, Screen
@@ -61,23 +62,22 @@ def freeze_fresh(settings: Settings, prefix: str, params: dict[str, Any], *, ben
                "overlaps": [overlap.__dict__ for overlap in screened.overlaps[:100]]}
     made = {**params, "novelty": novelty}
     if describe is not None and earlier:
-        made["difficulty"] = _difficulty_against_last(storage.catalog, name, screened.admitted, describe)
+        made["difficulty"] = _difficulty_against_last(storage, name, screened.admitted, describe, solve)
     return [create_release(storage.catalog, storage.blobs, name, selection=selection, params=made,
                            only_if_changed=True).tag]
 
 
-def _difficulty_against_last(catalog: Any, name: str, fresh: list[Any], describe: Callable[[Any], Any]
+def _difficulty_against_last(storage: Any, name: str, fresh: list[Any], describe: Callable[[Any], Any],
+                             solve: Callable[[Any, Callable[[str], bytes]], dict[str, bool]] | None
                              ) -> dict[str, Any]:
-    """The fresh records' difficulty descriptors against those of the newest version of ``name``."""
+    """The fresh records against those of the newest version of ``name``: descriptors and solvers."""
     from storage.releases import load_release
-    from tasks.difficulty import ALPHA, EFFECT, compare, descriptors
+    from tasks.hardness import hardness_report
 
-    last = load_release(catalog, name)
+    last = load_release(storage.catalog, name)
     kinds = {record.kind for record in fresh}
-    before = catalog.get_records([entry.id for entry in last.records if entry.kind in kinds])
-    compared = compare(descriptors(before, describe), descriptors(fresh, describe))
-    return {"against": last.tag, "rule": f"Kolmogorov-Smirnov p < {ALPHA} and |Cohen's d| > {EFFECT}",
-            "descriptors": [c.row() for c in compared], "differs": [c.descriptor for c in compared if c.flagged]}
+    before = storage.catalog.get_records([entry.id for entry in last.records if entry.kind in kinds])
+    return {"against": last.tag, **hardness_report(before, fresh, describe, solve, storage.blobs.get)}
 
 
 def released_screen(storage: Any, *, benchmark: str, kind: str, keys_of: Callable[[Any], Any],

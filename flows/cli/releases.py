@@ -107,32 +107,42 @@ def release_diff(old: Annotated[str, typer.Argument(help="NAME@VERSION to compar
                                    f"--json)", markup=False, highlight=False)
 
 
-def _difficulty_diff(old: str, new: str, as_json: bool) -> None:
-    from tasks.difficulty import ALPHA, EFFECT
+DESCRIPTOR_COLUMNS = ("descriptor", "old n", "new n", "old mean", "new mean", "effect (d)", "p (KS)", "differs")
+SOLVER_COLUMNS = ("solver", "earlier", "new", "p (Fisher)", "differs")
 
+
+def _difficulty_diff(old: str, new: str, as_json: bool) -> None:
+    """How hard two releases are: the descriptors' table, then the reference solvers' (``--json``: one object with
+    both lists); exit 1 when a descriptor or a solver differs."""
     with terminal.failures_as_messages():
-        title, compared = _release_difficulty(terminal.storage().catalog, old, new)
-    rows = [c.row() for c in compared]
-    columns = ("descriptor", "old n", "new n", "old mean", "new mean", "effect (d)", "p (KS)", "differs")
-    if not as_json:
+        title, report = _release_difficulty(terminal.storage(), old, new)
+    flagged = report["differs"] + report.get("solvers differ", [])
+    if as_json:
+        typer.echo(json.dumps({"descriptors": report["descriptors"], "solvers": report.get("solvers", []),
+                               "differs": flagged}, ensure_ascii=False))
+    else:
         terminal.console.print(f"{title}: how hard {old} and {new} are, per difficulty descriptor", markup=False)
-    listing.show(rows, columns, as_json=as_json, figures=columns[1:-1],
-                 caption=f"differs: Kolmogorov-Smirnov p < {ALPHA} and |Cohen's d| > {EFFECT}")
-    flagged = [c.descriptor for c in compared if c.flagged]
-    if not as_json:
-        terminal.console.print(f"{len(flagged)} of {len(compared)} descriptors differ" +
+        listing.show(report["descriptors"], DESCRIPTOR_COLUMNS, figures=DESCRIPTOR_COLUMNS[1:-1],
+                     caption=f"differs: {report['rule']}")
+        if report.get("solvers"):
+            terminal.console.print("per reference solver: share solved [95% Wilson interval] of instances",
+                                   markup=False)
+            listing.show(report["solvers"], SOLVER_COLUMNS, caption=f"differs: {report['solver rule']}")
+        measured = len(report["descriptors"]) + len(report.get("solvers", []))
+        terminal.console.print(f"{len(flagged)} of {measured} descriptors and solvers differ" +
                                (f": {', '.join(flagged)}" if flagged else ": as hard as each other"), markup=False)
     if flagged:
         raise typer.Exit(1)
 
 
-def _release_difficulty(catalog: Any, old_tag: str, new_tag: str) -> tuple[str, list[Any]]:
-    """The benchmark's title and every descriptor of its items compared between two of its releases."""
+def _release_difficulty(storage: Any, old_tag: str, new_tag: str) -> tuple[str, dict[str, Any]]:
+    """The benchmark's title and how hard its items are in two of its releases (``tasks.hardness``)."""
     from schemas.registry import load_target
     from storage.releases import load_release
     from tasks import benchmarks
-    from tasks.difficulty import compare, descriptors
+    from tasks.hardness import hardness_report
 
+    catalog = storage.catalog
     manifests = [load_release(catalog, tag) for tag in (old_tag, new_tag)]
     plugins = {benchmarks.release_benchmark(manifest).name for manifest in manifests}
     if len(plugins) != 1:
@@ -140,10 +150,10 @@ def _release_difficulty(catalog: Any, old_tag: str, new_tag: str) -> tuple[str, 
     plugin = benchmarks.get(plugins.pop())
     if not plugin.difficulty:
         raise ValueError(f"{plugin.title} declares no difficulty descriptors")
-    describe, kind = load_target(plugin.difficulty), plugin.evaluation.item_kind
-    old, new = (descriptors(catalog.get_records([e.id for e in m.records if e.kind == kind]), describe)
-                for m in manifests)
-    return plugin.title, compare(old, new)
+    kind = plugin.evaluation.item_kind
+    before, after = (catalog.get_records([e.id for e in m.records if e.kind == kind]) for m in manifests)
+    solve = load_target(plugin.solvers) if plugin.solvers else None
+    return plugin.title, hardness_report(before, after, load_target(plugin.difficulty), solve, storage.blobs.get)
 
 
 def _export_help() -> str:

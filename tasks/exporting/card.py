@@ -124,6 +124,12 @@ def _fresh(params: dict[str, Any]) -> list[str]:
               "|---|---:|---:|---:|---:|---:|---:|---|"]
     lines += [f"| {r['descriptor']} | {r['old n']} | {r['new n']} | {r['old mean']} | {r['new mean']} | "
               f"{r['effect (d)']} | {r['p (KS)']} | {r['differs']} |" for r in rows]
+    if difficulty.get("solvers"):
+        lines += ["", f"Reference solvers (model-free players, scored by the benchmark's own scorer): the share each "
+                      f"solves with its 95% Wilson interval ({difficulty['solver rule']} flags one).", "",
+                  "| solver | earlier | new | p (Fisher) | differs |", "|---|---|---|---:|---|"]
+        lines += [f"| {r['solver']} | {r['earlier']} | {r['new']} | {r['p (Fisher)']} | {r['differs']} |"
+                  for r in difficulty["solvers"]]
     return [*lines, ""]
 
 

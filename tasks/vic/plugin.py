@@ -29,6 +29,7 @@ PLUGIN = BenchmarkPlugin(
     kit=".kit:KIT",
     novelty=".records:novelty_keys",  # each release version fresh: no instance of an earlier one, nor a near copy
     difficulty=".difficulty:describe",
+    solvers=".solvers:solve",  # a maze walker and a jigsaw edge matcher: their scores compared version by version
     stats=".stats:stats_for_release",
     order=3,
     stages=STAGES,

@@ -110,3 +110,22 @@ def jigsaw_matcher_solves(meta: dict[str, Any], composite: Any) -> bool:
     chosen = task("jigsaw")
     truth = type("Instance", (), {"meta": meta})()  # score_open reads the instance's meta only
     return chosen.score_open(truth, sorted(jigsaw_match(meta, composite).items())).acc == 1.0
+
+
+def solve(record: Any, image: Any) -> dict[str, bool]:
+    """Which reference solvers solve a stored instance (``tasks.solver_scores``); ``image`` reads a blob by sha256.
+    Counting and embodied planning have none yet."""
+    meta = record.payload["meta"]
+    task = record.payload["task"]
+    if task == "maze":
+        return {"maze walker (2 ahead)": maze_walker_solves(meta)}
+    if task == "jigsaw":
+        import io
+
+        import numpy as np
+        from PIL import Image
+
+        shown = next(blob.sha256 for blob in record.blobs if blob.role == "open")
+        with Image.open(io.BytesIO(image(shown))) as opened:
+            return {"jigsaw edge matcher": jigsaw_matcher_solves(meta, np.asarray(opened.convert("RGB")))}
+    return {}

@@ -4,6 +4,7 @@ mazes are as hard as each other; a version of 8-move mazes only is flagged."""
 from __future__ import annotations
 
 import json
+import re
 
 from schemas import Status
 from schemas.config import Settings
@@ -35,9 +36,15 @@ def test_two_seeds_are_as_hard_and_a_skewed_version_is_flagged(settings: Setting
     skewed = _release(settings, "mazes-8", 3, 200, keep=lambda r: len(r.payload["meta"]["moves"]) == 8)
     fair = invoke("release", "diff", "--difficulty", first, second)
     assert fair.exit_code == 0, fair.output
-    assert "0 of 3 descriptors differ: as hard as each other" in fair.output
+    assert "0 of 4 descriptors and solvers differ: as hard as each other" in fair.output
+    assert "maze walker (2 ahead)" in fair.output  # the reference solver's score beside the descriptors
     flagged = invoke("release", "diff", "--difficulty", first, skewed)
     assert flagged.exit_code == 1 and "differ: maze/moves" in flagged.output
-    rows = {row["descriptor"]: row for row in json.loads(
-        invoke("release", "diff", "--difficulty", first, skewed, "--json").output)}
+    said = json.loads(invoke("release", "diff", "--difficulty", first, skewed, "--json").output)
+    rows = {row["descriptor"]: row for row in said["descriptors"]}
     assert rows["maze/moves"]["new mean"] == 8.0 and rows["maze/moves"]["differs"] == "yes"
+    walker = {row["solver"]: row for row in said["solvers"]}["maze walker (2 ahead)"]
+    for score in (walker["earlier"], walker["new"]):  # "55.0% [44.1, 65.4] of 80": the share inside its interval
+        share, low, high = (float(x) for x in re.match(r"([\d.]+)% \[([\d.]+), ([\d.]+)\] of \d+", score).groups())
+        assert low < share < high
+    assert walker["earlier"].endswith("of 80") and walker["differs"] in ("yes", "no")

@@ -43,3 +43,5 @@ def test_the_card_of_a_fresh_version_states_its_novelty_check_and_difficulty(set
     rows = [line for line in second.splitlines() if line.startswith("| maze/")]
     assert sorted(row.split(" | ")[0] for row in rows) == ["| maze/branches", "| maze/distractor distance",
                                                            "| maze/moves"]
+    solver = next(line for line in second.splitlines() if line.startswith("| maze walker"))
+    assert " of 3 | " in solver and "[" in solver  # each version's share with its interval

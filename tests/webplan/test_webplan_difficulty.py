@@ -102,9 +102,10 @@ def test_release_diff_compares_two_web_planning_versions(settings: Settings, tmp
     second = _release(settings, "plans-b", _instances(2))
     original = _release(settings, "plans-o", _instances(3, base="original"))
     fair = invoke("release", "diff", "--difficulty", first, second)
-    assert fair.exit_code == 0 and "0 of 3 descriptors differ: as hard as each other" in fair.output, fair.output
+    assert fair.exit_code == 0 and "0 of 3 descriptors and solvers differ: as hard as each other" in fair.output, fair.output
     flagged = invoke("release", "diff", "--difficulty", first, original)
     assert flagged.exit_code == 1 and "differ: realweb/distractor distance" in flagged.output, flagged.output
-    rows = {row["descriptor"]: row for row in json.loads(
-        invoke("release", "diff", "--difficulty", first, original, "--json").output)}
+    said = json.loads(invoke("release", "diff", "--difficulty", first, original, "--json").output)
+    rows = {row["descriptor"]: row for row in said["descriptors"]}
+    assert said["solvers"] == [] and "realweb/distractor distance" in said["differs"]
     assert rows["realweb/distractor distance"]["differs"] == "yes"
