@@ -96,6 +96,10 @@ def report_fresh_version(params: dict[str, Any], tag: str) -> None:
     if difficulty:
         differs = ", ".join(difficulty["differs"]) or "none"
         log([f"{tag} against {difficulty['against']}: descriptors that differ: {differs}"])
+        if difficulty.get("resampled"):
+            resampled = difficulty["resampled"]
+            log([f"{tag}: resampled to match, {resampled['kept']} of {resampled['drawn']} kept"
+                 + ("" if resampled["matched"] else " (still differs at the least share kept)")])
         create_table_artifact(difficulty["descriptors"], key=_key(f"difficulty-{tag.split('@')[0]}"),
                               description=f"How hard {tag} is against {difficulty['against']} ({difficulty['rule']});"
                                           f" differs: {differs}")

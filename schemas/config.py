@@ -214,6 +214,16 @@ class ExportSettings(Section):
     folder: Path = Path("data/exports")
 
 
+class ReleaseSettings(Section):
+    """How a fresh version of a generated benchmark is frozen (``tasks.releasing.freeze_fresh``)."""
+
+    # A fresh version whose difficulty differs from the version before it (a descriptor flagged) is resampled: the
+    # instances furthest out on the most shifted descriptor are left out until none differs, keeping at least
+    # ``min_kept_share`` of them (``tasks.difficulty.matched_subset``). Off: it is released as drawn, flagged.
+    match_difficulty: bool = False
+    min_kept_share: float = Field(default=0.8, gt=0, le=1)
+
+
 class SourceSettings(Section):
     """How importers treat the paths their input names (see storage.paths)."""
 
@@ -242,6 +252,7 @@ class Settings(BaseSettings):
     export: ExportSettings = ExportSettings()
     nlp: NlpSettings = NlpSettings()
     sources: SourceSettings = SourceSettings()
+    release: ReleaseSettings = ReleaseSettings()
     annotation: AnnotationSettings = AnnotationSettings()
     models: dict[str, ModelRole] = Field(default_factory=dict)
 

@@ -65,3 +65,30 @@ def compare(old: dict[str, list[float]], new: dict[str, list[float]], alpha: flo
                                  p < alpha and abs(d) > effect))
     return compared
 
+
+
+def matched_subset(before: dict[str, list[float]], candidates: list[Any], describe: Callable[[Any], dict[str, float]],
+                   min_share: float, alpha: float = ALPHA, effect: float = EFFECT) -> tuple[list[Any], bool]:
+    """The candidates resampled until no descriptor differs from ``before`` (a fresh version made as hard as the one
+    before it): while one is flagged, the candidate lying furthest out in the direction of the most shifted
+    descriptor (the largest |d|) is left out, never more than ``1 - min_share`` of them; (the ones kept, whether
+    no descriptor differs now). Deterministic: ties go to the candidate listed last."""
+    described = [describe(candidate) for candidate in candidates]
+    kept = list(range(len(candidates)))
+    least = max(1, -(-len(candidates) * min_share // 1))
+
+    def values() -> dict[str, list[float]]:
+        found: dict[str, list[float]] = defaultdict(list)
+        for index in kept:
+            for name, value in described[index].items():
+                found[name].append(float(value))
+        return dict(found)
+
+    while True:
+        flagged = [c for c in compare(before, values(), alpha, effect) if c.flagged]
+        if not flagged or len(kept) <= least:
+            return [candidates[index] for index in kept], not flagged
+        worst = max(flagged, key=lambda c: abs(c.effect))
+        sign = 1.0 if worst.new_mean > worst.old_mean else -1.0
+        holding = [index for index in kept if worst.descriptor in described[index]]
+        kept.remove(max(reversed(holding), key=lambda index: sign * described[index][worst.descriptor]))

@@ -54,30 +54,52 @@ def freeze_fresh(settings: Settings, prefix: str, params: dict[str, Any], *, ben
     screened.compared_with = compared
     if not screened.admitted:
         return []
+    fresh, resampled = screened.admitted, None
+    if describe is not None and earlier and settings.release.match_difficulty:
+        fresh, resampled = _difficulty_matched(storage, name, fresh, describe, settings.release.min_kept_share)
     selection = ReleaseSelection(benchmarks=(benchmark,), kinds=(kind,),
-                                 only_ids=tuple(sorted(r.id for r in screened.admitted)),
+                                 only_ids=tuple(sorted(r.id for r in fresh)),
                                  subset=f"{subset}, in no earlier version of {name}")
     novelty = {**screened.counts(), "image bits": IMAGE_BITS,
                "text similarity": TEXT_SIMILARITY,
                "overlaps": [overlap.__dict__ for overlap in screened.overlaps[:100]]}
     made = {**params, "novelty": novelty}
     if describe is not None and earlier:
-        made["difficulty"] = _difficulty_against_last(storage, name, screened.admitted, describe, solve)
+        made["difficulty"] = _difficulty_against_last(storage, name, fresh, describe, solve)
+        if resampled:
+            made["difficulty"]["resampled"] = resampled
     return [create_release(storage.catalog, storage.blobs, name, selection=selection, params=made,
                            only_if_changed=True).tag]
+
+
+def _last_version(storage: Any, name: str, kinds: set[str]) -> tuple[str, list[Any]]:
+    """The tag of the newest version of ``name`` and its records of ``kinds``."""
+    from storage.releases import load_release
+
+    last = load_release(storage.catalog, name)
+    return last.tag, storage.catalog.get_records([entry.id for entry in last.records if entry.kind in kinds])
 
 
 def _difficulty_against_last(storage: Any, name: str, fresh: list[Any], describe: Callable[[Any], Any],
                              solve: Callable[[Any, Callable[[str], bytes]], dict[str, bool]] | None
                              ) -> dict[str, Any]:
     """The fresh records against those of the newest version of ``name``: descriptors and solvers."""
-    from storage.releases import load_release
     from tasks.hardness import hardness_report
 
-    last = load_release(storage.catalog, name)
-    kinds = {record.kind for record in fresh}
-    before = storage.catalog.get_records([entry.id for entry in last.records if entry.kind in kinds])
-    return {"against": last.tag, **hardness_report(before, fresh, describe, solve, storage.blobs.get)}
+    tag, before = _last_version(storage, name, {record.kind for record in fresh})
+    return {"against": tag, **hardness_report(before, fresh, describe, solve, storage.blobs.get)}
+
+
+def _difficulty_matched(storage: Any, name: str, fresh: list[Any], describe: Callable[[Any], Any],
+                        min_share: float) -> tuple[list[Any], dict[str, Any]]:
+    """``fresh`` resampled until it is as hard as the newest version of ``name`` (``[release] match_difficulty``),
+    and what the resampling did."""
+    from tasks.difficulty import descriptors, matched_subset
+
+    _, before = _last_version(storage, name, {record.kind for record in fresh})
+    kept, matched = matched_subset(descriptors(before, describe), fresh, describe, min_share)
+    return kept, {"drawn": len(fresh), "kept": len(kept), "left out": len(fresh) - len(kept), "matched": matched,
+                  "least share kept": min_share}
 
 
 def released_screen(storage: Any, *, benchmark: str, kind: str, keys_of: Callable[[Any], Any],

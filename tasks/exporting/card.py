@@ -118,6 +118,12 @@ def _fresh(params: dict[str, Any]) -> list[str]:
         return lines
     rows = difficulty["descriptors"]
     differs = difficulty["differs"]
+    resampled = difficulty.get("resampled")
+    if resampled:
+        lines += [f"Resampled to be as hard as the version before (`[release] match_difficulty`): {resampled['kept']} of "
+                  f"the {resampled['drawn']} drawn kept, {resampled['left out']} left out"
+                  + ("." if resampled["matched"] else f", and still not matched at the least share kept "
+                                                       f"({resampled['least share kept']})."), ""]
     lines += [f"Difficulty against `{difficulty['against']}` ({difficulty['rule']} flags a descriptor): "
               + (f"differs in {', '.join(differs)}." if differs else "no descriptor differs."), "",
               "| descriptor | earlier n | new n | earlier mean | new mean | effect (d) | p (KS) | differs |",
