@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from statistics import fmean
 from typing import Any
 
 from tasks.benchmark import StatsTable
+from tasks.descriptor_charts import spread_table
 
 PAPER_PER_TASK = 250  # Sec. III, each task's subsection
 PAPER_QUESTIONS = 2751  # Table I, #No.
@@ -29,38 +29,19 @@ class VicStats:
         per_task = [(task, n, STAGES * n, PAPER_PER_TASK) for task, n in sorted(self.tasks.items())]
         total = sum(self.tasks.values())
         per_task.append(("all", total, STAGES * total, f"{PAPER_PER_TASK * 4} ({PAPER_QUESTIONS} questions)"))
-        spread = [(name, len(values), round(fmean(values), 2), round(min(values), 2), round(max(values), 2))
-                  for name, values in sorted(self.descriptors.items())]
         letters = [(f"{task}: {letter}", n) for (task, letter), n in sorted(self.answers.items())]
         return [StatsTable("instances and questions per task (paper: Sec. III, Table I)",
                            ("task", "instances", "questions", "paper instances"), per_task, emphasised=("all",)),
-                StatsTable("difficulty descriptors", ("descriptor", "instances", "mean", "min", "max"), spread),
+                spread_table(self.descriptors),
                 StatsTable("Stage-1 right letters (position balance)", ("task: letter", "instances"), letters)]
 
     def chart(self, path: Path, title: str) -> Path:
         """A histogram per difficulty descriptor, four to a row."""
+        from tasks.descriptor_charts import ROW_INCHES, draw_histograms, histogram_rows
         from tasks.plots import pyplot, save_figure
 
-        plt = pyplot()
-        names = sorted(self.descriptors)
-        columns = 4
-        rows = max(1, -(-len(names) // columns))
-        figure, axes = plt.subplots(rows, columns, figsize=(14, 3 * rows), layout="constrained", squeeze=False)
-        for axis, name in zip(axes.flat, names, strict=False):
-            values = self.descriptors[name]
-            counts = Counter(values)
-            if all(value.is_integer() for value in counts) and len(counts) <= 30:  # a count: a bar per value
-                axis.bar(list(counts), list(counts.values()), width=0.8, color="#4477aa")
-                axis.set_xticks(sorted(counts), [f"{value:g}" for value in sorted(counts)])
-            else:
-                axis.hist(values, bins=20, color="#4477aa")
-            axis.set_title(name, fontsize=FONT + 1)
-            axis.set_xlabel(name.split("/")[1], fontsize=FONT)
-            axis.set_ylabel("instances", fontsize=FONT)
-            axis.tick_params(labelsize=FONT)
-            axis.spines[["top", "right"]].set_visible(False)
-        for axis in list(axes.flat)[len(names):]:
-            axis.set_visible(False)
+        figure = pyplot().figure(figsize=(14, ROW_INCHES * histogram_rows(self.descriptors)), layout="constrained")
+        draw_histograms(figure, self.descriptors)
         figure.suptitle(title, fontsize=FONT + 2)
         return save_figure(figure, path)
 

@@ -5,12 +5,13 @@ always sat in one place would reward a model's position bias), as tables and a b
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tasks.benchmark import StatsTable
+from tasks.descriptor_charts import spread_table
 
 FONT = 10  # points at the saved size: every label of the chart
 CELLS = {"temporal": ("dataset", "order", "form"), "future": ("horizon", "task_number"),
@@ -21,6 +22,7 @@ CELLS = {"temporal": ("dataset", "order", "form"), "future": ("horizon", "task_n
 class WebplanStats:
     cells: Counter[tuple[str, str]] = field(default_factory=Counter)  # (test, cell) -> instances
     answers: Counter[tuple[str, str]] = field(default_factory=Counter)  # (test, right answer) -> instances
+    descriptors: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))  # tasks/webplan/difficulty
 
     def tables(self, limit: int | None = None) -> list[StatsTable]:
         per_test = Counter()
@@ -32,18 +34,24 @@ class WebplanStats:
         return [StatsTable("instances per test", ("test", "instances"), [*rows, ("all", sum(per_test.values()))],
                            emphasised=("all",)),
                 StatsTable("instances per cell (Tab. 10)", ("cell", "instances"), cells),
-                StatsTable("right answers (position balance)", ("test: answer", "instances"), answers)]
+                StatsTable("right answers (position balance)", ("test: answer", "instances"), answers),
+                spread_table(self.descriptors)]
 
     def chart(self, path: Path, title: str) -> Path:
         """Instances per cell and where the right answers fall, as horizontal bars with their counts: every label
-        on one line at 10 pt whatever the number of cells (the figure grows with them)."""
+        on one line at 10 pt whatever the number of cells (the figure grows with them); below them a histogram per
+        difficulty descriptor."""
+        from tasks.descriptor_charts import ROW_INCHES, draw_histograms, histogram_rows
         from tasks.plots import pyplot, save_figure
 
-        plt = pyplot()
         cells, answers = sorted(self.cells), sorted(self.answers)
         height = max(3.5, 0.3 * max(len(cells), len(answers)) + 1.6)
-        figure, (left, right) = plt.subplots(1, 2, figsize=(13, height), width_ratios=[1.5, 1],
-                                             layout="constrained")
+        below = ROW_INCHES * histogram_rows(self.descriptors) if self.descriptors else 0.0
+        figure = pyplot().figure(figsize=(14, height + below), layout="constrained")
+        top, bottom = figure.subfigures(2, 1, height_ratios=[height, below or 1e-6])
+        left, right = top.subplots(1, 2, width_ratios=[1.5, 1])
+        if self.descriptors:
+            draw_histograms(bottom, self.descriptors)
         panels = ((left, [f"{test}: {_words(cell)}" for test, cell in cells], [self.cells[k] for k in cells],
                    "#4477aa", "instances per cell (Tab. 10)", "test: cell"),
                   (right, [f"{test}: {answer}" for test, answer in answers], [self.answers[k] for k in answers],
@@ -76,8 +84,14 @@ def _words(cell: str) -> str:
     return ", ".join(parts)
 
 
-def webplan_stats(payloads: list[dict[str, Any]]) -> WebplanStats:
+def webplan_stats(payloads: list[dict[str, Any]], records: list[Any] = ()) -> WebplanStats:
+    """The counts of ``payloads``; with ``records`` (theirs), the difficulty descriptors too."""
+    from tasks.webplan.difficulty import describe
+
     stats = WebplanStats()
+    for record in records:
+        for name, value in describe(record).items():
+            stats.descriptors[name].append(value)
     for payload in payloads:
         meta = payload.get("meta", {})
         cell = " / ".join(f"{name.replace('_number', '')} {meta.get(name)}" for name in CELLS[payload["test"]])
@@ -91,4 +105,4 @@ def stats_for_release(catalog: Any, tag: str) -> WebplanStats:
 
     manifest = load_release(catalog, tag)
     records = catalog.get_records([e.id for e in manifest.records if e.kind == "webplan_instance"])
-    return webplan_stats([r.payload for r in records])
+    return webplan_stats([r.payload for r in records], records)

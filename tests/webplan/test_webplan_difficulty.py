@@ -102,10 +102,28 @@ def test_release_diff_compares_two_web_planning_versions(settings: Settings, tmp
     second = _release(settings, "plans-b", _instances(2))
     original = _release(settings, "plans-o", _instances(3, base="original"))
     fair = invoke("release", "diff", "--difficulty", first, second)
-    assert fair.exit_code == 0 and "0 of 3 descriptors and solvers differ: as hard as each other" in fair.output, fair.output
+    assert fair.exit_code == 0, fair.output
+    assert "0 of 3 descriptors and solvers differ: as hard as each other" in fair.output
     flagged = invoke("release", "diff", "--difficulty", first, original)
     assert flagged.exit_code == 1 and "differ: realweb/distractor distance" in flagged.output, flagged.output
     said = json.loads(invoke("release", "diff", "--difficulty", first, original, "--json").output)
     rows = {row["descriptor"]: row for row in said["descriptors"]}
     assert said["solvers"] == [] and "realweb/distractor distance" in said["differs"]
     assert rows["realweb/distractor distance"]["differs"] == "yes"
+
+
+def test_the_statistics_show_each_descriptor_spread_and_histogram(tmp_path: Any) -> None:
+    from tasks.webplan.stats import webplan_stats
+
+    instances = _instances(1)
+    records = [SimpleNamespace(payload={"test": i.test, "answer": i.answer, "meta": i.meta}) for i in instances]
+    stats = webplan_stats([r.payload for r in records], records)
+    spread = {row[0]: row for row in stats.tables()[-1].rows}
+    assert set(spread) == {"realweb/plan steps", "realweb/history steps", "realweb/distractor distance"}
+    assert spread["realweb/plan steps"][1] == len(instances)  # every instance described
+    from PIL import Image
+
+    with_histograms = stats.chart(tmp_path / "stats.png", "plans@1")
+    bars_only = webplan_stats([r.payload for r in records]).chart(tmp_path / "bars.png", "plans@1")
+    with Image.open(with_histograms) as drawn, Image.open(bars_only) as plain:  # a row of histograms below the bars
+        assert drawn.size[0] == plain.size[0] and drawn.size[1] > plain.size[1] + 200
