@@ -120,8 +120,8 @@ def _fresh(params: dict[str, Any]) -> list[str]:
     differs = difficulty["differs"]
     resampled = difficulty.get("resampled")
     if resampled:
-        lines += [f"Resampled to be as hard as the version before (`[release] match_difficulty`): {resampled['kept']} of "
-                  f"the {resampled['drawn']} drawn kept, {resampled['left out']} left out"
+        lines += [f"Resampled to be as hard as the version before (`[release] match_difficulty`): "
+                  f"{resampled['kept']} of the {resampled['drawn']} drawn kept, {resampled['left out']} left out"
                   + ("." if resampled["matched"] else f", and still not matched at the least share kept "
                                                        f"({resampled['least share kept']})."), ""]
     lines += [f"Difficulty against `{difficulty['against']}` ({difficulty['rule']} flags a descriptor): "
