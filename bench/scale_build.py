@@ -77,10 +77,9 @@ def timed_build(benchmark: str, stages: list[str], options: dict[str, Any], fold
 
 def render(world: Path, clips: Path, episodes: int, clip_count: int) -> None:
     """The sample episodes and clips missing from ``world`` and ``clips``."""
-    from tasks.sources.sample_world import render_sample_world
-
     from tasks.explore.stages import SAMPLE_TASKS
     from tasks.progress.stages import SAMPLE_CAMERAS
+    from tasks.sources.sample_world import render_sample_world
 
     render_sample_world(str(world), episodes, 0, SAMPLE_CAMERAS, (320, 240))
     render_sample_world(str(clips), clip_count, 0, ("ego",), (640, 480), SAMPLE_TASKS)
