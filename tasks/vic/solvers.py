@@ -11,6 +11,11 @@ two versions with their confidence intervals).
 - jigsaw: a matcher that puts each patch where its edges continue the board's pixels best, the six placed together
   (an optimal assignment). It solved 40 of 40 composed puzzles and 10 of 10 from the bundled photos (seed 3): the
   puzzles are solvable from their pixels; a version where it fails has patches that no longer tell their places.
+- counting (composed crowds): a counter that takes the grey pixels of the picture (the faces are greyscale on a
+  tinted ground), closes and opens them once and counts each blob of at least ``MIN_BLOB_PX`` pixels (the corner
+  labels left out) in the region whose drawn border holds its centre. Touching faces merge into one blob, so crowds
+  defeat it: on 120 composed scenes (seed 5) it got every region within the tolerance for all 32 with 10-19 heads,
+  84% of those with 20-29, 87% with 30-39 and 1 of 5 with 40. Imported crowd photos have no counter.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from tasks.vic.maze import MOVES, Cell, Edges, _cell, _edge_set, score_moves, st
 
 LOOK_AHEAD = 2
 BUDGET = 1.0
+GREY = 4  # the most a pixel's channels may differ for it to count as a face's (the ground is tinted: 15-21)
+MIN_BLOB_PX = 200  # a face drawn at the smallest scale covers about 700 pixels; smaller blobs are noise
 
 
 def _open_moves(size: Any, edges: Edges, position: Cell) -> list[tuple[str, Cell]]:
@@ -112,20 +119,59 @@ def jigsaw_matcher_solves(meta: dict[str, Any], composite: Any) -> bool:
     return chosen.score_open(truth, sorted(jigsaw_match(meta, composite).items())).acc == 1.0
 
 
+def crowd_count(meta: dict[str, Any], picture: Any) -> dict[str, int]:
+    """The counter's count per region (``"1"``-``"4"``) of a composed crowd, from its picture (rows x columns x
+    RGB)."""
+    import numpy as np
+    from scipy import ndimage
+
+    from tasks.vic.crowd import regions_containing
+
+    pixels = np.asarray(picture).astype(int)
+    grey = (pixels.max(axis=2) - pixels.min(axis=2)) <= GREY
+    for x0, y0, x1, y1 in meta["labels"].values():  # the region numbers' white squares
+        grey[y0:y1 + 1, x0:x1 + 1] = False
+    blobs = ndimage.binary_opening(ndimage.binary_closing(grey))
+    labelled, found = ndimage.label(blobs)
+    indices = range(1, found + 1)
+    names = sorted(meta["regions"])
+    polygons = [meta["regions"][name] for name in names]
+    counts = dict.fromkeys(names, 0)
+    for size, (row, column) in zip(ndimage.sum(blobs, labelled, indices),
+                                   ndimage.center_of_mass(blobs, labelled, indices), strict=True):
+        inside = regions_containing(float(column), float(row), polygons) if size >= MIN_BLOB_PX else []
+        if inside:
+            counts[names[inside[0] - 1]] += 1
+    return counts
+
+
+def crowd_counter_solves(meta: dict[str, Any], picture: Any) -> bool:
+    """Whether the counter gets every region within the tolerance, by the counting task's own scorer (ACC)."""
+    from tasks.vic.suite import task
+
+    instance = type("Instance", (), {"meta": meta})()  # score_open reads the instance's meta only
+    counts = {int(name): count for name, count in crowd_count(meta, picture).items()}
+    return task("counting").score_open(instance, counts).acc == 1.0
+
+
 def solve(record: Any, image: Any) -> dict[str, bool]:
     """Which reference solvers solve a stored instance (``tasks.solver_scores``); ``image`` reads a blob by sha256.
-    Counting and embodied planning have none yet."""
+    Embodied planning and imported crowd photos have none yet."""
     meta = record.payload["meta"]
     task = record.payload["task"]
     if task == "maze":
         return {"maze walker (2 ahead)": maze_walker_solves(meta)}
-    if task == "jigsaw":
-        import io
+    pixel_solvers = {"jigsaw": ("jigsaw edge matcher", jigsaw_matcher_solves)}
+    if task == "counting" and str(meta.get("source", "")).startswith("synthetic"):
+        pixel_solvers["counting"] = ("crowd blob counter", crowd_counter_solves)
+    if task not in pixel_solvers:
+        return {}
+    import io
 
-        import numpy as np
-        from PIL import Image
+    import numpy as np
+    from PIL import Image
 
-        shown = next(blob.sha256 for blob in record.blobs if blob.role == "open")
-        with Image.open(io.BytesIO(image(shown))) as opened:
-            return {"jigsaw edge matcher": jigsaw_matcher_solves(meta, np.asarray(opened.convert("RGB")))}
-    return {}
+    name, solves = pixel_solvers[task]
+    shown = next(blob.sha256 for blob in record.blobs if blob.role == "open")
+    with Image.open(io.BytesIO(image(shown))) as opened:
+        return {name: solves(meta, np.asarray(opened.convert("RGB")))}

@@ -69,3 +69,30 @@ def test_the_jigsaw_matcher_places_patches_by_their_pixels():
     placed, truth = jigsaw_match(instance.meta, picture), instance.meta["mapping"]
     assert (placed[1], placed[2]) == (truth["2"], truth["1"])
     assert not jigsaw_matcher_solves(instance.meta, picture)
+
+
+def test_the_crowd_counter_counts_faces_per_region_from_the_picture():
+    from tasks.vic.solvers import crowd_count, crowd_counter_solves
+
+    made = task("counting").generate(40, 5, {})
+    sparse = [instance for instance in made if len(instance.meta["points"]) < 20]
+    assert sparse and all(crowd_counter_solves(instance.meta, _picture(instance)) for instance in sparse)
+    instance = sparse[0]
+    picture = _picture(instance)
+    counted = crowd_count(instance.meta, picture)
+    x0, y0, x1, y1 = instance.meta["boxes"][0]  # one face painted over with a tinted pixel of the ground
+    region = str(instance.meta["points"][0]["region"])
+    picture[y0:y1 + 1, x0:x1 + 1] = (90, 80, 110)
+    assert crowd_count(instance.meta, picture) == {**counted, region: counted[region] - 1}
+
+
+def test_each_stored_instance_is_played_by_its_task_solver(storage):
+    from tasks.vic.solvers import solve
+    from tasks.vic.stages import build_task
+
+    for name in ("maze", "jigsaw", "counting", "embodied"):
+        build_task(storage, name, 1, 3, {"pool": "composed"} if name == "jigsaw" else {}, None)
+    played = {r.payload["task"]: solve(r, storage.blobs.get) for r in storage.catalog.find_records(kind="vic_instance")}
+    assert set(played["maze"]) == {"maze walker (2 ahead)"} and set(played["jigsaw"]) == {"jigsaw edge matcher"}
+    assert set(played["counting"]) == {"crowd blob counter"} and played["embodied"] == {}
+    assert played["jigsaw"]["jigsaw edge matcher"] is True
