@@ -94,5 +94,16 @@ def test_each_stored_instance_is_played_by_its_task_solver(storage):
         build_task(storage, name, 1, 3, {"pool": "composed"} if name == "jigsaw" else {}, None)
     played = {r.payload["task"]: solve(r, storage.blobs.get) for r in storage.catalog.find_records(kind="vic_instance")}
     assert set(played["maze"]) == {"maze walker (2 ahead)"} and set(played["jigsaw"]) == {"jigsaw edge matcher"}
-    assert set(played["counting"]) == {"crowd blob counter"} and played["embodied"] == {}
+    assert set(played["counting"]) == {"crowd blob counter"}
+    assert set(played["embodied"]) == {"embodied key-door recipe"}
     assert played["jigsaw"]["jigsaw edge matcher"] is True
+
+
+def test_the_embodied_recipe_matches_a_room_of_its_shape_and_not_an_agent_beside_the_key():
+    from tasks.vic.solvers import embodied_recipe, embodied_recipe_solves
+
+    made = task("embodied").generate(4, 3, {})
+    walked = next(instance.meta for instance in made if instance.meta["plan"][0].startswith("go to"))
+    assert embodied_recipe(walked) == walked["plan"] and embodied_recipe_solves(walked)
+    beside = {**walked, "plan": walked["plan"][1:]}  # the expert already stands by the key: the recipe walks there
+    assert not embodied_recipe_solves(beside)
