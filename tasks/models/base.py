@@ -104,10 +104,23 @@ class ChatBackend(Backend):
         """One completion per conversation, in order, without the cache."""
 
     def cache_key(self, messages: list[Message], generation: Generation) -> str:
-        content = [[m.role, [p if isinstance(p, str) else {"image_sha256": image_sha256(p)} for p in m.parts]]
-                   for m in messages]
-        return hashlib.sha256(canonical_json({"backend": self.fingerprint(), "generation": generation.as_dict(),
-                                              "messages": content}).encode()).hexdigest()
+        return self.cache_keys([messages], generation)[0]
+
+    def cache_keys(self, conversations: list[list[Message]], generation: Generation) -> list[str]:
+        """``cache_key`` of each conversation; the fingerprint worked out once, and an image several conversations
+        share (a demo's key frames) hashed once."""
+        fingerprint, settings = self.fingerprint(), generation.as_dict()
+        digests: dict[int, str] = {}  # by id(): the conversations hold every image until this returns
+
+        def digest(image: Image) -> str:
+            if id(image) not in digests:
+                digests[id(image)] = image_sha256(image)
+            return digests[id(image)]
+
+        return [hashlib.sha256(canonical_json({
+            "backend": fingerprint, "generation": settings,
+            "messages": [[m.role, [p if isinstance(p, str) else {"image_sha256": digest(p)} for p in m.parts]]
+                         for m in messages]}).encode()).hexdigest() for messages in conversations]
 
     def generate_each(self, conversations: list[list[Message]], generation: Generation,
                       deliver: Callable[[int, str | Exception], None]) -> None:
@@ -123,7 +136,7 @@ class ChatBackend(Backend):
         rerun asks again). Fresh answers go to the cache while the rest are still running, in groups of
         ``flush_every`` or whatever arrived in ``flush_s`` seconds: a run killed midway loses at most that.
         ``on_answer(index, answer, from_cache)`` is called for every conversation, cached ones first."""
-        keys = [self.cache_key(c, generation) for c in conversations] if self.cache is not None else []
+        keys = self.cache_keys(conversations, generation) if self.cache is not None else []
         found: dict[str, Any] = self.cache.cached_responses(keys) if self.cache is not None else {}
         answers: list[str | Exception | None] = [None] * len(conversations)
         missing = []

@@ -7,24 +7,30 @@ content, content of the wrong type) is retried the same way up to ``malformed_re
 overloaded server may answer properly next time, but one that always does would otherwise cost every item the full
 ``max_retries`` backoff. A request that still fails raises ``ChatRequestError`` carrying the last body, so the item
 can be quarantined with it. ``null`` content is an empty answer, not a malformed one: OpenAI sends it with a refusal.
-Images travel inline as base64 data URLs, so the server needs no access to the blob store.
+Images travel inline as base64 data URLs, so the server needs no access to the blob store. Requests go out on
+``tasks.models.http1``'s kept-alive connections (httpx's where a proxy is configured, or with ``transport=httpx``),
+their bodies the bytes httpx's ``json=`` made, each image base64-encoded once per batch where several requests hold
+it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import json
 import os
 import random
+import secrets
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from tasks.models.base import ChatBackend, Generation, Message
+from tasks.models.http1 import Connection, Reply, TransportError
 
 RETRIED_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 RAW_KEPT = 4000  # characters of a bad body kept for the quarantine: enough to see an HTML page's title and error
@@ -54,7 +60,11 @@ def image_media_type(image: bytes) -> str:
     raise ValueError("image bytes are not PNG, JPEG, GIF or WebP")
 
 
-def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
+def data_url(image: bytes) -> str:
+    return f"data:{image_media_type(image)};base64,{base64.b64encode(image).decode()}"
+
+
+def to_openai_messages(messages: list[Message], url: Callable[[bytes], str] = data_url) -> list[dict[str, Any]]:
     converted = []
     for message in messages:
         content = []
@@ -62,22 +72,77 @@ def to_openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
             if isinstance(part, str):
                 content.append({"type": "text", "text": part})
             else:
-                url = f"data:{image_media_type(part)};base64,{base64.b64encode(part).decode()}"
-                content.append({"type": "image_url", "image_url": {"url": url}})
+                content.append({"type": "image_url", "image_url": {"url": url(part)}})
         converted.append({"role": message.role, "content": content})
     return converted
+
+
+# stands for an image in a body being encoded: private-use characters, which JSON leaves as they are, around a
+# random tag no prompt holds by chance (one that does is encoded the plain way)
+_MARK = f"\ue000{secrets.token_hex(8)}\ue001"
+
+
+def encode_json(body: dict[str, Any]) -> bytes:
+    """What httpx's ``json=`` sends: UTF-8, no spaces, no NaN."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def data_url_bytes(image: bytes) -> bytes:
+    return b"data:%s;base64,%s" % (image_media_type(image).encode(), base64.b64encode(image))
+
+
+def encoded_body(body_of: Callable[[Callable[[bytes], str]], dict[str, Any]],
+                 url: Callable[[bytes], bytes] = data_url_bytes) -> bytes:
+    """``encode_json(body_of(data_url))``, byte for byte, with each image's data URL (``url``: its bytes) joined in
+    instead of passing through the JSON encoder, which scans every character of a string for escapes: a data URL
+    has none to escape, and at 1024 px that scan was most of a request's CPU. ``body_of(url)`` makes the body,
+    calling ``url`` for each image."""
+    images: list[bytes] = []
+
+    def placeholder(image: bytes) -> str:
+        image_media_type(image)  # not an image: the error data_url would raise
+        images.append(image)
+        return f"{_MARK}{len(images) - 1}{_MARK}"
+
+    pieces = encode_json(body_of(placeholder)).split(_MARK.encode())
+    if len(pieces) != 2 * len(images) + 1:  # a prompt holds the mark
+        return encode_json(body_of(data_url))
+    return b"".join(url(images[int(piece)]) if odd % 2 else piece for odd, piece in enumerate(pieces))
+
+
+def shared_data_urls(conversations: list[list[Message]]) -> Callable[[bytes], bytes]:
+    """``data_url_bytes`` that encodes an image several of ``conversations`` hold once (a demo's key frames go with
+    each of its observations); the others are encoded as they are sent, so memory holds no more than it did."""
+    uses: dict[int, int] = {}  # by id(): the conversations hold every image while they are asked
+    for conversation in conversations:
+        for message in conversation:
+            for part in message.parts:
+                if not isinstance(part, str):
+                    uses[id(part)] = uses.get(id(part), 0) + 1
+    kept: dict[int, bytes] = {}
+
+    def url(image: bytes) -> bytes:
+        made = kept.get(id(image))
+        if made is None:
+            made = data_url_bytes(image)
+            if uses.get(id(image), 0) > 1:
+                kept[id(image)] = made
+        return made
+
+    return url
 
 
 @dataclass
 class OpenAIChat(ChatBackend):
     """params: ``base_url`` (default http://127.0.0.1:8000/v1), ``api_key_env`` (default OPENAI_API_KEY),
     ``max_concurrency`` (8), ``timeout_s`` (120), ``max_retries`` (5), ``malformed_retries`` (2), ``backoff_s``
-    (1.0), ``extra_body`` ({})."""
+    (1.0), ``extra_body`` ({}), ``transport`` (``auto``: ``tasks.models.http1``, or httpx where a proxy is
+    configured; ``httpx``: always httpx)."""
 
     name: ClassVar[str] = "openai"
     operational: ClassVar[frozenset[str]] = frozenset({"base_url", "api_key_env", "max_concurrency", "timeout_s",
                                                        "max_retries", "malformed_retries", "backoff_s", "batch_size",
-                                                       "device"})
+                                                       "device", "transport"})
     api_key: str | None = None
 
     def __post_init__(self) -> None:
@@ -132,37 +197,53 @@ class OpenAIChat(ChatBackend):
 
     async def _all(self, conversations: list[list[Message]], generation: Generation,
                    deliver: Callable[[int, str | Exception], None]) -> None:
-        """``max_concurrency`` workers, each with a client of one kept-alive connection, take the conversations in
-        order. One pool per connection, not one pool of many: httpx looks through every waiting request and
-        connection of a pool on each request, which at 32 in flight cost about a millisecond per request."""
-        import httpx
-
+        """``max_concurrency`` workers, each with one kept-alive connection, take the conversations in order.
+        The connection is ``tasks.models.http1``'s (about a tenth of httpx's CPU per request), or httpx's where a
+        proxy is configured for the server or ``transport=httpx`` is asked for; one connection per worker, never a
+        shared pool (httpx looks through every waiting request and connection of a pool on each request)."""
         headers = {"Authorization": f"Bearer {self._api_key}"}
         verify = _tls_context()  # one for every worker: building one reads the CA bundle (~30 ms)
         queue: asyncio.Queue[tuple[int, list[Message]]] = asyncio.Queue()
         for entry in enumerate(conversations):
             queue.put_nowait(entry)
+        lean = self._lean()
+        url = shared_data_urls(conversations)
 
         async def worker() -> None:
-            async with httpx.AsyncClient(base_url=self.base_url, headers=headers, timeout=self.timeout_s,
-                                         limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                                         verify=verify) as client:
+            async with _connection(self.base_url, headers, self.timeout_s, verify, lean) as post:
                 while not queue.empty():
                     index, messages = queue.get_nowait()
                     try:
-                        answer: str | Exception = await self._request(client, index, messages, generation)
+                        answer: str | Exception = await self._request(post, index, messages, generation, url)
                     except ChatRequestError as error:
                         answer = error
                     deliver(index, answer)
 
         await asyncio.gather(*(worker() for _ in range(min(self.max_concurrency, len(conversations)))))
 
-    async def _request(self, client: Any, index: int, messages: list[Message], generation: Generation) -> str:
-        import httpx
+    def _lean(self) -> bool:
+        """Whether requests go through ``tasks.models.http1`` (else httpx): unless ``transport=httpx`` or the
+        environment names a proxy for the server (httpx honours HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY)."""
+        import urllib.request
+        from urllib.parse import urlsplit
 
+        transport = str(self.params.get("transport", "auto"))
+        if transport not in ("auto", "httpx"):
+            raise ValueError(f"transport {transport!r}: choose auto or httpx")
+        parts = urlsplit(self.base_url)
+        proxies = urllib.request.getproxies_environment()
+        proxied = bool(proxies.get(parts.scheme) or proxies.get("all")) and not \
+            urllib.request.proxy_bypass_environment(parts.hostname or "", proxies)
+        return transport == "auto" and not proxied
+
+    def request_body(self, messages: list[Message], generation: Generation,
+                     url: Callable[[bytes], str] = data_url) -> dict[str, Any]:
+        """The JSON body of the chat completion request that asks ``messages`` (each image as ``url`` gives
+        it: a base64 data URL)."""
         body: dict[str, Any] = {
-            "model": self.model, "messages": to_openai_messages(messages), "max_tokens": generation.max_tokens,
-            "temperature": generation.temperature, "top_p": generation.top_p, **self.extra_body,
+            "model": self.model, "messages": to_openai_messages(messages, url),
+            "max_tokens": generation.max_tokens, "temperature": generation.temperature, "top_p": generation.top_p,
+            **self.extra_body,
         }
         if generation.seed is not None:
             body["seed"] = generation.seed
@@ -170,16 +251,21 @@ class OpenAIChat(ChatBackend):
             body["stop"] = list(generation.stop)
         if generation.top_k is not None:
             body["top_k"] = generation.top_k  # vLLM and SGLang read it; set it to None for OpenAI itself
+        return body
+
+    async def _request(self, post: Post, index: int, messages: list[Message], generation: Generation,
+                       url: Callable[[bytes], bytes] = data_url_bytes) -> str:
+        body = encoded_body(lambda placeholder: self.request_body(messages, generation, placeholder), url)
         last_problem, last_body, malformed = "", "", 0
         for attempt in range(self.max_retries + 1):
             retry_after: float | None = None
             try:
-                response = await client.post("/chat/completions", json=body)
-            except httpx.RequestError as error:  # timeouts, dropped or cut connections, undecodable encodings
+                response = await post(body)
+            except post.errors as error:  # timeouts, dropped or cut connections, undecodable encodings
                 last_problem, last_body = f"{type(error).__name__}: {error}", ""
             else:
                 last_body = response.content[:RAW_KEPT].decode("utf-8", "replace")
-                if response.status_code == 200:
+                if response.status == 200:
                     try:
                         return _content(response.content)
                     except MalformedAnswer as problem:
@@ -189,8 +275,8 @@ class OpenAIChat(ChatBackend):
                         raise ChatRequestError(f"{self.base_url}: conversation {index} got {malformed} malformed "
                                                f"answers; last: {last_problem}", last_body)
                 else:
-                    last_problem = f"HTTP {response.status_code}: {last_body[:300]}"
-                    if response.status_code not in RETRIED_STATUS:
+                    last_problem = f"HTTP {response.status}: {last_body[:300]}"
+                    if response.status not in RETRIED_STATUS:
                         raise ChatRequestError(f"{self.base_url} refused conversation {index}: {last_problem}",
                                                last_body)
                     retry_after = _seconds(response.headers.get("retry-after"))
@@ -199,6 +285,40 @@ class OpenAIChat(ChatBackend):
                 await asyncio.sleep(min(delay, 60.0) * (0.8 + 0.4 * random.random()))
         raise ChatRequestError(f"{self.base_url}: conversation {index} failed after {self.max_retries + 1} "
                                f"attempts; last: {last_problem}", last_body)
+
+
+class Post:
+    """A worker's way to POST a body to ``/chat/completions``: its answer as a ``Reply``, or one of ``errors``."""
+
+    errors: tuple[type[BaseException], ...] = (TransportError,)
+
+    def __init__(self, send: Callable[[bytes], Awaitable[Reply]], errors: tuple[type[BaseException], ...]) -> None:
+        self.send, self.errors = send, errors
+
+    async def __call__(self, body: bytes) -> Reply:
+        return await self.send(body)
+
+
+@contextlib.asynccontextmanager
+async def _connection(base_url: str, headers: dict[str, str], timeout_s: float, verify: ssl.SSLContext,
+                      lean: bool) -> AsyncIterator[Post]:
+    """One kept-alive connection to the server: ``tasks.models.http1``'s, or an httpx client of one."""
+    if lean:
+        async with Connection(base_url, headers, timeout_s, verify) as connection:
+            yield Post(lambda body: connection.post("/chat/completions", body), (TransportError,))
+        return
+    import httpx
+
+    async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=timeout_s,
+                                 limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+                                 verify=verify) as client:
+        async def send(body: bytes) -> Reply:
+            response = await client.post("/chat/completions", content=body,
+                                         headers={"Content-Type": "application/json"})
+            return Reply(response.status_code, {k.lower(): v for k, v in response.headers.items()},
+                         response.content)
+
+        yield Post(send, (httpx.RequestError,))
 
 
 @functools.cache
