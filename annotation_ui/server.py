@@ -38,7 +38,7 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     # auth here only makes Gradio draw its login page and check sessions on its routes; POST /login is the guard's.
     # show_error=False: an exception Gradio meets outside the handlers (which turn theirs into plain messages) shows
     # as "Error" alone, never its text.
-    with _LAUNCH, _uvicorn_trusts_no_proxy():
+    with _LAUNCH, _uvicorn_trusts_no_proxy(), _patient_reachability_check():
         blocks.launch(server_name=host or settings.annotation.host, server_port=port or settings.annotation.port,
                       auth=app.accounts.authenticate, auth_message="benchwright annotation: log in with your account",
                       prevent_thread_lock=True, quiet=True, head=HEAD, show_error=False,
@@ -51,6 +51,41 @@ def serve(settings: Settings, *, host: str | None = None, port: int | None = Non
     if block:
         blocks.block_thread()
     return blocks
+
+
+REACHABLE_WITHIN_S = 120.0  # how long launch waits for the page to answer on a machine too busy to answer at once
+
+
+@contextlib.contextmanager
+def _patient_reachability_check() -> Iterator[None]:
+    """Gradio's launch asks its own page once it serves it (``networking.url_ok``: a HEAD with a 3 s timeout, and a
+    timeout ends the check) and, without an answer, stops with "a shareable link must be created". On a loaded
+    machine the first answer took longer (a test run at load average 10-12 met it), so launch waits here until the
+    page answers or ``REACHABLE_WITHIN_S`` pass; the answer is still required."""
+    import time
+
+    import httpx
+    from gradio import networking
+
+    quick = networking.url_ok
+
+    def patient(url: str) -> bool:
+        deadline = time.monotonic() + REACHABLE_WITHIN_S
+        while True:
+            try:
+                if httpx.head(url, timeout=10).status_code in (200, 401, 301, 302, 303, 307, 308):
+                    return True
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.5)
+
+    networking.url_ok = patient
+    try:
+        yield
+    finally:
+        networking.url_ok = quick
 
 
 @contextlib.contextmanager
