@@ -23,7 +23,10 @@ from tasks.parallel import run_packed_share
 
 def stage_task(stage: BuildStage, settings: Settings) -> Any:
     """The stage's function as a Prefect task named as the stage declares, with its roles' tags."""
-    run = task(load_target(stage.run), name=stage.task_name, cache_policy=NONE)
+    from flows.stage_meter import reported_to_prefect
+
+    run = task(reported_to_prefect(load_target(stage.run), stage.task_name), name=stage.task_name,
+               cache_policy=NONE)
     return with_role_tags(run, settings, *stage.roles)
 
 

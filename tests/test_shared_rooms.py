@@ -26,7 +26,8 @@ SHARED_ROOMS = ("schemas", "storage", "flows", "annotation_ui", "tasks/evaluate"
 
 # Identifiers in which a benchmark's name is an ordinary word, not the benchmark ("progress" also means how far
 # along something is).
-GENERIC_IDENTIFIERS = {"progress_line", "show_progress_bar", "set_progress_bar_config", "disable_progress_bar"}
+GENERIC_IDENTIFIERS = {"progress_line", "show_progress_bar", "set_progress_bar_config", "disable_progress_bar",
+                       "create_progress_artifact", "update_progress_artifact"}  # Prefect's own
 GENERIC_NAMES = {"progress"}  # bare, as a variable or parameter: a progress bar or a share done
 
 # file -> (violations left, why they are still there); the count may only go down. Issue 16 emptied it: a new

@@ -1,4 +1,5 @@
-"""A real browser on real MiniWob++ pages: one headless Chromium driven by Selenium, reused for every episode.
+"""A real browser on real MiniWob++ pages: one headless Chromium driven by Selenium, reused for episode after
+episode (a build runs ``[webplan] browsers`` of them at once: ``tasks.webplan.pool``).
 
 The task pages are the ones the ``miniwob`` package ships (no download); an episode is started the way
 ``miniwob``'s own environment starts one (``Math.seedrandom(seed)``, ``core.startEpisodeReal()``), so a seed gives

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,23 +94,35 @@ def record_key(record: Any) -> str:
 @dataclass
 class DrawScreen:
     """A build's draws screened against the instances out (``tasks.releasing.released_screen``, named by
-    ``record_key``): ``repeat`` before the browser work, ``admit`` once the draw is confirmed."""
+    ``record_key``): ``repeat`` in the build's order (a cell's episode seeds in turn), ``admit`` once the draw is
+    confirmed. ``seen`` asks the same without counting, from any thread: a browser's job skips its plans for a draw
+    that repeats what is out already (the screen only grows, so ``repeat`` says so again in its turn)."""
 
     screen: Screen
     repeats: list[Overlap] = field(default_factory=list)
     _vectors: dict[str, Any] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def repeat(self, instance: WebplanInstance) -> Overlap | None:
         """The instance out that ``instance`` repeats (counted), or None."""
-        keys = instance_keys(instance)
-        found = self.screen.overlap(instance.key, keys, self._vector(instance.key, keys.text))
+        found = self._overlap(instance)
         if found is not None:
             self.repeats.append(found)
         return found
 
+    def seen(self, instance: WebplanInstance) -> bool:
+        """Whether ``instance`` repeats an instance out now (not counted)."""
+        return self._overlap(instance) is not None
+
     def admit(self, instance: WebplanInstance) -> None:
         keys = instance_keys(instance)
-        self.screen.add(instance.key, keys, self._vector(instance.key, keys.text))
+        with self._lock:
+            self.screen.add(instance.key, keys, self._vector(instance.key, keys.text))
+
+    def _overlap(self, instance: WebplanInstance) -> Overlap | None:
+        keys = instance_keys(instance)
+        with self._lock:
+            return self.screen.overlap(instance.key, keys, self._vector(instance.key, keys.text))
 
     def _vector(self, key: str, text: str) -> Any:
         if key not in self._vectors:

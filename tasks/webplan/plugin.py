@@ -11,7 +11,7 @@ STAGES = (
                reads=("source",), writes=("web_trajectory",), summary_key="trajectories",
                help="expert trajectories recorded on MiniWob++ (or imported), actions put in plain words"),
     BuildStage("generate", ".stages:generate_stage", "generate-webplan", reads=("web_trajectory",),
-               writes=("webplan_instance", "review_item"), summary_key="instances",
+               writes=("webplan_instance", "review_item"), summary_key="instances", units=".stages:generate_units",
                help="each test's instances, confirmed by carrying the plans out in Chromium, sent to people"),
     review_stage("apply the verification decisions people made (or the unattended policy)"),
 )

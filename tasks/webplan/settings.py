@@ -28,6 +28,10 @@ class WebplanSettings(Section):
     chrome_binary: str | None = None  # default: $MINIWOB_CHROME_BINARY, else chromium on the PATH
     chromedriver: str | None = None  # default: $MINIWOB_CHROMEDRIVER, else chromedriver on the PATH
     screenshot_scale: int = Field(2, ge=1, le=4)  # device pixels per CSS pixel (MiniWob++ pages are 160 px wide)
+    # headless Chromiums a build carries its episodes out in at once, each reused for episode after episode
+    # (tasks/webplan/pool.py); the instances are the same whatever the number. 2: on a busy 2-core machine two took
+    # a build to 0.81-0.93x of one browser's time and four no further (bench/webplan_build.py, README)
+    browsers: int = Field(2, ge=1, le=32)
 
     @field_validator("tests")
     @classmethod

@@ -25,11 +25,14 @@ QUESTION = ("Is this instance right: does the screenshot show what the question 
 TRAJECTORY_TESTS = ("temporal", "realweb")  # the tests made from expert trajectories
 
 
-def _browser(settings: Settings) -> Any:
+def _browsers(settings: Settings) -> Any:
+    """The pool of ``[webplan] browsers`` a stage carries its episodes out on (``tasks.webplan.pool``)."""
     from tasks.webplan.browser import MiniWobBrowser
+    from tasks.webplan.pool import BrowserPool
 
     configured = settings.webplan
-    return MiniWobBrowser(configured.chrome_binary, configured.chromedriver, configured.screenshot_scale)
+    return BrowserPool(lambda: MiniWobBrowser(configured.chrome_binary, configured.chromedriver,
+                                              configured.screenshot_scale), configured.browsers)
 
 
 def _seed(settings: Settings, options: WebplanBuildOptions) -> int:
@@ -74,8 +77,11 @@ def trajectories_stage(settings: Settings, context: BuildContext) -> dict[str, A
         recorded = frozenset() if options.rebuild else frozenset(
             r.payload["trajectory_id"] for r in storage.catalog.find_records(
                 kind="web_trajectory", benchmark=NAME, status=Status.ACCEPTED) if r.payload["source"] == "miniwob")
-        with _browser(settings) as browser:
-            found, rejected = record_trajectories(browser, episodes, seed, recorded)
+        from tasks.webplan.meter import metered
+        from tasks.webplan.solvers import SOLVERS
+
+        with _browsers(settings) as browsers, metered(len(SOLVERS) * episodes - len(recorded)):
+            found, rejected = record_trajectories(browsers, episodes, seed, recorded)
         source = "MiniWob++ scripted experts"
     words = paraphraser(settings, storage.catalog)
     producer = Producer(task="record-web-trajectories", flow_run_id=context.run_id,
@@ -121,22 +127,28 @@ def _trajectory_record(trajectory: Any, producer: Producer, storage: Any) -> Any
 
 def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     """Every test's instances, confirmed in the browser, stored as candidates with a verification item each. A
-    backfill names tests as its units."""
+    backfill names tests as its units; a build spread over processes or hosts gives each task run a share of the
+    tests' cells (``generate_units``), each drawn on that run's own browsers."""
     from tasks.webplan.build import Built, made_before
+    from tasks.webplan.meter import metered
 
     options: WebplanBuildOptions = context.options
     configured = settings.webplan
     tests = list(context.units or options.tests or configured.tests)
+    share = frozenset(context.share) if context.share is not None else None
+    if share is not None:
+        tests = [test for test in tests if any(cell.split("/")[0] == test for cell in share)]
     seed = _seed(settings, options)
     storage = open_storage(settings)
     built: dict[str, Built] = {}
     current = _current_instances(storage)
     done = frozenset() if options.rebuild else made_before([(r.payload, tuple(r.parents)) for r in current])
     screen = _draw_screen(settings, storage, [] if options.rebuild else current)
-    with _browser(settings) as browser:
-        trajectories = _stored_trajectories(storage) if set(TRAJECTORY_TESTS) & set(tests) else []
+    trajectories = _stored_trajectories(storage) if set(TRAJECTORY_TESTS) & set(tests) else []
+    with _browsers(settings) as browsers, metered(sum(_planned(test, options, configured, len(trajectories))
+                                                      for test in tests)):
         for test in tests:
-            built[test] = _build_test(test, browser, trajectories, options, configured, seed, done, screen)
+            built[test] = _build_test(test, browsers, trajectories, options, configured, seed, done, screen, share)
     producer = Producer(task="generate-webplan", flow_run_id=context.run_id,
                         params={"tests": tests, "seed": seed, "count": options.count,
                                 "semantic_base": configured.semantic_base, "option_count": configured.option_count})
@@ -170,17 +182,39 @@ def _draw_screen(settings: Settings, storage: Any, current: list[Any]) -> Any:
                                       embed=text_embedder(settings), id_of=record_key, also=waiting))
 
 
-def _build_test(test: str, browser: Any, trajectories: list[Any], options: WebplanBuildOptions, configured: Any,
-                seed: int, done: frozenset[tuple[str, ...]], screen: Any = None) -> Any:
-    from tasks.webplan import build
+def _counts(options: WebplanBuildOptions, configured: Any) -> dict[str, int]:
+    """Edge cases per form task, future-state pairs per form task and horizon."""
     from tasks.webplan.build import per_task
 
+    return {"edge": options.count or per_task(configured.edge_count, 3),
+            "future": options.count or per_task(configured.future_count, 6)}
+
+
+def _planned(test: str, options: WebplanBuildOptions, configured: Any, trajectories: int) -> int:
+    """The units of a test's progress: instances wanted (edge, future), trajectories read (temporal), questions
+    asked (realweb: two per trajectory, a strategy each)."""
+    return {"edge": 3, "future": 6}.get(test, 0) * _counts(options, configured).get(test, 0) or \
+        trajectories * (2 if test == "realweb" else 1)
+
+
+def generate_units(settings: Settings, context: BuildContext) -> list[str]:
+    """The cells of the tests the build makes (``tasks.webplan.build.cells``): what a spread build shares out."""
+    from tasks.webplan.build import cells
+
+    options: WebplanBuildOptions = context.options
+    return cells(list(context.units or options.tests or settings.webplan.tests))
+
+
+def _build_test(test: str, browser: Any, trajectories: list[Any], options: WebplanBuildOptions, configured: Any,
+                seed: int, done: frozenset[tuple[str, ...]], screen: Any = None,
+                share: frozenset[str] | None = None) -> Any:
+    from tasks.webplan import build
+
     if test == "edge":
-        return build.edge_cases(browser, options.count or per_task(configured.edge_count, 3), seed,
-                                configured.option_count, done, screen)
+        return build.edge_cases(browser, _counts(options, configured)["edge"], seed, configured.option_count, done,
+                                screen, share)
     if test == "future":
-        return build.future_pairs(browser, options.count or per_task(configured.future_count, 6), seed, done,
-                                  screen)
+        return build.future_pairs(browser, _counts(options, configured)["future"], seed, done, screen, share)
     if test == "temporal":
         return build.temporal_pairs(trajectories, done, screen)
     if test == "realweb":

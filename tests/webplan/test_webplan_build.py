@@ -129,3 +129,40 @@ def test_a_build_of_tests_that_need_no_trajectories_records_none(tmp_path: Path)
     assert counts["records"] == 0 and counts["skipped"] == (
         "none recorded: the tests built (edge, future) use no expert trajectories (temporal and realweb do)")
     assert open_storage(settings).catalog.find_records(kind="web_trajectory") == []
+
+
+def test_a_build_on_two_browsers_stores_what_one_browser_stores(tmp_path: Path) -> None:
+    """Recording, replays, edge cases and future-state pairs carried out on a pool of two browsers make the same
+    records, in the same order, as on one: each episode's job depends on its seed alone, taken in seed order."""
+    from schemas.config import load_settings
+
+    stored = []
+    for browsers in (1, 2):
+        settings = settings_for(tmp_path / str(browsers)).model_copy(
+            update={"webplan": load_settings().webplan.model_copy(update={"browsers": browsers})})
+        options = {"count": 1, "episodes": 1}
+        trajectories_stage(settings, context(options))
+        generate_stage(settings, context(options))
+        catalog = open_storage(settings).catalog
+        stored.append({kind: [(r.id, r.status, r.payload) for r in catalog.find_records(kind=kind)]
+                       for kind in ("web_trajectory", "webplan_instance", "review_item", "quarantined_input")})
+    assert stored[0] == stored[1]
+    assert {r[2]["test"] for r in stored[0]["webplan_instance"]} == {"temporal", "future", "realweb", "edge"}
+
+
+def test_a_share_of_a_spread_build_draws_its_cells_alone(tmp_path: Path) -> None:
+    """With [compute] task_runner dask (or ray) the generate stage's cells are shared out among task runs, each on
+    browsers of its own: a share draws its cells and nothing else."""
+    from dataclasses import replace
+
+    from tasks.webplan.stages import generate_units
+
+    settings = settings_for(tmp_path)
+    whole = context({"tests": ("edge", "future"), "count": 1})
+    units = generate_units(settings, whole)
+    assert units[:3] == ["edge/click-checkboxes", "edge/form-sequence", "edge/form-sequence-2"] and len(units) == 9
+    made = generate_stage(settings, replace(whole, share=("edge/form-sequence", "future/click-checkboxes/long")))
+    instances = open_storage(settings).catalog.find_records(kind="webplan_instance")
+    assert {(r.payload["test"], r.payload["meta"]["form_task"]) for r in instances} == {
+        ("edge", "form-sequence"), ("future", "click-checkboxes")}
+    assert made["edge"]["instances"] == made["future"]["instances"] == 1
