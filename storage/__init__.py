@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from schemas.records import BlobRef
-from storage.blobs import BlobStore, LocalBlobStore, S3BlobStore, open_blob_store
+from storage.blobs import BlobStore, LocalBlobStore, open_blob_store
+from storage.s3_blobs import S3BlobStore
 
 if TYPE_CHECKING:
     from schemas.config import CatalogSettings, Settings

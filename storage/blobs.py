@@ -8,175 +8,46 @@ visible only when it completes. A reader therefore never sees half a blob.
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import os
-import re
 import secrets
 import shutil
 import tempfile
 import threading
-from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urlparse
 
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_CHUNK = 1 << 20
-_INCOMING = ".incoming-"  # a local store's blob being written: renamed to its address once synced
+from storage import blob_packs
+from storage.blob_base import (  # the names every store shares, as this module has always offered them
+    _CHUNK,
+    _INCOMING,
+    _SHA256,
+    BlobIntegrityError,
+    BlobNotFoundError,
+    BlobStore,
+    check_address,
+    sha256_bytes,
+    sha256_file,
+)
+from storage.blob_layout import FLAT, known_layout, store_layout
+from storage.blob_layout import sync_file_system as _sync_file_system
+from storage.blob_layout import write_all as _write_all
+
+__all__ = ["BlobIntegrityError", "BlobNotFoundError", "BlobStore", "LocalBlobStore", "check_address",
+           "open_blob_store", "sha256_bytes", "sha256_file"]
 
 
-class BlobNotFoundError(KeyError):
-    def __init__(self, sha256: str, where: str) -> None:
-        super().__init__(f"blob {sha256} is not in {where}")
-        self.sha256 = sha256
+def __getattr__(name: str) -> Any:
+    # S3's store lives in storage.s3_blobs (this module names it as it always did)
+    if name == "S3BlobStore":
+        from storage.s3_blobs import S3BlobStore
 
-
-class BlobIntegrityError(ValueError):
-    def __init__(self, sha256: str, actual: str) -> None:
-        super().__init__(f"blob {sha256} is corrupt: its bytes hash to {actual}")
-        self.sha256 = sha256
-        self.actual = actual
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    written = os.write(fd, data)  # a regular file takes it whole, but a write may stop short (a signal, a full disk)
-    if written < len(data):
-        view = memoryview(data)[written:]
-        while view:
-            view = view[os.write(fd, view):]
-
-
-def _sync_file_system(files: list[str]) -> None:
-    """Make ``files`` (of one store, so of one file system) durable: one syncfs(2) of that file system where Linux
-    offers it, else an fsync of each."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    syncfs = getattr(libc, "syncfs", None)
-    if syncfs is not None:
-        fd = os.open(files[0], os.O_RDONLY)
-        try:
-            if syncfs(fd) == 0:
-                return
-        finally:
-            os.close(fd)
-    for path in files:
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def check_address(sha256: str) -> str:
-    if not _SHA256.match(sha256):
-        raise ValueError(f"not a sha256 address: {sha256!r}")
-    return sha256
-
-
-class BlobStore(ABC):
-    """put/get/exists/verify by sha256; ``put`` returns the address and is idempotent."""
-
-    uri: str
-
-    @abstractmethod
-    def put(self, data: bytes) -> str: ...
-
-    @abstractmethod
-    def put_file(self, path: str | os.PathLike[str]) -> str: ...
-
-    @abstractmethod
-    def get(self, sha256: str) -> bytes: ...
-
-    @abstractmethod
-    def exists(self, sha256: str) -> bool: ...
-
-    @abstractmethod
-    def iter_addresses(self) -> Iterator[str]: ...
-
-    @abstractmethod
-    def iter_ages(self) -> Iterator[tuple[str, datetime]]:
-        """(address, when it was last written) of every blob, for the garbage collector's grace period."""
-
-    @abstractmethod
-    def delete(self, sha256: str) -> None:
-        """Remove one blob; only the garbage collector calls this, for blobs no record references."""
-
-    @contextmanager
-    def batch(self, *, publish: bool = True) -> Iterator[list[tuple[str, str]]]:
-        """Blobs put inside the block may be made durable together at its end (see ``LocalBlobStore.batch``);
-        a store where each put is already atomic and durable (S3) does nothing more, and stages nothing."""
-        yield []
-
-    def publish(self, staged: list[tuple[str, str]]) -> None:
-        """Make blobs a ``batch(publish=False)`` staged durable and put them in place (see
-        ``LocalBlobStore.publish``); a store that stages nothing has nothing to do."""
-        if staged:
-            raise ValueError(f"{type(self).__name__} stages no blobs; {len(staged)} staged entries came to it")
-
-    def verify(self, sha256: str) -> bool:
-        """Re-read the blob and check its bytes still hash to its address. False when it is missing."""
-        try:
-            return sha256_bytes(self.get(sha256)) == sha256
-        except BlobNotFoundError:
-            return False
-
-
-# The folders a local store keeps its blobs in. A new store uses S3's keys (``<sha[:2]>/<sha>``): at most 256
-# folders, made once, so the same folder can be copied to a bucket as it is. Stores made before kept two levels
-# (``<sha[:2]>/<sha[2:4]>/<sha>``); they keep them. On this project's ext4 machines a build's 3,500 fresh blobs
-# made about 3,400 of the 65,536 second-level folders, and those mkdirs cost a build 5-28% of its wall time
-# (bench/progress_build.py, interleaved runs).
-FLAT, NESTED = "sha[:2]/sha", "sha[:2]/sha[2:4]/sha"
-LAYOUT_FILE = "LAYOUT"
-
-
-def store_layout(root: Path) -> str:
-    """The layout of the store at ``root``: what its LAYOUT file says; else two levels when its first address
-    folder holds folders (a store made before the file existed), else (a new store) S3's, written down when the
-    folder can be written."""
-    try:
-        return _known_layout((root / LAYOUT_FILE).read_text().strip(), root)
-    except FileNotFoundError:
-        pass
-    layout = FLAT
-    for folder in root.glob("[0-9a-f][0-9a-f]"):
-        if any(_ADDRESS_FOLDER.match(entry.name) and entry.is_dir() for entry in folder.iterdir()):
-            layout = NESTED
-        break
-    try:  # whole or not at all: a process opening the store meanwhile reads the file or finds none
-        fd, written = tempfile.mkstemp(prefix=".incoming-layout-", dir=root)
-        with os.fdopen(fd, "w") as handle:
-            handle.write(layout + "\n")
-        os.replace(written, root / LAYOUT_FILE)
-    except OSError:  # a read-only copy of a store is still read with the layout found
-        pass
-    return layout
-
-
-def _known_layout(layout: str, root: Path) -> str:
-    if layout not in (FLAT, NESTED):
-        raise ValueError(f"{root / LAYOUT_FILE}: unknown blob layout {layout!r} (expected {FLAT!r} or {NESTED!r})")
-    return layout
-
-
-_ADDRESS_FOLDER = re.compile(r"^[0-9a-f]{2}$")
+        return S3BlobStore
+    raise AttributeError(f"module 'storage.blobs' has no attribute {name!r}")
 
 
 class LocalBlobStore(BlobStore):
@@ -184,7 +55,7 @@ class LocalBlobStore(BlobStore):
         self.root = Path(root)
         self.root.mkdir(parents=True, exist_ok=True)
         self.uri = f"file://{self.root}"
-        self.layout = _known_layout(layout, self.root) if layout else store_layout(self.root)
+        self.layout = known_layout(layout, self.root) if layout else store_layout(self.root)
         self._glob = "??/*" if self.layout == FLAT else "??/??/*"
         self._batch_depth = 0
         self._unsynced: dict[str, str] = {}  # address -> its written, not yet synced temporary file (a batch)
@@ -194,6 +65,9 @@ class LocalBlobStore(BlobStore):
         self._serial = itertools.count()
         # absolute: the temporary files publish checks are named under it (a root may be given as data/blobs)
         self._root_text = os.path.abspath(self.root)
+        self._packs = os.path.join(self._root_text, blob_packs.PACKS)
+        self._pack: blob_packs.PackWriter | None = None  # the staged batch's pack, once it holds a blob
+        self._staging = False  # the outermost batch stages (``publish=False``): its blobs go to one pack
 
     def __reduce__(self) -> tuple[Any, ...]:
         # to a worker process: the folder and its layout (not read again per task), not this process's batch state
@@ -219,10 +93,13 @@ class LocalBlobStore(BlobStore):
         units with one sync). Until then this store no longer reads them; a crash leaves their temporary files to
         the garbage collector. A store's batch is shared by its threads: a unit staged on one thread while another
         thread has a block of the same store open is staged by the outermost block instead, so stage units of
-        concurrent threads on stores of their own (a worker process unpickles one per task)."""
+        concurrent threads on stores of their own (a worker process unpickles one per task). A staged block's blobs
+        are appended to one pack file, its index published as the group's commit (``storage.blob_packs``)."""
         staged: list[tuple[str, str]] = []
         with self._guard:
             self._batch_depth += 1
+            if self._batch_depth == 1 and not publish:
+                self._staging = True
         try:
             yield staged
         finally:
@@ -231,7 +108,13 @@ class LocalBlobStore(BlobStore):
                 done = self._unsynced if not self._batch_depth else {}
                 if done:
                     self._unsynced = {}
+                pack = self._pack if not self._batch_depth else None
+                if not self._batch_depth:
+                    self._pack, self._staging = None, False
             entries = list(done.items())
+            index = pack.close() if pack is not None else None
+            if index is not None:
+                entries += [(sha256, index) for sha256 in pack.entries]  # type: ignore[union-attr]
             if publish:
                 self.publish(entries)
             else:
@@ -242,16 +125,21 @@ class LocalBlobStore(BlobStore):
         A temporary file must lie in its address's folder under this store's root (where ``batch`` writes it)."""
         if not staged:
             return
-        moves = []
+        moves, indexes = [], {}
         for sha256, tmp in staged:
+            if tmp.startswith(self._packs + os.sep):
+                indexes[blob_packs.staged_index(self._packs, tmp)] = None
+                continue
             final = self._place(check_address(sha256))
             beside = final[:final.rindex(os.sep) + 1] + _INCOMING
             if not tmp.startswith(beside) or os.sep in tmp[len(beside):]:
                 raise ValueError(f"{tmp}: not a staged blob of {self.root} (expected {_INCOMING}* beside {final})")
             moves.append((tmp, final))
-        _sync_file_system([tmp for tmp, _ in moves])
+        packs = [blob_packs.pack_of(index) for index in indexes]
+        _sync_file_system([tmp for tmp, _ in moves] + packs + list(indexes))
         for tmp, final in moves:
             os.replace(tmp, final)
+        blob_packs.publish_indexes(list(indexes))
 
     def _place(self, sha256: str) -> str:
         """``path_for`` as text, for an address this store computed: pathlib cost a third of a small put, and
@@ -261,6 +149,8 @@ class LocalBlobStore(BlobStore):
         return f"{self._root_text}{os.sep}{sha256[:2]}{os.sep}{sha256[2:4]}{os.sep}{sha256}"
 
     def _publish(self, write: Callable[[int], None], sha256: str) -> str:
+        if self._staging:
+            return self._packed(write, sha256)
         final = self._place(sha256)
         try:
             # a blob stored again is young again, so the garbage collector never removes one that an import
@@ -293,6 +183,38 @@ class LocalBlobStore(BlobStore):
             raise
         return sha256
 
+    def _packed(self, write: Callable[[int], None], sha256: str) -> str:
+        """A staged blob appended to the batch's pack (made at its first blob), unless this process knows it is
+        stored already (in this pack, or in a published pack: made young again). A blob stored as a file by an
+        older store is written again into the pack (one copy more, young)."""
+        index = blob_packs.pack_index(self._packs)
+        with self._guard:
+            pack = self._pack
+            if pack is None:
+                index.refresh()  # once per staged unit: what other processes published since
+                pack = self._pack = self._new_pack()
+            if sha256 in pack.entries or index.touch(sha256, refresh=False):
+                return sha256
+            try:
+                write(pack.fd)
+            except BaseException:
+                os.ftruncate(pack.fd, pack.size)  # the pack as it was: its blobs whole
+                os.lseek(pack.fd, pack.size, os.SEEK_SET)
+                raise
+            end = os.lseek(pack.fd, 0, os.SEEK_CUR)
+            pack.entries[sha256] = (pack.size, end - pack.size)
+            pack.size = end
+        return sha256
+
+    def _new_pack(self) -> blob_packs.PackWriter:
+        try:
+            return blob_packs.PackWriter.create(self._packs, self._pack_name())
+        except FileExistsError:  # a name left by an earlier process with this pid and token: draw another
+            return blob_packs.PackWriter.create(self._packs, f"{self._pack_name()}-{secrets.token_hex(4)}")
+
+    def _pack_name(self) -> str:
+        return f"{os.getpid():x}-{self._writer}-{next(self._serial)}"
+
     def _temporary(self, folder: str) -> tuple[int, str]:
         """A new empty file in ``folder`` (beside the address its blob is renamed to), open for writing; named by
         this process and a counter instead of a random name drawn per blob: mkstemp's names and file object cost a
@@ -308,6 +230,13 @@ class LocalBlobStore(BlobStore):
             unsynced = self._unsynced.get(sha256)
         return Path(unsynced) if unsynced else self.path_for(sha256)
 
+    def _from_packs(self, sha256: str) -> bytes | None:
+        """A packed blob's bytes: of this batch's pack, else of a published one; None when in neither."""
+        with self._guard:
+            pack = self._pack
+        data = pack.read(sha256) if pack is not None else None
+        return data if data is not None else blob_packs.pack_index(self._packs).get(check_address(sha256))
+
     def put(self, data: bytes) -> str:
         return self._publish(functools.partial(_write_all, data=data), sha256_bytes(data))
 
@@ -322,120 +251,64 @@ class LocalBlobStore(BlobStore):
         try:
             return self._readable(sha256).read_bytes()
         except FileNotFoundError:
-            raise BlobNotFoundError(sha256, self.uri) from None
+            data = self._from_packs(sha256)
+        if data is None:
+            raise BlobNotFoundError(sha256, self.uri)
+        return data
 
     def exists(self, sha256: str) -> bool:
-        return self._readable(sha256).is_file()
+        return self._readable(sha256).is_file() or self._from_packs(sha256) is not None
 
     def verify(self, sha256: str) -> bool:
         path = self._readable(sha256)
-        return path.is_file() and sha256_file(path) == sha256
+        if path.is_file():
+            return sha256_file(path) == sha256
+        data = self._from_packs(sha256)
+        return data is not None and sha256_bytes(data) == sha256
 
     def iter_addresses(self) -> Iterator[str]:
+        seen = set()
         for path in self.root.glob(self._glob):
             if _SHA256.match(path.name):
+                seen.add(path.name)
                 yield path.name
+        index = blob_packs.pack_index(self._packs)
+        index.refresh()
+        yield from (sha256 for sha256 in index.addresses() if sha256 not in seen)
+
+    def unpack(self) -> int:
+        """Write every packed blob as a file of its own (``<sha[:2]>/<sha256>``, as S3's keys), so the folder can be
+        copied to a bucket as it is; the packs stay (the garbage collector treats each blob as one). How many were
+        written."""
+        index = blob_packs.pack_index(self._packs)
+        index.refresh()
+        packed = [sha256 for sha256 in index.addresses() if not self.path_for(sha256).is_file()]
+        for sha256 in packed:
+            self.put(self.get(sha256))
+        return len(packed)
 
     def iter_ages(self) -> Iterator[tuple[str, datetime]]:
+        """Each blob once, with its newest write (a file, or a published pack's index); and what killed writers
+        left (.incoming-* files, packs never published), garbage once old enough, like orphans."""
+        newest: dict[str, float] = {}
         for path in self.root.glob(self._glob):
-            # half-written files of a killed writer (.incoming-*) are garbage once old enough, like orphans
             if _SHA256.match(path.name) or path.name.startswith(_INCOMING):
-                yield path.name, datetime.fromtimestamp(path.stat().st_mtime, UTC)
+                newest[path.name] = path.stat().st_mtime
+        for name, mtime, _ in blob_packs.pack_ages(self._packs):
+            newest[name] = max(mtime, newest.get(name, mtime))
+        for name, mtime in newest.items():
+            yield name, datetime.fromtimestamp(mtime, UTC)
 
     def delete(self, sha256: str) -> None:
-        if sha256.startswith(_INCOMING):
+        if sha256.startswith(_INCOMING) or sha256.endswith(".pack"):
             for leftover in self.root.glob(self._glob[:-1] + sha256):
                 leftover.unlink(missing_ok=True)
+            if os.path.lexists(os.path.join(self._packs, sha256)):
+                blob_packs.remove_leftover(self._packs, sha256)
             return
         self.path_for(sha256).unlink(missing_ok=True)
-
-
-class S3BlobStore(BlobStore):
-    """Blobs as objects ``<prefix>/<sha[:2]>/<sha>`` in one bucket; ``endpoint_url`` points at MinIO or moto."""
-
-    def __init__(self, bucket: str, prefix: str = "", *, endpoint_url: str | None = None,
-                 region: str | None = None, client: Any = None,
-                 multipart_threshold: int = 64 * _CHUNK, multipart_chunksize: int = 16 * _CHUNK) -> None:
-        import boto3
-        from boto3.s3.transfer import TransferConfig
-
-        self.bucket = bucket
-        self.prefix = prefix.strip("/")
-        self.client = client or boto3.client("s3", endpoint_url=endpoint_url, region_name=region)
-        self.transfer = TransferConfig(multipart_threshold=multipart_threshold,
-                                       multipart_chunksize=multipart_chunksize)
-        self.uri = f"s3://{bucket}/{self.prefix}" if self.prefix else f"s3://{bucket}"
-        self._opened_with = {"endpoint_url": endpoint_url, "region": region,
-                             "multipart_threshold": multipart_threshold, "multipart_chunksize": multipart_chunksize}
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # to a worker process: where the bucket is; the worker makes its own client (a boto3 client is not sent)
-        return functools.partial(S3BlobStore, **self._opened_with), (self.bucket, self.prefix)
-
-    def key_for(self, sha256: str) -> str:
-        check_address(sha256)
-        key = f"{sha256[:2]}/{sha256}"
-        return f"{self.prefix}/{key}" if self.prefix else key
-
-    def _upload(self, source: IO[bytes], sha256: str) -> str:
-        if self.exists(sha256):
-            return sha256
-        # upload_fileobj switches to a multipart upload above the threshold and aborts it on any failure, so
-        # the key appears only after CompleteMultipartUpload and a broken upload leaves nothing behind.
-        self.client.upload_fileobj(source, self.bucket, self.key_for(sha256),
-                                   ExtraArgs={"Metadata": {"sha256": sha256}}, Config=self.transfer)
-        return sha256
-
-    def put(self, data: bytes) -> str:
-        import io
-
-        return self._upload(io.BytesIO(data), sha256_bytes(data))
-
-    def put_file(self, path: str | os.PathLike[str]) -> str:
-        sha256 = sha256_file(path)
-        with open(path, "rb") as handle:
-            return self._upload(handle, sha256)
-
-    def get(self, sha256: str) -> bytes:
-        from botocore.exceptions import ClientError
-
-        try:
-            response = self.client.get_object(Bucket=self.bucket, Key=self.key_for(sha256))
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
-                raise BlobNotFoundError(sha256, self.uri) from None
-            raise
-        return response["Body"].read()
-
-    def exists(self, sha256: str) -> bool:
-        from botocore.exceptions import ClientError
-
-        try:
-            self.client.head_object(Bucket=self.bucket, Key=self.key_for(sha256))
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
-                return False
-            raise
-        return True
-
-    def iter_addresses(self) -> Iterator[str]:
-        paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/" if self.prefix else ""):
-            for item in page.get("Contents", []):
-                name = item["Key"].rsplit("/", 1)[-1]
-                if _SHA256.match(name):
-                    yield name
-
-    def iter_ages(self) -> Iterator[tuple[str, datetime]]:
-        paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=f"{self.prefix}/" if self.prefix else ""):
-            for item in page.get("Contents", []):
-                name = item["Key"].rsplit("/", 1)[-1]
-                if _SHA256.match(name):
-                    yield name, item["LastModified"]
-
-    def delete(self, sha256: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=self.key_for(sha256))
+        if os.path.isdir(self._packs):
+            blob_packs.without(self._packs, sha256, self._pack_name, _sync_file_system)
 
 
 def open_blob_store(uri: str, *, endpoint_url: str | None = None, region: str | None = None) -> BlobStore:
@@ -445,6 +318,8 @@ def open_blob_store(uri: str, *, endpoint_url: str | None = None, region: str | 
         path = uri[len("file://"):] if uri.startswith("file://") else uri
         return LocalBlobStore(path)
     if parsed.scheme == "s3":
+        from storage.s3_blobs import S3BlobStore
+
         if not parsed.netloc:
             raise ValueError(f"blob store URI {uri!r} names no bucket")
         return S3BlobStore(parsed.netloc, parsed.path, endpoint_url=endpoint_url, region=region)

@@ -145,9 +145,11 @@ def test_staged_blobs_stay_unseen_until_one_sync_publishes_a_whole_group(blob_st
     with pytest.raises(ValueError, match="not a staged blob"):
         blob_store.publish([(first, str(tmp_path / ".incoming-elsewhere"))])
     blob_store.publish(staged + staged_next)
-    assert syncs == [3]
+    assert syncs == [4]  # one sync of the file system for both units' packs and their indexes
     assert [blob_store.get(sha) for sha in (first, second, third)] == [b"frame one", b"frame two", b"frame three"]
     assert list(blob_store.root.rglob(".incoming-*")) == []
+    # each unit's blobs in one pack file, found by its index: two files a unit, not one a blob
+    assert sorted(p.suffix for p in (blob_store.root / "packs").iterdir()) == [".idx", ".idx", ".pack", ".pack"]
 
 
 def test_a_temporary_name_already_taken_is_left_alone(blob_store: LocalBlobStore):

@@ -165,6 +165,8 @@ def test_an_export_writes_nothing_outside_its_folder(releases: dict[str, tuple[S
 OWN_FOLDERS = {
     "storage/output.py": "the door itself",
     "storage/blobs.py": "the blob store writes its own content-addressed folder",
+    "storage/blob_packs.py": "the blob store's pack files, in its own folder",
+    "storage/blob_layout.py": "the blob store's LAYOUT file, in its own folder",
     "storage/catalog.py": "the catalog's own database file",
     "storage/catalog_file.py": "the catalog's own lock file",
     "flows/server.py": "the Prefect home's server state and log",

@@ -12,6 +12,7 @@ import functools
 import math
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -217,8 +218,8 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
 
     # many small reads and writes per group of episodes: the catalog file opened once; a group is stored while
     # the next one is built; this process builds the first episode while the workers start
-    with (storage.catalog.kept_open(), process_pool(workers, (__name__,), caller_runs_while_starting=True) as pool,
-          written_behind(store) as stored):
+    with (storage.catalog.kept_open(), _decoding_inline(workers),
+          process_pool(workers, (__name__,), caller_runs_while_starting=True) as pool, written_behind(store) as stored):
         started = ahead(_tasks(episodes),
                         lambda task: _start(task, producer, plan, storage.blobs, pool),
                         window=math.ceil((LOOK_AHEAD + 2 * workers) / EPISODES_PER_TASK))
@@ -226,6 +227,21 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
         for group in groups_of(_checked(built, only, producer, str(folder), counts), STORE_EVERY, STORE_WITHIN_S):
             stored(group)
     return counts
+
+
+@contextmanager
+def _decoding_inline(workers: int) -> Iterator[None]:
+    """With one worker (no pool: this process decodes), videos decoded on one FFmpeg thread, as a pool's workers
+    decode: OpenCV's default, a thread per core, took the sample world's clips 1.7-1.9x as long by seeking (7.9 s
+    against 4.2-4.7 s for 240 episodes' frames on 2 cores, bench/progress_build.py) and more CPU."""
+    from tasks.sources.frames import decode_on_threads
+
+    before = decode_on_threads(1) if workers <= 1 else None
+    try:
+        yield
+    finally:
+        if before is not None:
+            decode_on_threads(before)
 
 
 def _episodes(folder: Path, episode_format: str, key_steps: Path | None, hdf5_layout: Hdf5Layout | None,

@@ -1,0 +1,153 @@
+"""A local store's staged blobs (a build's units) go to pack files, one a unit, published by renaming their index:
+content addressing, crash safety, garbage collection and reading by other processes stay as with one file a blob."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from storage import Catalog, LocalBlobStore, Storage
+from storage.blob_packs import PackError, read_index
+from storage.blobs import sha256_bytes
+from storage.gc import collect_garbage
+from tests.support.catalog import demo_with_frame
+
+DAY = 24 * 3600
+
+
+def _staged(store: LocalBlobStore, *blobs: bytes) -> tuple[list[str], list[tuple[str, str]]]:
+    with store.batch(publish=False) as staged:
+        addresses = [store.put(data) for data in blobs]
+    return addresses, staged
+
+
+def _age_packs(store: LocalBlobStore, seconds: float) -> None:
+    then = time.time() - seconds
+    for path in (store.root / "packs").iterdir():
+        os.utime(path, (then, then))
+
+
+def test_a_pack_is_addressed_by_content_and_read_back_by_another_process(blob_store: LocalBlobStore):
+    elsewhere = LocalBlobStore(blob_store.root)  # another process's view, its packs read before this one's exist
+    assert not elsewhere.exists(sha256_bytes(b"x"))
+    (one, two, again), staged = _staged(blob_store, b"frame one", b"frame two" * 1000, b"frame one")
+    assert one == again == sha256_bytes(b"frame one") and two == sha256_bytes(b"frame two" * 1000)
+    assert len(staged) == 2  # a blob put twice in a unit is packed once
+    blob_store.publish(staged)
+    assert elsewhere.get(one) == b"frame one" and elsewhere.verify(two) and elsewhere.exists(two)
+    assert sorted(elsewhere.iter_addresses()) == sorted([one, two])
+    assert not list(blob_store.root.glob("??/*"))  # no file a blob
+
+
+def test_a_pack_not_yet_published_is_unseen_and_collected_once_old(catalog: Catalog, blob_store: LocalBlobStore):
+    """A writer killed before its unit was published leaves a pack and an unpublished index: nothing reads them,
+    and the garbage collector removes both once old (a young one may belong to a build running now)."""
+    (orphan,), _ = _staged(blob_store, b"frame of a killed build")  # staged, never published
+    assert not LocalBlobStore(blob_store.root).exists(orphan)
+    assert collect_garbage(catalog, blob_store).removed == []  # young
+    _age_packs(blob_store, 2 * DAY)
+    report = collect_garbage(catalog, blob_store)
+    assert len(report.removed) == 2 and all(n.endswith(".pack") or n.startswith(".incoming-") for n in report.removed)
+    assert list((blob_store.root / "packs").iterdir()) == []
+
+
+def test_removing_a_packed_orphan_keeps_the_rest_of_its_pack(catalog: Catalog, blob_store: LocalBlobStore):
+    storage = Storage(catalog, blob_store)
+    with blob_store.batch(publish=False) as staged:
+        demo = demo_with_frame(storage, 0)
+        orphan = blob_store.put(b"frame whose record was never written")
+    blob_store.publish(staged)
+    catalog.put_records([demo])
+    reader = LocalBlobStore(blob_store.root)
+    assert reader.get(orphan)  # its view of the packs read now, before the collector replaces the pack
+    _age_packs(blob_store, 2 * DAY)
+    report = collect_garbage(catalog, blob_store)
+    assert report.removed == [orphan] and report.referenced == 1
+    kept = demo.blobs[0].sha256
+    assert not blob_store.exists(orphan) and not reader.exists(orphan)
+    assert blob_store.verify(kept) and reader.get(kept) == blob_store.get(kept)
+    assert collect_garbage(catalog, blob_store).removed == []
+
+
+def test_a_packed_blob_stored_again_is_young_again(catalog: Catalog, blob_store: LocalBlobStore):
+    (sha,), staged = _staged(blob_store, b"frame stored before a crash")
+    blob_store.publish(staged)
+    _age_packs(blob_store, 2 * DAY)
+    (again,), restaged = _staged(LocalBlobStore(blob_store.root), b"frame stored before a crash")
+    assert again == sha and restaged == []  # known published: not written twice, but made young
+    assert collect_garbage(catalog, blob_store).removed == []
+    assert blob_store.exists(sha)
+
+
+def test_a_tampered_pack_fails_verify_and_a_broken_index_is_refused(blob_store: LocalBlobStore):
+    (sha, other), staged = _staged(blob_store, b"original frame", b"another frame")
+    blob_store.publish(staged)
+    pack = next((blob_store.root / "packs").glob("*.pack"))
+    data = bytearray(pack.read_bytes())
+    data[0] ^= 0xFF
+    pack.write_bytes(bytes(data))
+    reader = LocalBlobStore(blob_store.root)
+    assert not reader.verify(sha) and reader.verify(other)
+    index = next((blob_store.root / "packs").glob("*.idx"))
+    index.write_bytes(b"not an index")
+    with pytest.raises(PackError, match="not a blob pack index"):
+        read_index(str(index))
+
+
+def test_a_failed_write_leaves_the_pack_whole(blob_store: LocalBlobStore, tmp_path, monkeypatch):
+    import shutil
+
+    source = tmp_path / "clip.bin"
+    source.write_bytes(b"y" * 3_000_000)
+
+    def broken_copy(src, dst, length=0):
+        dst.write(src.read(1000))
+        raise OSError("disk went away")
+
+    with blob_store.batch(publish=False) as staged:
+        first = blob_store.put(b"frame before")
+        monkeypatch.setattr(shutil, "copyfileobj", broken_copy)
+        with pytest.raises(OSError, match="disk went away"):
+            blob_store.put_file(source)
+        monkeypatch.undo()
+        after = blob_store.put(b"frame after")
+    blob_store.publish(staged)
+    assert [sha for sha, _ in staged] == [first, after]
+    assert blob_store.get(first) == b"frame before" and blob_store.get(after) == b"frame after"
+    assert not blob_store.exists(sha256_bytes(source.read_bytes()))
+
+
+def test_a_store_of_files_reads_on_and_packs_its_next_units(tmp_path):
+    """A store written before packs keeps its files; a unit staged now goes to a pack beside them."""
+    root = tmp_path / "blobs"
+    old = sha256_bytes(b"stored by an earlier version")
+    (root / old[:2]).mkdir(parents=True)
+    (root / old[:2] / old).write_bytes(b"stored by an earlier version")
+    store = LocalBlobStore(root)
+    (new, again), staged = _staged(store, b"stored now", b"stored by an earlier version")
+    store.publish(staged)
+    assert again == old and store.get(old) == b"stored by an earlier version" and store.get(new) == b"stored now"
+    assert sorted(store.iter_addresses()) == sorted([old, new])  # each once, though stored twice
+    store.delete(old)
+    assert not LocalBlobStore(root).exists(old) and LocalBlobStore(root).exists(new)
+
+
+def test_publish_refuses_an_index_outside_the_store(blob_store: LocalBlobStore, tmp_path):
+    (sha,), staged = _staged(blob_store, b"frame")
+    outside = tmp_path / "packs" / ".incoming-1-2-3.idx"
+    with pytest.raises(ValueError, match="not a staged blob"):
+        blob_store.publish([(sha, str(outside))])
+    with pytest.raises(ValueError, match="not a staged blob"):
+        blob_store.publish([(sha, str(blob_store.root / "packs" / "sub" / ".incoming-1.idx"))])
+    blob_store.publish(staged)
+    assert blob_store.get(sha) == b"frame"
+
+
+def test_unpacked_blobs_are_files_under_s3s_keys(blob_store: LocalBlobStore):
+    (one, two), staged = _staged(blob_store, b"frame one", b"frame two")
+    blob_store.publish(staged)
+    assert blob_store.unpack() == 2 and blob_store.unpack() == 0
+    assert (blob_store.root / one[:2] / one).read_bytes() == b"frame one" and blob_store.verify(two)
+    assert sorted(blob_store.iter_addresses()) == sorted([one, two])
