@@ -151,3 +151,19 @@ def test_unpacked_blobs_are_files_under_s3s_keys(blob_store: LocalBlobStore):
     assert blob_store.unpack() == 2 and blob_store.unpack() == 0
     assert (blob_store.root / one[:2] / one).read_bytes() == b"frame one" and blob_store.verify(two)
     assert sorted(blob_store.iter_addresses()) == sorted([one, two])
+
+
+def test_blobs_unpack_writes_the_packed_blobs_of_the_configured_store(tmp_path, monkeypatch: pytest.MonkeyPatch):
+    from tests.support.cli import invoke, pin_console_width
+
+    store = LocalBlobStore(tmp_path / "blobs")
+    (one, two), staged = _staged(store, b"frame one", b"frame two")
+    store.publish(staged)
+    config = tmp_path / "benchwright.toml"
+    config.write_text(f'[catalog]\npath = "{tmp_path / "catalog.duckdb"}"\n[blobs]\nuri = "file://{store.root}"\n')
+    monkeypatch.setenv("BENCHWRIGHT_CONFIG", str(config))
+    pin_console_width(monkeypatch, 200)
+    said = invoke("blobs", "unpack")
+    assert said.exit_code == 0 and "2 packed blobs written as files of their own" in said.output, said.output
+    assert (store.root / one[:2] / one).read_bytes() == b"frame one" and (store.root / two[:2] / two).is_file()
+    assert "0 packed blobs" in invoke("blobs", "unpack").output

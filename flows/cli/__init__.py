@@ -21,7 +21,7 @@ from flows.cli.apps import (
 from flows.cli.build import mount_build_commands
 from flows.cli.configuration import config_show, models_check, models_list, sample_world
 from flows.cli.evaluate import BenchmarkDefaultsCommand, evaluate
-from flows.cli.housekeeping import blobs_gc, catalog_copy, runs
+from flows.cli.housekeeping import blobs_gc, blobs_unpack, catalog_copy, runs
 from flows.cli.leaderboard import leaderboard
 from flows.cli.people import annotate, annotate_unlock, hash_password_command, review_recheck
 from flows.cli.printers import print_main_job, run_headline
@@ -38,7 +38,7 @@ app.command()(runs)
 app.command(cls=BenchmarkDefaultsCommand)(evaluate)
 app.command()(leaderboard)
 for group, name, command in (
-        (blobs_app, "gc", blobs_gc), (catalog_app, "copy", catalog_copy),
+        (blobs_app, "gc", blobs_gc), (blobs_app, "unpack", blobs_unpack), (catalog_app, "copy", catalog_copy),
         (release_app, "list", release_list), (release_app, "create", release_create),
         (release_app, "verify", release_verify), (release_app, "diff", release_diff),
         (release_app, "export", release_export),

@@ -70,6 +70,18 @@ def blobs_gc(
                            f"{'to remove (dry run)' if dry_run else 'removed'}", soft_wrap=True)
 
 
+def blobs_unpack() -> None:
+    """Write every blob a build packed (``packs/``) as a file of its own, ``<sha[:2]>/<sha256>`` as S3's keys, so the
+    local blob folder can be copied to a bucket as it is (aws s3 sync, rclone); the packs stay. Nothing to do for
+    an S3 store."""
+    storage = terminal.storage()
+    unpack = getattr(storage.blobs, "unpack", None)
+    if unpack is None:
+        terminal.console.print("the blob store keeps no packs (S3): nothing to unpack", soft_wrap=True)
+        return
+    terminal.console.print(f"{unpack()} packed blobs written as files of their own", soft_wrap=True)
+
+
 def catalog_copy(
     source: Annotated[str, typer.Argument(help="The catalog to copy: a DuckDB file or a postgresql:// URL.")],
     target: Annotated[str, typer.Argument(help="Where to: a DuckDB file (made if missing) or a postgresql:// URL "
