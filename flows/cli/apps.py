@@ -44,7 +44,8 @@ models_app = typer.Typer(help="Model backends by role: what is configured, and w
                          no_args_is_help=True)
 build_app = typer.Typer(help="Run one benchmark's build flow (no release): new sources, backfills, reruns.",
                         no_args_is_help=True)
-blobs_app = typer.Typer(help="The blob store: what no record references.", no_args_is_help=True)
+blobs_app = typer.Typer(help="The blob store: what no record references, and packed blobs as files.",
+                        no_args_is_help=True)
 catalog_app = typer.Typer(help="The catalog itself: copy it between DuckDB and PostgreSQL.", no_args_is_help=True)
 annotate_app = typer.Typer(invoke_without_command=True)
 review_app = typer.Typer(help="Send released records back to people (the Recheck queue).", no_args_is_help=True)

@@ -71,9 +71,9 @@ def blobs_gc(
 
 
 def blobs_unpack() -> None:
-    """Write every blob a build packed (``packs/``) as a file of its own, ``<sha[:2]>/<sha256>`` as S3's keys, so the
-    local blob folder can be copied to a bucket as it is (aws s3 sync, rclone); the packs stay. Nothing to do for
-    an S3 store."""
+    """Write every blob a build packed (in packs/) as a file of its own, named <sha[:2]>/<sha256> as S3's keys are,
+    so the local blob folder can be copied to a bucket as it is (aws s3 sync, rclone); the packs stay. Nothing to do
+    for an S3 store."""
     storage = terminal.storage()
     unpack = getattr(storage.blobs, "unpack", None)
     if unpack is None:
