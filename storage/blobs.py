@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from storage import blob_packs
+import storage.blob_packs as blob_packs
 from storage.blob_base import (  # the names every store shares, as this module has always offered them
     _CHUNK,
     _INCOMING,
