@@ -7,6 +7,7 @@ import io
 import json
 import socket
 import time
+from typing import Any
 
 import httpx
 from PIL import Image
@@ -85,6 +86,15 @@ def _frame(size: tuple[int, int], tint: tuple[int, int, int], text: str) -> byte
     return buffer.getvalue()
 
 
+def visual_negative_item(original: Any, edited: Any) -> Any:
+    """The review item PROGRESS-BENCH's build makes for an edited observation (``edited``, made from ``original``)."""
+    return make_record(ReviewItem(target_id=edited.id, queue="visual_negative", question="Is the edit valid?",
+                                  suggestion={"original": original.id, "task_goal": "stack the cubes",
+                                              "step": "pick up the red cube", "strategy": "color",
+                                              "prompt": "make the red cube green"}),
+                       benchmark="progress", producer=Producer(task="test"), parents=[edited.id])
+
+
 def publish_progress_negatives(settings: Settings, n: int, *, per_demo: int = 8) -> list:
     """``n`` visual-negative review items as the PROGRESS-BENCH build makes them: each an edited 320 x 240 frame
     beside its original, ``per_demo`` of them sharing a visual demonstration of four key frames, so the page draws
@@ -112,11 +122,7 @@ def publish_progress_negatives(settings: Settings, n: int, *, per_demo: int = 8)
                              parents=[original.id],
                              blobs=[storage.put_blob(_frame((320, 240), (230, 60, i % 256), f"edited {i}"),
                                                      role="observation", media_type="image/jpeg")])
-        item = make_record(ReviewItem(target_id=edited.id, queue="visual_negative", question="Is the edit valid?",
-                                      suggestion={"original": original.id, "task_goal": "stack the cubes",
-                                                  "step": "pick up the red cube", "strategy": "color",
-                                                  "prompt": "make the red cube green"}),
-                           benchmark="progress", producer=Producer(task="test"), parents=[edited.id])
+        item = visual_negative_item(original, edited)
         records += [original, edited, item]
         items.append(item)
     storage.catalog.put_records(records)

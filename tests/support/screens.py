@@ -15,7 +15,7 @@ from PIL import Image, ImageDraw
 from schemas import Producer, ReviewItem, Status, make_record
 from schemas.config import BlobSettings, CatalogSettings, Settings
 from storage import open_storage
-from tests.support.app import app_settings
+from tests.support.app import app_settings, visual_negative_item
 
 WINDOW = {"width": 1440, "height": 900}
 _TEMPLATE: dict[str, Path] = {}  # the catalog built once per test process, copied by each test
@@ -49,12 +49,7 @@ def _progress(storage: Any) -> None:
                                      negative="visual"), benchmark="progress", producer=Producer(task="test"),
                          parents=[original.id], blobs=[put(page_png((320, 240), (230, 90, 90), "edited"),
                                                            role="observation", media_type="image/png")])
-    item = make_record(ReviewItem(target_id=edited.id, queue="visual_negative", question="Is the edit valid?",
-                                  suggestion={"original": original.id, "task_goal": "stack the cubes",
-                                              "step": "pick up the red cube", "strategy": "color",
-                                              "prompt": "make the red cube green"}),
-                       benchmark="progress", producer=Producer(task="test"), parents=[edited.id])
-    storage.catalog.put_records([demo, original, edited, item])
+    storage.catalog.put_records([demo, original, edited, visual_negative_item(original, edited)])
 
 
 def _web_source(folder: Path) -> Path:
