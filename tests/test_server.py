@@ -71,6 +71,13 @@ def test_a_kept_server_serves_later_commands_and_stops(tmp_path: Path, prefect_t
         # the flow ran against the kept server: it knows the run the catalog recorded
         with urllib.request.urlopen(f"{state['url']}/flow_runs/{run['run_id']}", timeout=10) as response:
             assert json.loads(response.read())["id"] == run["run_id"]
+        # its logs reached the server before the fork ended (it ends without the interpreter's teardown)
+        asked = urllib.request.Request(f"{state['url']}/logs/filter", method="POST", headers={
+            "Content-Type": "application/json"}, data=json.dumps({"logs": {"flow_run_id": {"any_": [run["run_id"]]}},
+                                                                  "limit": 200}).encode())
+        with urllib.request.urlopen(asked, timeout=10) as response:
+            logged = [entry["message"] for entry in json.loads(response.read())]
+        assert any("Finished in state Completed" in message for message in logged), logged
         assert (home / "benchwright-server.log").stat().st_size > 0  # the server's own output, for its user
         _check_the_warm_process(tmp_path, home, code, state["warm"])
     finally:

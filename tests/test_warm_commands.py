@@ -30,6 +30,8 @@ RELEASE = "warmtest@1"
 QUICK = [["release", "list"], ["records", "stats"], ["config", "show"], ["runs"], ["evaluate", "--help"],
          ["records", "list"], ["release", "verify", RELEASE], ["--help"], ["release", "--help"], ["records", "--help"],
          ["build", "progress", "--help"], ["annotate", "--help"]]
+# refusals: their one line on stderr and status 1, as when they run themselves
+FAILING = [["release", "verify", "nosuch@1"], ["build", "nosuch"], ["records", "show", "0000000"]]
 CATALOG_VIEWS = [["release", "list"], ["records", "stats"], ["records", "list"], ["release", "verify", RELEASE]]
 BUILD = ["build", "progress", "--stage", "published"]
 WAIT_S = 300.0  # only so that a hang fails the test instead of holding it up: no command should come near
@@ -114,6 +116,14 @@ def test_quick_commands_in_the_warm_process_print_what_they_print_alone(project:
     assert Counter(argv for _, argv in project.forks(since)) == Counter(" ".join(r.args[1:]) for r in one_by_one
                                                                         + at_once)
     assert "refused" not in project.log()[since:] and "fell through" not in project.log()[since:]
+
+
+@pytest.mark.slow
+def test_failing_commands_in_the_warm_process_end_as_they_end_alone(project: Project) -> None:
+    for args in FAILING:
+        alone, warm = project.run(args, BENCHWRIGHT_WARM="0"), project.run(args)
+        assert alone.returncode != 0 and alone.stderr.strip(), alone
+        assert (warm.returncode, warm.stdout, warm.stderr) == (alone.returncode, alone.stdout, alone.stderr)
 
 
 @pytest.mark.slow
