@@ -105,6 +105,12 @@ def _warm_up() -> dict[str, Any]:
             importlib.import_module(stage.run.partition(":")[0])
     import fastapi.encoders  # noqa: F401 - Prefect imports it as each flow run starts (0.28 s)
 
+    from tasks.plots import pyplot
+
+    pyplot()  # an evaluation's report draws charts: matplotlib and its fonts took 0.5 s of each `evaluate`
+    for module in _IMPORTED_INSIDE_FUNCTIONS:
+        importlib.import_module(module)
+
     del flows, prefect
     # everything imported so far lives as long as the process: the collector no longer walks it, so a command's
     # full collections cost what its own objects do (0.2-0.3 s less of a 240-episode PROGRESS build's 0.4-0.5 s)
@@ -115,6 +121,11 @@ def _warm_up() -> dict[str, Any]:
     for folder in {*(f.parent for f in ours), Path(sysconfig.get_paths()["purelib"])}:
         watched[str(folder)] = _listing(str(folder))
     return watched
+
+
+# libraries the project imports inside the functions that use them (a quick command need not pay for them) which
+# builds, evaluations and reports use: imported here once, not in every command
+_IMPORTED_INSIDE_FUNCTIONS = ("numpy", "PIL.Image", "markdown_it", "cv2", "orjson", "pyarrow")
 
 
 def _listing(folder: str) -> list[str] | None:
