@@ -41,4 +41,5 @@ PLUGIN = BenchmarkPlugin(
     # makes two instances one question), and how hard it is against the last one
     novelty=".novelty:novelty_keys",
     difficulty=".difficulty:describe",
+    solvers=".reference_solvers:solve",  # an order-blind plan checker and one blind probe per other test
 )

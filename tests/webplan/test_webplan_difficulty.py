@@ -103,12 +103,13 @@ def test_release_diff_compares_two_web_planning_versions(settings: Settings, tmp
     original = _release(settings, "plans-o", _instances(3, base="original"))
     fair = invoke("release", "diff", "--difficulty", first, second)
     assert fair.exit_code == 0, fair.output
-    assert "0 of 3 descriptors and solvers differ: as hard as each other" in fair.output
+    assert "0 of 4 descriptors and solvers differ: as hard as each other" in fair.output
     flagged = invoke("release", "diff", "--difficulty", first, original)
     assert flagged.exit_code == 1 and "differ: realweb/distractor distance" in flagged.output, flagged.output
     said = json.loads(invoke("release", "diff", "--difficulty", first, original, "--json").output)
     rows = {row["descriptor"]: row for row in said["descriptors"]}
-    assert said["solvers"] == [] and "realweb/distractor distance" in said["differs"]
+    assert [row["solver"] for row in said["solvers"]] == ["realweb/order-blind plan checker"]
+    assert "realweb/distractor distance" in said["differs"]
     assert rows["realweb/distractor distance"]["differs"] == "yes"
 
 
