@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.rounds import MachineLoad, load_average
 from schemas import BenchmarkItem, Producer, make_record
-from storage.catalog import MIGRATIONS, Catalog, _record_columns
+from storage.catalog import MIGRATIONS, Catalog
+from storage.catalog_rows import record_columns
 
 
 def make_records(n: int) -> list:
@@ -76,7 +77,7 @@ def main() -> None:
     args = parser.parse_args()
 
     records = make_records(args.records)
-    rows = _record_columns(records, None)
+    rows = record_columns(records, None)
     print(f"load average before: {load_average()}")
     with MachineLoad() as load:
         rounds = [one_round(records, rows) for _ in range(args.rounds)]

@@ -21,7 +21,9 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from schemas.records import Record
-from storage.catalog import _RECORD_COLUMNS, BATCH_SIZE, Catalog, _record_columns, _revive_superseded, parent_edges
+from storage.catalog import BATCH_SIZE, Catalog
+from storage.catalog_rows import parent_edges, record_columns, revive_superseded
+from storage.catalog_schema import RECORD_COLUMNS
 
 T = TypeVar("T")
 
@@ -158,7 +160,7 @@ class PostgresCatalog(Catalog):
     def _insert(self, records: list[Record], run_id: str | None) -> Callable[[Any], int]:
         """COPY into a temporary table, then one INSERT ... ON CONFLICT DO NOTHING from it (a concurrent writer
         of the same id waits for the other's commit and skips it: each record is new for one writer only)."""
-        columns = _record_columns(records, run_id)
+        columns = record_columns(records, run_id)
         columns["parents"] = [list(parents) for parents in columns["parents"]]  # COPY writes a list as an array
         rows = list(zip(*columns.values(), strict=True))
         edges = list(parent_edges(records))
@@ -166,12 +168,12 @@ class PostgresCatalog(Catalog):
         def write(con: PgConnection) -> int:
             con.raw.execute("CREATE TEMP TABLE IF NOT EXISTS incoming_records (LIKE records) ON COMMIT DELETE ROWS")
             with con.raw.cursor() as cursor:
-                with cursor.copy(f"COPY incoming_records ({', '.join(_RECORD_COLUMNS)}) FROM STDIN") as copy:
+                with cursor.copy(f"COPY incoming_records ({', '.join(RECORD_COLUMNS)}) FROM STDIN") as copy:
                     for row in rows:
                         copy.write_row(row)
                 count = cursor.execute("INSERT INTO records SELECT * FROM incoming_records "
                                        "ON CONFLICT DO NOTHING").rowcount
-            _revive_superseded(con, run_id, new=count, incoming=len(rows))
+            revive_superseded(con, run_id, new=count, incoming=len(rows))
             if edges[0]:
                 con.execute("INSERT INTO record_parents SELECT * FROM unnest(?::TEXT[], ?::TEXT[]) "
                             "ON CONFLICT DO NOTHING", edges)

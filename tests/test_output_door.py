@@ -167,7 +167,7 @@ OWN_FOLDERS = {
     "storage/blobs.py": "the blob store writes its own content-addressed folder",
     "storage/blob_packs.py": "the blob store's pack files, in its own folder",
     "storage/blob_layout.py": "the blob store's LAYOUT file, in its own folder",
-    "storage/catalog.py": "the catalog's own database file",
+    "storage/catalog_connection.py": "the catalog's own database file and its waiting note",
     "storage/catalog_file.py": "the catalog's own lock file",
     "flows/server.py": "the Prefect home's server state and log",
     "flows/warm.py": "the Prefect home's warm-process log",

@@ -84,7 +84,7 @@ def test_crash_mid_import_then_rerun_resumes_without_duplicates(tmp_path, monkey
     clean = import_folder(SAMPLE_DIR, PRODUCER)
     catalog = CatalogClass(tmp_path / "c.duckdb", batch_size=20)
     storage = Storage(catalog=catalog, blobs=LocalBlobStore(tmp_path / "blobs"))
-    real_insert = catalog_module._insert_batch
+    real_insert = catalog_module.insert_batch
     calls = {"n": 0}
 
     def crash_after_three_batches(records, run_id):
@@ -93,11 +93,11 @@ def test_crash_mid_import_then_rerun_resumes_without_duplicates(tmp_path, monkey
             raise KeyboardInterrupt("killed mid-import")
         return real_insert(records, run_id)
 
-    monkeypatch.setattr(catalog_module, "_insert_batch", crash_after_three_batches)
+    monkeypatch.setattr(catalog_module, "insert_batch", crash_after_three_batches)
     with pytest.raises(KeyboardInterrupt):
         import_into_catalog(SAMPLE_DIR, storage, PRODUCER)
     assert catalog.query("SELECT count(*) FROM records")[0][0] == 60  # three committed batches survive
-    monkeypatch.setattr(catalog_module, "_insert_batch", real_insert)
+    monkeypatch.setattr(catalog_module, "insert_batch", real_insert)
     resumed = import_into_catalog(SAMPLE_DIR, storage, PRODUCER)
     assert resumed["new"] == len(clean.records) - 60
     assert catalog.query("SELECT count(*), count(DISTINCT id) FROM records")[0] == (len(clean.records),) * 2
