@@ -15,105 +15,26 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-TASK_TYPES = ("pick_place", "stack", "unstack", "push", "insert", "gather", "swap")
-CAMERAS = ("top", "front", "side", "ego")
-FIXED_CAMERAS = ("top", "front", "side")
-COLOURS: dict[str, tuple[int, int, int]] = {
-    "red": (210, 40, 40), "green": (40, 170, 60), "blue": (40, 70, 210), "yellow": (230, 200, 40),
-    "orange": (235, 130, 30), "purple": (130, 60, 180), "pink": (230, 90, 160), "cyan": (40, 190, 200),
-}
-TABLE = (0.8, 0.6)  # metres: x left to right, y near (robot side) to far
-TABLE_RGB = (150, 136, 118)
-FLOOR_RGB = (70, 70, 74)
-GRIPPER_RGB = (96, 96, 100)
-# Each kind: footprint half sizes (x, y), height, and whether it holds other objects.
-KINDS: dict[str, dict[str, Any]] = {
-    "cube": {"half": (0.03, 0.03), "height": 0.06, "container": False},
-    "block": {"half": (0.045, 0.022), "height": 0.045, "container": False},
-    "ball": {"half": (0.028, 0.028), "height": 0.056, "container": False},
-    "plate": {"half": (0.07, 0.07), "height": 0.012, "container": True},
-    "bowl": {"half": (0.065, 0.065), "height": 0.045, "container": True},
-    "box": {"half": (0.065, 0.065), "height": 0.05, "container": True},
-}
-ARM_REST = {"left": (0.18, 0.02, 0.30), "right": (0.62, 0.02, 0.30)}
-LIFT = 0.12  # how high a carried object travels above its start and end
-
-
-@dataclass(frozen=True)
-class WorldObject:
-    id: str  # e.g. "red_cube"
-    colour: str
-    kind: str
-
-    @property
-    def name(self) -> str:
-        return f"{self.colour} {self.kind}"
-
-    @property
-    def height(self) -> float:
-        return KINDS[self.kind]["height"]
-
-    @property
-    def half(self) -> tuple[float, float]:
-        return KINDS[self.kind]["half"]
-
-    @property
-    def container(self) -> bool:
-        return KINDS[self.kind]["container"]
-
-
-@dataclass
-class ObjectState:
-    position: tuple[float, float, float]  # centre of the footprint, bottom face height
-    support: str | None = None  # the object it rests on or in; None: the table
-    held_by: str | None = None  # "left" or "right" while carried
-
-
-@dataclass
-class KeyStep:
-    frame: int  # the frame at which the step is complete
-    text: str  # with its arm marker, e.g. "[right] picks up the red cube"
-    arm: str
-    states: dict[str, ObjectState]
-
-
-@dataclass
-class Episode:
-    id: str
-    seed: int
-    task_type: str
-    goal: str
-    objects: list[WorldObject]
-    fps: int
-    frames: list[dict[str, Any]] = field(default_factory=list)  # per frame: object positions, grippers, holds
-    key_steps: list[KeyStep] = field(default_factory=list)
-    # Atomic actions as an egocentric narrator would write them (C: the camera wearer, whose hands the grippers
-    # are): (frame the action starts, text), finer grained than the key steps.
-    actions: list[tuple[int, str]] = field(default_factory=list)
-
-    @property
-    def n_frames(self) -> int:
-        return len(self.frames)
-
-    def object(self, object_id: str) -> WorldObject:
-        return next(o for o in self.objects if o.id == object_id)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "seed": self.seed, "task_type": self.task_type, "goal": self.goal, "fps": self.fps,
-                "n_frames": self.n_frames, "objects": [asdict(o) | {"name": o.name} for o in self.objects],
-                "key_steps": [{"frame": s.frame, "text": s.text, "arm": s.arm,
-                               "states": {k: asdict(v) for k, v in s.states.items()}} for s in self.key_steps],
-                "actions": [{"frame": frame, "text": text} for frame, text in self.actions],
-                "frames": self.frames}
-
-
-# -- planning -------------------------------------------------------------------------------------------------
+from tasks.sources.sample_world_render import CAMERA_RIGS, Camera, render  # noqa: F401 - re-exported
+from tasks.sources.sample_world_scene import (  # noqa: F401 - CAMERAS re-exported: the world's names in one place
+    ARM_REST,
+    CAMERAS,
+    COLOURS,
+    FIXED_CAMERAS,
+    LIFT,
+    TABLE,
+    TASK_TYPES,
+    Episode,
+    KeyStep,
+    ObjectState,
+    WorldObject,
+)
 
 
 class _Simulator:
@@ -367,148 +288,6 @@ def _free_spot(sim: _Simulator, rng: np.random.Generator, obj: WorldObject) -> t
 
 
 # -- rendering ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Camera:
-    name: str
-    eye: tuple[float, float, float]
-    target: tuple[float, float, float]
-    fov_deg: float = 55.0
-    sway: float = 0.0  # metres of head movement (ego camera)
-
-    def pose(self, frame: int) -> tuple[np.ndarray, np.ndarray]:
-        eye = np.array(self.eye, float)
-        if self.sway:
-            eye += self.sway * np.array([math.sin(frame / 7.0), 0.4 * math.sin(frame / 11.0),
-                                         0.3 * math.cos(frame / 9.0)])
-        forward = np.array(self.target, float) - eye
-        forward /= np.linalg.norm(forward)
-        up_hint = np.array([0.0, 1.0, 0.0]) if abs(forward[2]) > 0.95 else np.array([0.0, 0.0, 1.0])
-        right = np.cross(forward, up_hint)
-        right /= np.linalg.norm(right)
-        down = np.cross(forward, right)
-        return eye, np.stack([right, down, forward])
-
-    def project(self, points: np.ndarray, frame: int, size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        """Pixel coordinates and depths of world points (N, 3)."""
-        eye, rotation = self.pose(frame)
-        local = (points - eye) @ rotation.T
-        width, height = size
-        focal = 0.5 * width / math.tan(math.radians(self.fov_deg) / 2)
-        depth = np.maximum(local[:, 2], 1e-3)
-        pixels = np.stack([width / 2 + focal * local[:, 0] / depth, height / 2 + focal * local[:, 1] / depth], axis=1)
-        return pixels, depth
-
-
-CAMERA_RIGS = {
-    "top": Camera("top", eye=(0.4, 0.3, 1.25), target=(0.4, 0.3, 0.0), fov_deg=45),
-    "front": Camera("front", eye=(0.4, -0.42, 0.62), target=(0.4, 0.33, 0.0), fov_deg=55),
-    "side": Camera("side", eye=(-0.42, 0.3, 0.6), target=(0.4, 0.3, 0.0), fov_deg=55),
-    "ego": Camera("ego", eye=(0.4, -0.2, 0.72), target=(0.4, 0.36, 0.0), fov_deg=70, sway=0.025),
-}
-
-
-def _box_corners(cx: float, cy: float, z: float, hx: float, hy: float, h: float) -> np.ndarray:
-    return np.array([[cx + sx * hx, cy + sy * hy, z + sz * h] for sz in (0, 1) for sy in (-1, 1) for sx in (-1, 1)])
-
-
-_BOX_FACES = [(0, 1, 3, 2), (4, 5, 7, 6), (0, 1, 5, 4), (2, 3, 7, 6), (0, 2, 6, 4), (1, 3, 7, 5)]
-_FACE_SHADE = [0.55, 1.0, 0.8, 0.7, 0.75, 0.85]  # bottom, top, sides: one hue, different brightness
-
-
-def _shade(rgb: tuple[int, int, int], factor: float) -> tuple[int, int, int]:
-    return tuple(int(min(255, c * factor)) for c in rgb)
-
-
-def render(episode: Episode, frame: int, camera: str, size: tuple[int, int] = (320, 240)) -> np.ndarray:
-    """An RGB image of one frame from one camera."""
-    import cv2
-
-    rig = CAMERA_RIGS[camera]
-    width, height = size
-    image = np.full((height, width, 3), FLOOR_RGB, np.uint8)
-    state = episode.frames[frame]
-    eye = rig.pose(frame)[0]
-
-    def polygon(points3d: np.ndarray, rgb: tuple[int, int, int]) -> None:
-        pixels, depth = rig.project(points3d, frame, size)
-        if (depth <= 1e-3).any():
-            return
-        cv2.fillPoly(image, [np.round(pixels * 16).astype(np.int32)], rgb, lineType=cv2.LINE_AA, shift=4)
-
-    polygon(_box_corners(TABLE[0] / 2, TABLE[1] / 2, -0.04, TABLE[0] / 2, TABLE[1] / 2, 0.04)[4:8][[0, 1, 3, 2]],
-            TABLE_RGB)
-    drawables: list[tuple[float, Any]] = []
-    for obj in episode.objects:
-        x, y, z = state["objects"][obj.id]
-        distance = float(np.linalg.norm(np.array([x, y, z + obj.height / 2]) - eye))
-        drawables.append((distance, ("object", obj, (x, y, z))))
-    for arm, position in state["grippers"].items():
-        distance = float(np.linalg.norm(np.array(position) - eye))
-        drawables.append((distance - 0.02, ("gripper", arm, position, state["closed"][arm])))
-    for _, item in sorted(drawables, key=lambda d: -d[0]):
-        if item[0] == "object":
-            _draw_object(item[1], item[2], polygon, rig, frame, size, image)
-        else:
-            _draw_gripper(item[1], item[2], item[3], polygon)
-    return image
-
-
-def _draw_object(obj: WorldObject, position: tuple[float, float, float], polygon: Any, rig: Camera, frame: int,
-                 size: tuple[int, int], image: np.ndarray) -> None:
-    import cv2
-
-    x, y, z = position
-    rgb = COLOURS[obj.colour]
-    if obj.kind == "ball":
-        radius = obj.half[0]
-        pixels, depth = rig.project(np.array([[x, y, z + radius]]), frame, size)
-        focal = 0.5 * size[0] / math.tan(math.radians(rig.fov_deg) / 2)
-        r_px = max(1, round(focal * radius / depth[0]))
-        centre = tuple(int(np.rint(v)) for v in pixels[0])
-        cv2.circle(image, centre, r_px, _shade(rgb, 0.8), thickness=-1, lineType=cv2.LINE_AA)
-        cv2.circle(image, (centre[0] - r_px // 4, centre[1] - r_px // 4), max(1, int(r_px * 0.7)), rgb,
-                   thickness=-1, lineType=cv2.LINE_AA)
-        return
-    if obj.kind in ("plate", "bowl"):
-        ring = np.array([[math.cos(t), math.sin(t)] for t in np.linspace(0, 2 * math.pi, 24, endpoint=False)])
-        radius = obj.half[0]
-        bottom = np.column_stack([x + 0.75 * radius * ring[:, 0], y + 0.75 * radius * ring[:, 1],
-                                  np.full(len(ring), z)])
-        top = np.column_stack([x + radius * ring[:, 0], y + radius * ring[:, 1], np.full(len(ring), z + obj.height)])
-        pixels, _ = rig.project(np.vstack([bottom, top]), frame, size)
-        hull = cv2.convexHull(np.round(pixels * 16).astype(np.int32))
-        cv2.fillPoly(image, [hull], _shade(rgb, 0.7), lineType=cv2.LINE_AA, shift=4)
-        polygon(top, rgb)
-        if obj.kind == "bowl":
-            inner = np.column_stack([x + 0.8 * radius * ring[:, 0], y + 0.8 * radius * ring[:, 1],
-                                     np.full(len(ring), z + obj.height)])
-            polygon(inner, _shade(rgb, 0.6))
-        return
-    hx, hy = obj.half
-    corners = _box_corners(x, y, z, hx, hy, obj.height)
-    eye = rig.pose(frame)[0]
-    faces = sorted(range(6), key=lambda f: -float(np.linalg.norm(corners[list(_BOX_FACES[f])].mean(0) - eye)))
-    for face in faces:
-        polygon(corners[list(_BOX_FACES[face])], _shade(rgb, _FACE_SHADE[face]))
-    if obj.kind == "box":  # open top: show the darker inside
-        inner = _box_corners(x, y, z + obj.height, hx * 0.85, hy * 0.85, 0)[[0, 1, 3, 2]]
-        polygon(inner, _shade(rgb, 0.5))
-
-
-def _draw_gripper(arm: str, position: list[float], closed: bool, polygon: Any) -> None:
-    x, y, z = position
-    gap = 0.025 if closed else 0.045
-    polygon(_box_corners(x, y, z + 0.03, 0.03, 0.02, 0.03)[[4, 5, 7, 6]], GRIPPER_RGB)
-    for side in (-1, 1):
-        finger = _box_corners(x + side * gap, y, z, 0.006, 0.012, 0.035)
-        polygon(finger[[0, 1, 5, 4]], GRIPPER_RGB)
-        polygon(finger[[4, 5, 7, 6]], GRIPPER_RGB)
-    base = np.array(ARM_REST[arm]) + np.array([0, -0.25, 0.2])
-    across = np.array([0.01, 0.0, 0.0])
-    link = np.array([[x - 0.01, y, z + 0.06], [x + 0.01, y, z + 0.06], base + across, base - across])
-    polygon(link, GRIPPER_RGB)
 
 
 # -- files ----------------------------------------------------------------------------------------------------
