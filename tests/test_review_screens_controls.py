@@ -32,6 +32,22 @@ def gap(page: Any, above: str, below: str) -> float:
     return bottom["y"] - (top["y"] + top["height"])
 
 
+def let_go_of_the_cell(page: Any) -> None:
+    """Esc, pressed again when the first did not take, as a person would: on a loaded machine (load 12) one Esc
+    left the focus in the table for 30 s (the table was perhaps still drawing the edit). Six tries, 5 s each; a
+    table that never lets go fails."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for _ in range(6):
+        page.keyboard.press("Escape")
+        try:
+            page.wait_for_function("() => !document.activeElement.closest('[id$=\"-table\"]')", timeout=5_000)
+            return
+        except PlaywrightTimeout:
+            continue
+    raise AssertionError("Esc pressed six times and the table kept the focus")
+
+
 def test_skip_visits_every_open_item_in_order_before_coming_round_again(tmp_path):
     from playwright.sync_api import expect
 
@@ -80,8 +96,7 @@ def test_answers_to_buttons_show_beside_them_and_the_table_has_its_own_controls(
         expect(notice).to_contain_text("Not saved: the table is as shown", timeout=30_000)
         assert 0 <= gap(page, f"{SC}-correct", f"{SC}-notice") < 60
         edit_cell(page, "ball", "marble")
-        page.keyboard.press("Escape")  # the cell lets go: the keys act again
-        page.wait_for_function("() => !document.activeElement.closest('[id$=\"-table\"]')", timeout=30_000)
+        let_go_of_the_cell(page)  # the keys act again
         expect(page.locator(f"{SC}-table .cell-selected")).to_have_count(0)
         page.keyboard.press("y")
         expect(notice).to_contain_text("Not answered: the table has unsaved edits", timeout=30_000)
