@@ -74,6 +74,11 @@ class BlobStore(ABC):
     def delete(self, sha256: str) -> None:
         """Remove one blob; only the garbage collector calls this, for blobs no record references."""
 
+    def delete_many(self, addresses: list[str]) -> None:
+        """Remove these blobs (the garbage collector's); a store that can do it in fewer steps says how."""
+        for sha256 in addresses:
+            self.delete(sha256)
+
     @contextmanager
     def batch(self, *, publish: bool = True) -> Iterator[list[tuple[str, str]]]:
         """Blobs put inside the block may be made durable together at its end (see ``LocalBlobStore.batch``);

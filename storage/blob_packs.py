@@ -232,20 +232,21 @@ def remove_leftover(folder: str, name: str) -> None:
         os.unlink(os.path.join(folder, name))
 
 
-def without(folder: str, sha256: str, new_name: Callable[[], str], sync: Callable[[list[str]], None]) -> None:
-    """Remove one blob from every pack holding it: each such pack's other blobs written to a new pack, synced
-    (``sync``: the store's file-system sync, given the new files) and published, then the old index and pack
-    removed. A crash in between leaves both (the same blobs twice), never neither."""
+def without(folder: str, removed: set[str], new_name: Callable[[], str], sync: Callable[[list[str]], None]) -> None:
+    """Remove the ``removed`` blobs from every pack holding any of them: each such pack rewritten once, its other
+    blobs written to a new pack, synced (``sync``: the store's file-system sync, given the new files) and published,
+    then the old index and pack removed. A crash in between leaves both (the same blobs twice), never neither. Each
+    index is read once for all of them (a blob at a time read every index per blob, and rewrote a pack per blob)."""
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".idx") or name.startswith(INCOMING):
             continue
         index_path = os.path.join(folder, name)
         with contextlib.suppress(FileNotFoundError):
             entries = read_index(index_path)
-            if sha256 not in entries:
+            if removed.isdisjoint(entries):
                 continue
             pack = os.path.join(folder, f"{name[:-4]}.pack")
-            kept = {sha: place for sha, place in entries.items() if sha != sha256}
+            kept = {sha: place for sha, place in entries.items() if sha not in removed}
             if kept:
                 writer = PackWriter.create(folder, new_name())
                 for sha, (offset, length) in kept.items():

@@ -300,15 +300,23 @@ class LocalBlobStore(BlobStore):
             yield name, datetime.fromtimestamp(mtime, UTC)
 
     def delete(self, sha256: str) -> None:
-        if sha256.startswith(_INCOMING) or sha256.endswith(".pack"):
-            for leftover in self.root.glob(self._glob[:-1] + sha256):
-                leftover.unlink(missing_ok=True)
-            if os.path.lexists(os.path.join(self._packs, sha256)):
-                blob_packs.remove_leftover(self._packs, sha256)
-            return
-        self.path_for(sha256).unlink(missing_ok=True)
-        if os.path.isdir(self._packs):
-            blob_packs.without(self._packs, sha256, self._pack_name, _sync_file_system)
+        self.delete_many([sha256])
+
+    def delete_many(self, addresses: list[str]) -> None:
+        """Blobs stored as files unlinked, leftovers of killed writers removed, and the packed ones taken out of
+        their packs with each pack rewritten once."""
+        packed = set()
+        for sha256 in addresses:
+            if sha256.startswith(_INCOMING) or sha256.endswith(".pack"):
+                for leftover in self.root.glob(self._glob[:-1] + sha256):
+                    leftover.unlink(missing_ok=True)
+                if os.path.lexists(os.path.join(self._packs, sha256)):
+                    blob_packs.remove_leftover(self._packs, sha256)
+                continue
+            self.path_for(sha256).unlink(missing_ok=True)
+            packed.add(sha256)
+        if packed and os.path.isdir(self._packs):
+            blob_packs.without(self._packs, packed, self._pack_name, _sync_file_system)
 
 
 def open_blob_store(uri: str, *, endpoint_url: str | None = None, region: str | None = None) -> BlobStore:

@@ -48,8 +48,7 @@ def collect_garbage(catalog: Catalog, store: BlobStore, *, grace: timedelta = DE
             report.removed.append(sha256)
     if dry_run or not report.removed:
         return report
-    for sha256 in report.removed:
-        store.delete(sha256)
+    store.delete_many(report.removed)
     removed = report.removed
     catalog.run(lambda con: con.execute("DELETE FROM blobs WHERE list_contains(?, sha256)", [removed]))
     return report

@@ -97,3 +97,14 @@ class S3BlobStore(BlobStore):
 
     def delete(self, sha256: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=self.key_for(sha256))
+
+    def delete_many(self, addresses: list[str]) -> None:
+        """One request per 1,000 blobs (S3's DeleteObjects), not one each; a key S3 refuses to delete is an error
+        naming it."""
+        for start in range(0, len(addresses), 1000):
+            keys = [{"Key": self.key_for(sha256)} for sha256 in addresses[start:start + 1000]]
+            said = self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": keys, "Quiet": True})
+            if said.get("Errors"):
+                first = said["Errors"][0]
+                raise OSError(f"s3://{self.bucket}/{first.get('Key')}: not deleted ({first.get('Code')}: "
+                              f"{first.get('Message')}); {len(said['Errors'])} refused in all")

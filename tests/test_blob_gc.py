@@ -64,10 +64,13 @@ def test_s3_orphans_are_removed_over_http(catalog: Catalog, s3_endpoint: str, tm
     store = S3BlobStore(bucket, "blobs", endpoint_url=s3_endpoint)
     demo = demo_with_frame(Storage(catalog, store), 0)
     catalog.put_records([demo])
-    orphan = store.put(b"an orphan on s3")
+    orphans = sorted(store.put(f"an orphan on s3, {n}".encode()) for n in range(3))
+    calls: list[str] = []
+    store.client.meta.events.register("before-call.s3.*", lambda model, **_: calls.append(model.name))
     report = collect_garbage(catalog, store, grace=timedelta(seconds=-60))  # every unreferenced blob is "old"
-    assert report.removed == [orphan]
-    assert not store.exists(orphan) and store.verify(demo.blobs[0].sha256)
+    assert sorted(report.removed) == orphans
+    assert calls.count("DeleteObjects") == 1 and "DeleteObject" not in calls  # one request for all three
+    assert not any(store.exists(orphan) for orphan in orphans) and store.verify(demo.blobs[0].sha256)
 
 
 def test_blobs_gc_command(tmp_path, monkeypatch):

@@ -71,6 +71,30 @@ def test_removing_a_packed_orphan_keeps_the_rest_of_its_pack(catalog: Catalog, b
     assert collect_garbage(catalog, blob_store).removed == []
 
 
+def test_orphans_sharing_a_pack_are_taken_out_with_one_rewrite_of_it(catalog: Catalog, blob_store: LocalBlobStore,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    from storage import blob_packs
+
+    storage = Storage(catalog, blob_store)
+    with blob_store.batch(publish=False) as staged:
+        demo = demo_with_frame(storage, 0)
+        orphans = [blob_store.put(f"orphan frame {n}".encode()) for n in range(3)]
+    blob_store.publish(staged)
+    (lonely,), alone = _staged(blob_store, b"an orphan alone in its pack")
+    blob_store.publish(alone)
+    catalog.put_records([demo])
+    _age_packs(blob_store, 2 * DAY)
+    made = []
+    create = blob_packs.PackWriter.create
+    monkeypatch.setattr(blob_packs.PackWriter, "create", lambda folder, name: made.append(name) or create(folder, name))
+    report = collect_garbage(catalog, blob_store)
+    assert sorted(report.removed) == sorted([*orphans, lonely])
+    assert len(made) == 1  # the shared pack rewritten once, with the kept frame; the lonely one's pack just removed
+    assert len(list((blob_store.root / "packs").glob("*.pack"))) == 1
+    reader = LocalBlobStore(blob_store.root)
+    assert not any(reader.exists(sha) for sha in [*orphans, lonely]) and reader.verify(demo.blobs[0].sha256)
+
+
 def test_a_packed_blob_stored_again_is_young_again(catalog: Catalog, blob_store: LocalBlobStore):
     (sha,), staged = _staged(blob_store, b"frame stored before a crash")
     blob_store.publish(staged)
