@@ -5,7 +5,6 @@ clear a box, keys typed at the end of what it holds, a click on Submit)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from tasks.webplan.browser import MiniWobBrowser
 from tasks.webplan.forms import Action, FormState
@@ -32,10 +31,9 @@ def read_state(browser: MiniWobBrowser) -> FormState:
                      radios=int(found["radios"]), radio=found["radio"], textboxes=tuple(found["texts"]))
 
 
-def _box(browser: MiniWobBrowser, state: FormState, name: str) -> Any:
-    boxes = browser.find_all("#area input[type=checkbox]")
-    names = [label for label, _ in state.checkboxes]
-    return boxes[names.index(name)]
+def _box(state: FormState, name: str) -> int:
+    """The named box's place among the page's checkboxes."""
+    return [label for label, _ in state.checkboxes].index(name)
 
 
 def perform(browser: MiniWobBrowser, state: FormState, action: Action) -> None:
@@ -43,13 +41,13 @@ def perform(browser: MiniWobBrowser, state: FormState, action: Action) -> None:
     from selenium.webdriver.common.keys import Keys
 
     if action.op in ("check", "uncheck", "click"):
-        browser.click(_box(browser, state, action.target))
+        browser.click_css("#area input[type=checkbox]", _box(state, action.target))
     elif action.op == "slider":
         delta = int(action.value or 0)
         key = Keys.ARROW_RIGHT if delta > 0 else Keys.ARROW_LEFT
         browser.press(browser.find("#slider .ui-slider-handle"), key * abs(delta))
     elif action.op == "radio":
-        browser.click(browser.find_all("#area input[type=radio]")[int(action.target) - 1])
+        browser.click_css("#area input[type=radio]", int(action.target) - 1)
     elif action.op in ("clear", "type"):
         box = browser.find_all("#area input[type=text]")[int(action.target) - 1]
         if action.op == "clear":
@@ -58,7 +56,7 @@ def perform(browser: MiniWobBrowser, state: FormState, action: Action) -> None:
         else:  # WebDriver puts the caret after the text: typing appends, as a person typing into the box would
             browser.press(box, str(action.value))
     elif action.op == "submit":
-        browser.click(browser.find("#subbtn"))
+        browser.click_css("#subbtn")
     else:
         raise ValueError(f"unknown operation {action.op!r}")
 

@@ -134,3 +134,40 @@ def test_an_edge_case_that_repeats_a_released_one_is_drawn_again(browser: MiniWo
     assert all(i.meta["seed"] > seeds[i.meta["form_task"]] for i, _ in again.instances)
     assert not {k for i, _ in first.instances for k in instance_keys(i).exact} & {
         k for i, _ in again.instances for k in instance_keys(i).exact}
+
+
+# Every mouse event the page receives: its kind, where, on what, and whether the browser made it (a real input event).
+# Listened for once per page (a reset keeps the document), emptied before each click.
+_RECORD_EVENTS = ("if (!window.seen) { ['mousemove', 'mousedown', 'mouseup', 'click'].forEach(kind => "
+                  "document.addEventListener(kind, e => window.seen.push([e.type, e.clientX, e.clientY, e.target.id "
+                  "|| e.target.type, e.isTrusted]), true)); } window.seen = [];")
+
+
+@pytest.mark.parametrize(("task", "css"), [("form-sequence", "#area input[type=checkbox]"),
+                                           ("form-sequence-2", "#area input[type=radio]"),
+                                           ("form-sequence-2", "#area input[type=text]")])
+def test_a_click_sends_the_events_webdriver_sends_at_the_same_point(browser: MiniWobBrowser, task: str,
+                                                                    css: str) -> None:
+    """The form pages' clicks go to Chromium as its own input events, at the point WebDriver's click takes (boxes
+    at fractional positions included), so the page sees the same trusted events and the same state follows."""
+    for index in range(3):
+        seen = []
+        for click in (lambda i=index: browser.find_all(css)[i].click(), lambda i=index: browser.click_css(css, i)):
+            browser.reset(task, 3)
+            browser.run(_RECORD_EVENTS)
+            click()
+            seen.append((browser.run("return window.seen;"), read_state(browser)))
+        assert seen[0] == seen[1]
+        assert [event[0] for event in seen[0][0]] == ["mousemove", "mousedown", "mouseup", "click"]
+        assert all(event[4] for event in seen[0][0])
+
+
+def test_a_reset_in_one_script_gives_what_the_episode_gives_and_a_script_error_is_raised(
+        browser: MiniWobBrowser) -> None:
+    from tasks.webplan.browser import PageScriptError
+
+    episode = browser.reset("click-checkboxes", 12)
+    assert episode.utterance == browser.run("return core.getUtterance();")
+    assert browser.run("return [WOB_DONE_GLOBAL, core.EP_TIMER !== null];") == [False, True]
+    with pytest.raises(PageScriptError, match="nothing_here"):
+        browser.run("return nothing_here.at_all;")
