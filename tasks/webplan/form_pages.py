@@ -45,16 +45,16 @@ def perform(browser: MiniWobBrowser, state: FormState, action: Action) -> None:
     elif action.op == "slider":
         delta = int(action.value or 0)
         key = Keys.ARROW_RIGHT if delta > 0 else Keys.ARROW_LEFT
-        browser.press(browser.find("#slider .ui-slider-handle"), key * abs(delta))
+        browser.press_css("#slider .ui-slider-handle", 0, key * abs(delta))
     elif action.op == "radio":
         browser.click_css("#area input[type=radio]", int(action.target) - 1)
     elif action.op in ("clear", "type"):
-        box = browser.find_all("#area input[type=text]")[int(action.target) - 1]
+        box = int(action.target) - 1
         if action.op == "clear":
-            browser.press(box, Keys.CONTROL + "a")
-            browser.press(box, Keys.BACKSPACE)
+            browser.press_css("#area input[type=text]", box, Keys.CONTROL + "a")
+            browser.press_css("#area input[type=text]", box, Keys.BACKSPACE)
         else:  # WebDriver puts the caret after the text: typing appends, as a person typing into the box would
-            browser.press(box, str(action.value))
+            browser.press_css("#area input[type=text]", box, str(action.value))
     elif action.op == "submit":
         browser.click_css("#subbtn")
     else:
