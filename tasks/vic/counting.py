@@ -20,6 +20,7 @@ import itertools
 import json
 import math
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -29,6 +30,8 @@ import numpy as np
 from tasks.vic.task import (
     LETTERS,
     STAGE3_PROTOCOL,
+    Drawn,
+    DrawPlan,
     OpenForm,
     OpenScore,
     StageOne,
@@ -161,25 +164,24 @@ class CountingTask(VicTask):
         self.max_action_count = max_action_count
         self.rejected: list[Any] = []  # the crowd photos the last generate could not import (crowd.Rejected)
 
-    def generate(self, count: int, seed: int, options: dict[str, Any]) -> list[VicInstance]:
+    def plan(self, count: int, seed: int, options: dict[str, Any]) -> DrawPlan:
+        """Composed scenes: indices, each scene drawn from (seed, index), up to four per instance wanted (a scene
+        that repeats an earlier one is passed over); crowd photos: ``count`` of the folder's, drawn by the seed."""
         cfg = settle(options)
         if cfg["crowd"]:
-            instances, self.rejected = import_crowd(count, seed, cfg)
-            return instances
-        self.rejected = []
-        instances: list[VicInstance] = []
-        seen: set[str] = set()
-        for index in range(4 * count):
-            if len(instances) == count:
-                break
-            rng = np.random.default_rng(np.random.SeedSequence([seed, index]))
-            scene = synthetic_scene(rng, cfg)
-            instance = build_instance(scene, cfg, rng, source=f"synthetic seed={seed} index={index}",
-                                      extra={"seed": [seed, index]})
-            if instance.key not in seen:
-                seen.add(instance.key)
-                instances.append(instance)
-        return instances
+            return plan_crowd(count, seed, cfg)
+        return DrawPlan(range(4 * count), {"cfg": cfg, "seed": seed})
+
+    def draws(self, specs: Sequence[Any], settings: Any) -> Iterator[Drawn]:
+        cfg, seed = settings["cfg"], settings["seed"]
+        for spec in specs:
+            if cfg["crowd"]:
+                yield Drawn(crowd_instance(spec, seed, cfg))
+                continue
+            rng = np.random.default_rng(np.random.SeedSequence([seed, spec]))
+            instance = build_instance(synthetic_scene(rng, cfg), cfg, rng, source=f"synthetic seed={seed} index={spec}",
+                                      extra={"seed": [seed, spec]})
+            yield Drawn(instance, signature=instance.key)
 
     def verify(self, instance: VicInstance) -> list[str]:
         return verify_instance(instance)
@@ -474,22 +476,20 @@ def _draw_labels(canvas: Any, labels: dict[str, list[float]]) -> None:
 
 # -- composition: an imported crowd photo --------------------------------------------------------------------------
 
-def import_crowd(count: int, seed: int, cfg: dict[str, Any]) -> tuple[list[VicInstance], list[Any]]:
-    """Instances from a JHU-CROWD++-style folder (``crowd``), ``count`` photos drawn by the seed; the photos that
-    did not import, with why."""
+def plan_crowd(count: int, seed: int, cfg: dict[str, Any]) -> DrawPlan:
+    """``count`` of the folder's photos (their annotations read here, each picture where it is drawn)."""
     from tasks.vic.crowd import load_crowd
 
     scenes, rejected = load_crowd(cfg["crowd"], cfg["regions"], tuple(cfg["instances"]),
                                   allow_symlinks_outside=bool(cfg.get("allow_symlinks_outside")))
     order = np.random.default_rng(seed).permutation(len(scenes))[:count]
-    instances = []
-    for index in order:
-        crowd = scenes[int(index)]
-        name_seed = int(hashlib.sha256(crowd.name.encode()).hexdigest()[:8], 16)
-        rng = np.random.default_rng(np.random.SeedSequence([seed, name_seed]))
-        instances.append(build_instance(crowd_scene(crowd, cfg), cfg, rng, source=crowd.name,
-                                        extra={"image_name": crowd.name}))
-    return instances, rejected
+    return DrawPlan([scenes[int(index)] for index in order], {"cfg": cfg, "seed": seed}, tuple(rejected))
+
+
+def crowd_instance(crowd: Any, seed: int, cfg: dict[str, Any]) -> VicInstance:
+    name_seed = int(hashlib.sha256(crowd.name.encode()).hexdigest()[:8], 16)
+    rng = np.random.default_rng(np.random.SeedSequence([seed, name_seed]))
+    return build_instance(crowd_scene(crowd, cfg), cfg, rng, source=crowd.name, extra={"image_name": crowd.name})
 
 
 def crowd_scene(crowd: Any, cfg: dict[str, Any]) -> Scene:

@@ -52,6 +52,7 @@ import io
 import json
 import random
 import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,8 @@ import numpy as np
 from tasks.vic.task import (
     LETTERS,
     STAGE3_PROTOCOL,
+    Drawn,
+    DrawPlan,
     OpenForm,
     OpenScore,
     StageOne,
@@ -343,33 +346,38 @@ def _instance(world: MiniGridWorld, env_id: str, seed: int, plan: list[Action], 
 
 def generate_episodes(count: int, seed: int, options: dict[str, Any] | None = None) -> list[VicInstance]:
     """``count`` instances (fewer when ``max_tries`` episodes per instance do not give them), deterministic for a seed:
-    the environments taken in turn, each episode's reset seed drawn from ``seed``."""
-    settings = _settings(options or {})
-    rng = random.Random(seed)
+    the environments taken in turn, each attempt's episode drawn from (seed, attempt) alone."""
+    return EmbodiedTask().generate(count, seed, options or {})
+
+
+def draw_episodes(attempts: Sequence[int], settings: dict[str, Any]) -> Iterator[Drawn]:
+    """An instance from each attempt, or nothing (two things alike, a plan out of the band or none, no three
+    distinct earlier frames). Each attempt's random stream is its own (``attempt_rng``), so an attempt draws the same
+    episode wherever it runs and whatever the attempts before it gave; one world per environment is reset for each."""
     low, high = settings["plan_actions"]
     worlds: dict[str, MiniGridWorld] = {}
-    instances: list[VicInstance] = []
-    seen: set[tuple[str, bytes]] = set()
-    for attempt in range(count * settings["max_tries"]):
-        if len(instances) == count:
-            break
+    for attempt in attempts:
+        rng = attempt_rng(settings["seed"], attempt)
         env_id = settings["envs"][attempt % len(settings["envs"])]
         env_seed = rng.randrange(2**31)
         world = worlds.setdefault(env_id, MiniGridWorld(env_id, settings["tile_size"]))
         first = world.reset(env_seed)
         things = world.things()
-        signature = (env_id, first.tobytes())
-        if signature in seen or len({(t.color, t.kind) for t in things}) != len(things):
-            continue  # a repeated episode, or two things of one colour and type ("go to red key" ambiguous)
+        if len({(t.color, t.kind) for t in things}) != len(things):
+            yield Drawn()  # two things of one colour and type ("go to red key" ambiguous)
+            continue
         plan = plan_mission(world, high, settings["planner_budget"])
         if plan is None or len(plan) < low or retrospection_index([a.text for a in plan]) is not None:
-            continue  # out of the band, or a GT plan that would itself read as a reflective adjustment
+            yield Drawn()  # out of the band, or a GT plan that would itself read as a reflective adjustment
+            continue
         frames = _trace(world, env_seed, plan)
         built = None if frames is None else _instance(world, env_id, env_seed, plan, frames, rng, settings)
-        if built is not None:
-            seen.add(signature)
-            instances.append(built)
-    return instances
+        # an episode repeated (one room and start drawn twice) is taken once
+        yield Drawn(built, signature=(env_id, hashlib.sha256(first.tobytes()).hexdigest()))
+
+
+def attempt_rng(seed: int, attempt: int) -> random.Random:
+    return random.Random(f"embodied:{seed}:{attempt}")
 
 
 # -- verification (a replay in a fresh world; shares nothing with the planner) ---------------------------------------
@@ -533,8 +541,12 @@ class EmbodiedTask(VicTask):
         self.acc_rule = acc_rule
         self.recall_rule = recall_rule
 
-    def generate(self, count: int, seed: int, options: dict[str, Any]) -> list[VicInstance]:
-        return generate_episodes(count, seed, options)
+    def plan(self, count: int, seed: int, options: dict[str, Any]) -> DrawPlan:
+        settings = _settings(options)
+        return DrawPlan(range(count * settings["max_tries"]), {**settings, "seed": seed})
+
+    def draws(self, specs: Sequence[Any], settings: Any) -> Iterator[Drawn]:
+        return draw_episodes(specs, settings)
 
     def verify(self, instance: VicInstance) -> list[str]:
         return verify_episode(instance)

@@ -122,8 +122,12 @@ def composed_images(count: int, seed: int) -> list[PoolImage]:
     """``count`` scenes composed from ``seed`` (no download, none like another): a smooth colour field under 30-50
     translucent shapes (ellipses, boxes, polygons, strokes) of random colours, with a fine grain, so every 56-pixel
     patch of the puzzle differs from the others. Named ``composed:<seed>-<i>``."""
-    return [PoolImage(name=f"composed:{seed}-{index}", pixels=_composed(np.random.default_rng([seed, index])))
-            for index in range(count)]
+    return [composed_image(seed, index) for index in range(count)]
+
+
+def composed_image(seed: int, index: int) -> PoolImage:
+    """The ``index``-th scene of ``composed_images(count, seed)``, for any count above it."""
+    return PoolImage(name=f"composed:{seed}-{index}", pixels=_composed(np.random.default_rng([seed, index])))
 
 
 def _composed(rng: np.random.Generator) -> np.ndarray:

@@ -17,6 +17,7 @@ import io
 import itertools
 import json
 import re
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -25,6 +26,8 @@ import numpy as np
 from tasks.vic.task import (
     LETTERS,
     STAGE3_PROTOCOL,
+    Drawn,
+    DrawPlan,
     OpenForm,
     OpenScore,
     StageOne,
@@ -488,23 +491,36 @@ def generate_instances(count: int, seed: int, options: dict[str, Any]
                        ) -> tuple[list[VicInstance], list[tuple[str, str]]]:
     """``count`` puzzles (fewer when the pool runs out), one per pool image in a seeded order, and (name, reason)
     for each image skipped: unreadable files of the folder, and images that give no unique puzzle."""
+    from tasks.vic.taking import drawn_here
+
+    return drawn_here(JigsawTask(), count, seed, options)
+
+
+def plan_puzzles(count: int, seed: int, options: dict[str, Any]) -> DrawPlan:
+    """The pool's images in a seeded order, one puzzle each. Composed scenes (``count`` of them from the seed) are
+    named here and composed where they are drawn; a folder's or the bundled photos are read (and ranked) here."""
     from tasks.vic.images import load_pool
 
     settings = resolve_settings(options)
+    drawn = {**{key: value for key, value in settings.items() if key != "quality_scorer"}, "seed": seed}
     if settings["pool"] == "composed" and not settings["images_dir"]:
+        if settings["quality_top_n"] is None:  # nothing to rank: each scene is made by the draw that uses it
+            order = np.random.default_rng(seed).permutation(count)
+            return DrawPlan([int(index) for index in order], {**drawn, "composed_seed": seed})
         settings = {**settings, "composed": count, "composed_seed": seed}
     pool, rejected = load_pool(settings)
-    instances: list[VicInstance] = []
-    for index in np.random.default_rng(seed).permutation(len(pool)):
-        if len(instances) >= count:
-            break
-        image = pool[int(index)]
-        built = build_instance(image.name, image.pixels, seed, settings)
-        if isinstance(built, str):
-            rejected.append((image.name, built))
-        else:
-            instances.append(built)
-    return instances, rejected
+    order = np.random.default_rng(seed).permutation(len(pool))
+    return DrawPlan([pool[int(index)] for index in order], drawn, tuple(rejected))
+
+
+def draw_puzzles(specs: Sequence[Any], settings: dict[str, Any]) -> Iterator[Drawn]:
+    """A puzzle from each pool image (a composed scene's index, or the image), or why the image gives none."""
+    from tasks.vic.images import composed_image
+
+    for spec in specs:
+        image = composed_image(settings["composed_seed"], spec) if isinstance(spec, int) else spec
+        built = build_instance(image.name, image.pixels, settings["seed"], settings)
+        yield Drawn(refused=(image.name, built)) if isinstance(built, str) else Drawn(built)
 
 
 # == the independent verifier =====================================================================================
@@ -694,9 +710,11 @@ class JigsawTask(VicTask):
         self.first_use = first_use
         self.rejected: list[tuple[str, str]] = []  # the last generate's skipped images, (name, reason)
 
-    def generate(self, count: int, seed: int, options: dict[str, Any]) -> list[VicInstance]:
-        instances, self.rejected = generate_instances(count, seed, options)
-        return instances
+    def plan(self, count: int, seed: int, options: dict[str, Any]) -> DrawPlan:
+        return plan_puzzles(count, seed, options)
+
+    def draws(self, specs: Sequence[Any], settings: Any) -> Iterator[Drawn]:
+        return draw_puzzles(specs, settings)
 
     def verify(self, instance: VicInstance) -> list[str]:
         return verify_instance(instance)

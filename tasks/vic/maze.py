@@ -27,6 +27,7 @@ import json
 import random
 import re
 from collections import deque
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +35,8 @@ from tasks.vic import maze_render
 from tasks.vic.task import (
     LETTERS,
     STAGE3_PROTOCOL,
+    Drawn,
+    DrawPlan,
     OpenForm,
     OpenScore,
     StageOne,
@@ -180,11 +183,14 @@ def instance_key(meta: dict[str, Any]) -> str:
     return "maze-" + hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _instance(chosen: _Candidate, distractor_ends: list[Cell], rng: random.Random,
-              settings: dict[str, Any]) -> VicInstance:
-    cells = [chosen.end, *distractor_ends]
+def _lettered(chosen: _Candidate, pool: list[_Candidate], rng: random.Random) -> dict[str, Cell]:
+    """The four lettered cells of Stage 1: the true end and three other mazes' ends, in a drawn order."""
+    cells = [chosen.end, *_distractor_ends(chosen, pool, rng)]
     rng.shuffle(cells)
-    letters = dict(zip(LETTERS, cells, strict=True))
+    return dict(zip(LETTERS, cells, strict=True))
+
+
+def _instance(chosen: _Candidate, letters: dict[str, Cell], settings: dict[str, Any]) -> VicInstance:
     path = list(chosen.path)
     meta: dict[str, Any] = {
         "size": list(settings["size"]), "start": list(chosen.start), "end": list(chosen.end),
@@ -206,13 +212,19 @@ def _instance(chosen: _Candidate, distractor_ends: list[Cell], rng: random.Rando
     return VicInstance(task="maze", key=instance_key(meta), stage_one=stage_one, open_form=open_form, meta=meta)
 
 
-def generate_mazes(count: int, seed: int, options: dict[str, Any] | None = None) -> list[VicInstance]:
-    settings = _settings(options or {})
+def plan_mazes(count: int, seed: int, options: dict[str, Any]) -> DrawPlan:
+    """The mazes and their lettered cells, drawn here (the pool, the pick and the letters share one random stream);
+    a draw only renders its maze."""
+    settings = _settings(options)
     pool = _pool(count, seed, settings)
     rng = random.Random(f"maze-select:{seed}")
     eligible = _eligible(pool)
     rng.shuffle(eligible)  # the paper picks the original mazes at random, each used once ("non-overlapping")
-    return [_instance(chosen, _distractor_ends(chosen, pool, rng), rng, settings) for chosen in eligible[:count]]
+    return DrawPlan([(chosen, _lettered(chosen, pool, rng)) for chosen in eligible[:count]], settings)
+
+
+def generate_mazes(count: int, seed: int, options: dict[str, Any] | None = None) -> list[VicInstance]:
+    return MazeTask().generate(count, seed, options or {})
 
 
 # -- prompts, beside the rules that read their answers -----------------------------------------------------------------
@@ -540,8 +552,11 @@ class MazeTask(VicTask):
         self.retrospection = retrospection
         self.level3_stage1 = level3_stage1
 
-    def generate(self, count: int, seed: int, options: dict[str, Any]) -> list[VicInstance]:
-        return generate_mazes(count, seed, options)
+    def plan(self, count: int, seed: int, options: dict[str, Any]) -> DrawPlan:
+        return plan_mazes(count, seed, options)
+
+    def draws(self, specs: Sequence[Any], settings: Any) -> Iterator[Drawn]:
+        return (Drawn(_instance(chosen, letters, settings)) for chosen, letters in specs)
 
     def verify(self, instance: VicInstance) -> list[str]:
         return verify_maze(instance)

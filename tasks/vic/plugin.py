@@ -6,9 +6,16 @@ from tasks.benchmark import BenchmarkPlugin, BuildStage, ExportFormat, ReviewChe
 from tasks.vic.options import VicBuildOptions
 from tasks.vic.settings import VicSettings
 
+# what the generate stage's worker processes run (tasks.vic.drawing): their fork server imports it and the four
+# tasks once, MiniGrid with them (0.3-0.5 s a process otherwise); maze_dataset stays out, the mazes being sampled in
+# the building process (a worker only renders them)
+GENERATE_WORKER_MODULES = ("tasks.vic.drawing", "tasks.vic.maze", "tasks.vic.jigsaw", "tasks.vic.embodied",
+                           "tasks.vic.counting", "tasks.vic.records", "minigrid")
+
 STAGES = (
     BuildStage("generate", ".stages:generate_stage", "generate-vic", reads=("source",),
-               writes=("vic_instance", "review_item"), summary_key="instances",
+               writes=("vic_instance", "review_item"), summary_key="instances", units=".stages:generate_units",
+               worker_modules=GENERATE_WORKER_MODULES,
                help="instances of each task, each verified by its own check (a search, a reassembly, a replay, a "
                     "recount) and sent to the human recheck"),
     review_stage("apply the recheck decisions people made (or the unattended policy)"),

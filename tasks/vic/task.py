@@ -8,8 +8,11 @@ loop. The build, the release, the export and the evaluation engine only go throu
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+from tasks.vic.taking import Drawn, DrawPlan, drawn_here
 
 TASKS = ("maze", "jigsaw", "embodied", "counting")
 LETTERS = ("A", "B", "C", "D")
@@ -86,9 +89,20 @@ class VicTask:
     defaults."""
 
     name: str
+    rejected: list[Any]  # the inputs the last ``generate`` could not use (its plan's and the refused draws)
 
     def generate(self, count: int, seed: int, options: dict[str, Any]) -> list[VicInstance]:
-        """``count`` instances (fewer when the source has fewer), deterministic for a seed."""
+        """``count`` instances (fewer when the source has fewer), deterministic for a seed: the plan's draws taken in
+        order (``tasks.vic.drawing``), here in this process; a build makes the same draws in worker processes."""
+        instances, self.rejected = drawn_here(self, count, seed, options)
+        return instances
+
+    def plan(self, count: int, seed: int, options: dict[str, Any]) -> DrawPlan:
+        """The draws of ``count`` instances for a seed (see ``DrawPlan``)."""
+        raise NotImplementedError
+
+    def draws(self, specs: Sequence[Any], settings: Any) -> Iterator[Drawn]:
+        """One ``Drawn`` per spec, in order: a pure function of the spec and the plan's settings, wherever it runs."""
         raise NotImplementedError
 
     def verify(self, instance: VicInstance) -> list[str]:

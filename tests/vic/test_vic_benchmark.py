@@ -33,21 +33,25 @@ def evaluate(settings: Settings, release: str, model: str, strategy: str, **opti
 
 def test_the_build_stores_verified_candidates_with_a_recheck_item_and_quarantines_what_fails(settings,
                                                                                             monkeypatch):
+    from dataclasses import replace
+
     from tasks.vic import stages, suite
 
     real = suite.task("maze")
+    second = real.plan(3, 0, {}).specs[1]  # the seed's second draw
 
-    class Corrupting:  # the maze task, with its first draw's second instance's answer broken after generation
-        name, rejected, verified_by = "maze", [("photo.png", "unreadable: not an image")], "bfs"
+    class Corrupting:  # the maze task with an unreadable input, and its second draw's answer broken once drawn
+        name, verified_by = "maze", "bfs"
 
-        def generate(self, count: int, seed: int, options: dict[str, Any]) -> list[Any]:
-            from dataclasses import replace
+        def plan(self, count: int, seed: int, options: dict[str, Any]) -> Any:
+            return replace(real.plan(count, seed, options), rejected=(("photo.png", "unreadable: not an image"),))
 
-            made = real.generate(count, seed, options)
-            if seed != 0:  # a redraw (derived seed) replacing what failed
-                return made
-            broken = replace(made[1].open_form, answer=list(reversed(made[1].open_form.answer)))
-            return [made[0], replace(made[1], open_form=broken), *made[2:]]
+        def draws(self, specs: Any, settings: Any) -> Any:
+            for spec, drawn in zip(specs, real.draws(specs, settings), strict=True):
+                if spec == second:
+                    broken = replace(drawn.instance.open_form, answer=list(reversed(drawn.instance.open_form.answer)))
+                    drawn = replace(drawn, instance=replace(drawn.instance, open_form=broken))
+                yield drawn
 
         def __getattr__(self, name: str) -> Any:
             return getattr(real, name)

@@ -33,7 +33,8 @@ COMB_MOVES = ["left", "left", "left", "down", "down", "down", "right", "right"]
 def comb() -> VicInstance:
     edges = tuple(sorted((tuple(a), tuple(b)) for a, b in COMB))
     chosen = maze._Candidate(edges=edges, start=(0, 3), end=(3, 2), path=tuple(COMB_PATH), maze_seed=0)
-    return maze._instance(chosen, [(2, 3), (1, 1), (3, 0)], random.Random(0), maze._settings({}))
+    letters = dict(zip(LETTERS, [(2, 3), (3, 2), (1, 1), (3, 0)], strict=True))  # the end is B
+    return maze._instance(chosen, letters, maze._settings({}))
 
 
 def _with_meta(instance: VicInstance, **changes: Any) -> VicInstance:

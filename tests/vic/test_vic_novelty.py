@@ -58,19 +58,21 @@ def test_a_draw_that_repeats_a_released_instance_is_drawn_again(settings: Settin
     from storage.releases import load_release
     from tasks.vic.stages import build_task
     from tasks.vic.suite import task
+    from tasks.vic.task import Drawn
 
     storage = open_storage(settings)
     _build_and_accept(settings, seed=1)
     first = load_release(storage.catalog, benchmarks.get("vic").freezer()(settings, "t", {})[0])
     released = task("maze").generate(3, 1, {})
     maze_class = type(task("maze"))
-    drawn_for = maze_class.generate
+    drawn_for = maze_class.draws
+    replaced = task("maze").plan(3, 2, {}).specs[0]  # seed 2's first draw
 
-    def generate(self: Any, count: int, seed: int, options: dict) -> list:
-        made = drawn_for(self, count, seed, options)
-        return [_noted_otherwise(released[0]), *made[1:]] if seed == 2 else made
+    def draws(self: Any, specs: Any, settings: Any) -> Any:
+        for spec, drawn in zip(specs, drawn_for(self, specs, settings), strict=True):
+            yield Drawn(_noted_otherwise(released[0])) if spec == replaced else drawn
 
-    monkeypatch.setattr(maze_class, "generate", generate)  # each build makes its task object anew
+    monkeypatch.setattr(maze_class, "draws", draws)
     counts = build_task(storage, "maze", 3, 2, {}, None)
     assert (counts["instances"], counts["repeats drawn again"], counts["quarantined"]) == (3, 1, 0)
     ids = [r.id for r in storage.catalog.find_records(kind="vic_instance", status=Status.CANDIDATE)]
