@@ -188,7 +188,7 @@ class MiniWobBrowser:
             address = self.driver.capabilities["goog:chromeOptions"]["debuggerAddress"]
             local = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a proxy for Chromium's port
             with local.open(f"http://{address}/json/list", timeout=READY_TIMEOUT_S) as answer:
-                targets = json.load(answer)
+                targets = json.loads(answer.read())  # Chromium's answer, not a file
             # ChromeDriver's window handle is the id of the tab it drives
             page = next(t for t in targets if t["id"] == self.driver.current_window_handle)
             self._devtools = DevTools(page["webSocketDebuggerUrl"])
