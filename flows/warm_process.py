@@ -103,8 +103,6 @@ def _warm_up() -> dict[str, Any]:
     for plugin in benchmarks.every():  # each benchmark's stages, as a build imports them
         for stage in plugin.stages:
             importlib.import_module(stage.run.partition(":")[0])
-    import fastapi.encoders  # noqa: F401 - Prefect imports it as each flow run starts (0.28 s)
-
     from tasks.plots import pyplot
 
     pyplot()  # an evaluation's report draws charts: matplotlib and its fonts took 0.5 s of each `evaluate`
@@ -123,9 +121,10 @@ def _warm_up() -> dict[str, Any]:
     return watched
 
 
-# libraries the project imports inside the functions that use them (a quick command need not pay for them) which
-# builds, evaluations and reports use: imported here once, not in every command
-_IMPORTED_INSIDE_FUNCTIONS = ("numpy", "PIL.Image", "markdown_it", "cv2", "orjson", "pyarrow")
+# libraries imported inside the functions that use them (a quick command need not pay for them) which flow runs,
+# builds, evaluations and reports use: imported here once, not in every command (Prefect imports fastapi.encoders as
+# each flow run starts: 0.28 s)
+_IMPORTED_INSIDE_FUNCTIONS = ("fastapi.encoders", "numpy", "PIL.Image", "markdown_it", "cv2", "orjson", "pyarrow")
 
 
 def _listing(folder: str) -> list[str] | None:

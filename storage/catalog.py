@@ -22,10 +22,10 @@ import duckdb
 
 from schemas.records import Record, Status, canonical_json
 from storage.catalog_connection import (  # noqa: F401 - re-exported: the catalog's settings and its refusal
-    _YIELD_S,
     BATCH_SIZE,
     BLOCK_HOLD_S,
     KEEP_OPEN_MAX_S,
+    YIELD_S,
     CatalogConnection,
     CatalogLockedError,
 )
@@ -85,7 +85,7 @@ class Catalog(CatalogConnection):
                 if len(batch) == self.batch_size and time.monotonic() - opened_at > self.hold_s:
                     held.close()
                     opened_at = 0.0
-                    time.sleep(_YIELD_S)
+                    time.sleep(YIELD_S)
         return inserted
 
     def _insert(self, records: list[Record], run_id: str | None) -> Callable[[Any], int]:

@@ -29,7 +29,7 @@ T = TypeVar("T")
 # transactions, and costs memory for its serialised columns: ``[catalog] batch_size`` lowers it.
 BATCH_SIZE = 100_000
 # How long a bulk writer steps aside after holding the file for hold_s, so waiting processes get in.
-_YIELD_S = 0.05
+YIELD_S = 0.05
 # The longest a kept connection (keep_open) holds the file when no process has left a note that it waits.
 KEEP_OPEN_MAX_S = 30.0
 # How long a build's kept connection (kept_open) holds the file once another process waits: a turn per transaction
@@ -171,7 +171,7 @@ class CatalogConnection:
                     self._shared_cv.wait()
                 if self._shared is not None and self._turn_is_over():
                     self._close_shared()
-                    time.sleep(_YIELD_S)
+                    time.sleep(YIELD_S)
             if self._shared is None:
                 self._shared = self._open()
                 self._shared_since = time.monotonic()

@@ -258,7 +258,7 @@ class MiniWobBrowser:
     def click(self, element: Any) -> None:
         """A real click on ``element`` at the point WebDriver's own click takes (``_CENTRE``), sent as Chromium's
         input events; WebDriver's click where the element is out of view or covered (it scrolls, or refuses)."""
-        self._click_at(self.driver.execute_script(f"const el = arguments[0]; {_CENTRE}", element), element)
+        self._click_at(self.run(f"const el = arguments[0]; {_CENTRE}", element), element)
 
     def click_css(self, css: str, index: int = 0) -> None:
         """``click`` on the ``index``-th element ``css`` finds, found and measured by one script."""
@@ -288,7 +288,7 @@ class MiniWobBrowser:
         through ChromeDriver, which checks the element with nine scripts first. ``send_keys`` itself where a key
         is not in the table or the element cannot take the keys (it raises as before)."""
         events = key_events(keys)
-        if events is None or not self.driver.execute_script(f"const el = arguments[0]; {_FOCUS}", element):
+        if events is None or not self.run(f"const el = arguments[0]; {_FOCUS}", element):
             element.send_keys(keys)
             return
         self._send_keys(events)
