@@ -50,9 +50,9 @@ def jigsaw_options() -> dict[str, Any]:
     """The jigsaw's options as ``benchwright build vic`` hands them with the shipped defaults."""
     from schemas.config import Settings
     from tasks.vic.options import VicBuildOptions
-    from tasks.vic.stages import _task_options
+    from tasks.vic.stages import generator_options
 
-    return _task_options("jigsaw", VicBuildOptions(), Settings())
+    return generator_options("jigsaw", VicBuildOptions(), Settings())
 
 
 def build_figures(name: str, count: int, seed: int, options: dict[str, Any]
@@ -72,7 +72,7 @@ def build_figures(name: str, count: int, seed: int, options: dict[str, Any]
 
 def loop_figures(name: str, instances: list[object], turns: int) -> tuple[float, float, int]:
     """Seconds per turn through the evaluation's replay, and through the bare simulator, over the same actions."""
-    from tasks.vic.evaluation import _Replay
+    from tasks.vic.evaluation import Stage3Replay
     from tasks.vic.suite import task
 
     chosen = task(name)
@@ -82,7 +82,7 @@ def loop_figures(name: str, instances: list[object], turns: int) -> tuple[float,
         if done >= turns:
             break
         started = time.perf_counter()
-        replay = _Replay(chosen, instance, "question")
+        replay = Stage3Replay(chosen, instance, "question")
         for action in actions:
             replay.advance(f"<action>{action}</action>")
             replay.conversation("latest", 30)

@@ -182,21 +182,7 @@ def generate_episode(seed: int, task_type: str | None = None, *, fps: int = 10) 
     task_type = task_type or TASK_TYPES[int(rng.integers(len(TASK_TYPES)))]
     if task_type not in TASK_TYPES:
         raise ValueError(f"unknown task type {task_type!r}; known: {', '.join(TASK_TYPES)}")
-    colours = list(rng.permutation(list(COLOURS)))
-    movable_kinds = {"pick_place": ["cube", "ball", "block"], "stack": ["cube"], "unstack": ["cube"],
-                     "push": ["ball", "cube"], "insert": ["block", "cube", "ball"],
-                     "gather": ["cube", "ball", "block"], "swap": ["cube", "block"]}[task_type]
-    holder_kind = {"pick_place": "plate", "insert": "box", "gather": "bowl"}.get(task_type)
-    n_movable = {"gather": 2, "swap": 2, "stack": 2, "unstack": 2}.get(task_type, 1)
-    n_distractors = int(rng.integers(1, 3))
-    objects: list[WorldObject] = []
-    for i in range(n_movable + n_distractors):
-        kind = movable_kinds[int(rng.integers(len(movable_kinds)))] if i < n_movable else str(
-            rng.choice(["cube", "ball", "block", "bowl"]))
-        objects.append(WorldObject(id=f"{colours[i]}_{kind}", colour=colours[i], kind=kind))
-    if holder_kind:
-        colour = colours[len(objects)]
-        objects.append(WorldObject(id=f"{colour}_{holder_kind}", colour=colour, kind=holder_kind))
+    objects, n_movable, holder_kind = _draw_objects(rng, task_type)
     states = _place_without_overlap(objects, rng)
     movers = objects[:n_movable]
     holder = objects[-1] if holder_kind else None
@@ -257,6 +243,27 @@ def generate_episode(seed: int, task_type: str | None = None, *, fps: int = 10) 
         sim.retreat(arm, first.id)
     return Episode(id=f"sample-{task_type}-{seed:05d}", seed=seed, task_type=task_type, goal=goal,
                    objects=objects, fps=fps, frames=sim.frames, key_steps=sim.key_steps, actions=sim.actions)
+
+
+def _draw_objects(rng: np.random.Generator, task_type: str) -> tuple[list[WorldObject], int, str | None]:
+    """The episode's objects, each a colour of its own: the movers the task acts on first, then one or two
+    distractors, then the holder when the task has one; how many movers; the holder's kind (None without one)."""
+    colours = list(rng.permutation(list(COLOURS)))
+    movable_kinds = {"pick_place": ["cube", "ball", "block"], "stack": ["cube"], "unstack": ["cube"],
+                     "push": ["ball", "cube"], "insert": ["block", "cube", "ball"],
+                     "gather": ["cube", "ball", "block"], "swap": ["cube", "block"]}[task_type]
+    holder_kind = {"pick_place": "plate", "insert": "box", "gather": "bowl"}.get(task_type)
+    n_movable = {"gather": 2, "swap": 2, "stack": 2, "unstack": 2}.get(task_type, 1)
+    n_distractors = int(rng.integers(1, 3))
+    objects: list[WorldObject] = []
+    for i in range(n_movable + n_distractors):
+        kind = movable_kinds[int(rng.integers(len(movable_kinds)))] if i < n_movable else str(
+            rng.choice(["cube", "ball", "block", "bowl"]))
+        objects.append(WorldObject(id=f"{colours[i]}_{kind}", colour=colours[i], kind=kind))
+    if holder_kind:
+        colour = colours[len(objects)]
+        objects.append(WorldObject(id=f"{colour}_{holder_kind}", colour=colour, kind=holder_kind))
+    return objects, n_movable, holder_kind
 
 
 def _place_without_overlap(objects: list[WorldObject], rng: np.random.Generator) -> dict[str, ObjectState]:

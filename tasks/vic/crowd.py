@@ -207,8 +207,8 @@ def _polygons(value: Any) -> list[list[tuple[float, float]]]:
 
 
 def regions_containing(x: float, y: float, polygons: list[list[tuple[float, float]]]) -> list[int]:
-    """The regions (1-based) whose polygon holds the point, by the winding number (the verifier in counting.py
-    checks with even-odd ray crossings instead)."""
+    """The regions (1-based) whose polygon holds the point, by the winding number (the verifier in
+    counting_verify.py checks with even-odd ray crossings instead)."""
     return [index for index, polygon in enumerate(polygons, start=1) if _winding(x, y, polygon) != 0]
 
 

@@ -39,7 +39,7 @@ class VicItem:
     missing: str = ""
 
 
-class _Replay:
+class Stage3Replay:
     """One item's Stage-3 conversation, kept between rounds so each round steps the simulator once; rebuilt from
     the replies when they do not continue it (a resumed run replays the cached turns)."""
 
@@ -96,7 +96,7 @@ class VicEvaluation(Evaluation):
 
     def __init__(self) -> None:
         self._instances: dict[str, VicInstance] = {}
-        self._replays: dict[tuple[str, str], _Replay] = {}
+        self._replays: dict[tuple[str, str], Stage3Replay] = {}
 
     def item(self, record: Any, images: Callable[[str], bytes] | None) -> VicItem:
         return VicItem(key=record.id, task=record.payload["task"], instance_key=record.payload["key"],
@@ -144,7 +144,7 @@ class VicEvaluation(Evaluation):
             loader = image or item.load_image
             if loader is None:
                 raise ValueError(f"{self.item_name(item)}: no image store to rebuild the instance from")
-            self._instances[item.key] = instance_of(_Record(item), loader)
+            self._instances[item.key] = instance_of(ItemRecord(item), loader)
         return self._instances[item.key]
 
     def rounds(self, item: VicItem, settings: Any) -> int:
@@ -170,13 +170,13 @@ class VicEvaluation(Evaluation):
         turns_left = settings.option("max_turns", 30) - len(previous)
         return replay.conversation(settings.option("history_images", "latest"), turns_left), 1
 
-    def _replay(self, item: VicItem, instance: VicInstance, question: str, replies: list[str]) -> _Replay:
+    def _replay(self, item: VicItem, instance: VicInstance, question: str, replies: list[str]) -> Stage3Replay:
         from tasks.vic.suite import task
 
         cache_key = (item.key, question)
         replay = self._replays.get(cache_key)
         if replay is None or replay.replies != replies[:len(replay.replies)]:
-            replay = _Replay(task(item.task), instance, question)
+            replay = Stage3Replay(task(item.task), instance, question)
         for reply in replies[len(replay.replies):]:
             replay.advance(reply)
         self._replays[cache_key] = replay
@@ -194,7 +194,7 @@ class VicEvaluation(Evaluation):
         instance = self.instance(item)
         if stage == 2:
             return score_open(item.task, instance, replies[-1])
-        replay = _Replay(__import__("tasks.vic.suite", fromlist=["task"]).task(item.task), instance, "")
+        replay = Stage3Replay(__import__("tasks.vic.suite", fromlist=["task"]).task(item.task), instance, "")
         for reply in replies:
             replay.advance(reply)
         return score_loop(item.task, instance, replay.replies, replay.actions, replay.legal)
@@ -244,7 +244,7 @@ class VicEvaluation(Evaluation):
 
 
 @dataclass(frozen=True)
-class _Record:
+class ItemRecord:
     """The view of an item ``records.instance_of`` reads."""
 
     item: VicItem

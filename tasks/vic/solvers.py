@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tasks.vic.maze import MOVES, Cell, Edges, _cell, _edge_set, score_moves, step_from
+from tasks.vic.maze_walk import MOVES, Cell, Edges, as_cell, edge_set, score_moves, step_from
 
 LOOK_AHEAD = 2
 BUDGET = 1.0
@@ -58,8 +58,8 @@ def _sight(size: Any, edges: Edges, cell: Cell, back: Cell, end: Cell, depth: in
 def maze_walk(meta: dict[str, Any], look_ahead: int = LOOK_AHEAD, budget: float = BUDGET) -> list[str]:
     """The walker's moves through the maze of ``meta`` (an instance's ground truth: its size, passages, start
     and end, as the picture shows them)."""
-    size, edges = meta["size"], _edge_set(meta["edges"])
-    position, end, came_from = _cell(meta["start"]), _cell(meta["end"]), None
+    size, edges = meta["size"], edge_set(meta["edges"])
+    position, end, came_from = as_cell(meta["start"]), as_cell(meta["end"]), None
     moves: list[str] = []
     while position != end and len(moves) < budget * len(meta["moves"]):
         options = _open_moves(size, edges, position)
@@ -83,17 +83,17 @@ def jigsaw_match(meta: dict[str, Any], composite: Any) -> dict[int, str]:
     import numpy as np
     from scipy.optimize import linear_sum_assignment
 
-    from tasks.vic.jigsaw import _board_of, _region_box, _strip_patch
+    from tasks.vic.jigsaw_verify import board_of, region_box, strip_patch
 
-    board = _board_of(np.asarray(composite), meta).astype(float)
+    board = board_of(np.asarray(composite), meta).astype(float)
     empty = {tuple(cell) for cell in meta["regions"].values()}
     grid = int(meta["layout"]["grid"])
     letters, numbers = sorted(meta["regions"]), sorted(int(n) for n in meta["layout"]["strip"])
     cost = np.zeros((len(numbers), len(letters)))
     for i, number in enumerate(numbers):
-        patch = np.asarray(_strip_patch(np.asarray(composite), meta, str(number)), dtype=float)
+        patch = np.asarray(strip_patch(np.asarray(composite), meta, str(number)), dtype=float)
         for j, letter in enumerate(letters):
-            cost[i, j] = _seam_cost(board, patch, meta, letter, empty, grid, _region_box)
+            cost[i, j] = _seam_cost(board, patch, meta, letter, empty, grid, region_box)
     rows, columns = linear_sum_assignment(cost)
     return {numbers[i]: letters[j] for i, j in zip(rows, columns, strict=True)}
 
@@ -197,7 +197,7 @@ def solve(record: Any, image: Any) -> dict[str, bool]:
         pixel_solvers["counting"] = ("crowd blob counter", crowd_counter_solves)
     if task not in pixel_solvers:
         return {}
-    from tasks.vic.jigsaw import from_png  # the source door's checked decode, as the verifiers read pictures
+    from tasks.vic.jigsaw_board import from_png  # the source door's checked decode, as the verifiers read pictures
 
     name, solves = pixel_solvers[task]
     shown = next(blob.sha256 for blob in record.blobs if blob.role == "open")

@@ -20,7 +20,7 @@ RECHECK_QUESTION = ("Is this instance right: do the images show what the questio
                     "correct for every stage?")
 
 
-def _task_options(name: str, options: VicBuildOptions, settings: Settings, catalog: Any = None) -> dict[str, Any]:
+def generator_options(name: str, options: VicBuildOptions, settings: Settings, catalog: Any = None) -> dict[str, Any]:
     """What one task's generator reads of the build options. The jigsaw's quality ranking gets its scorer here: the
     chat role's rating when [models.chat] is configured (answers cached in ``catalog``), else the offline score;
     the scorer's fields land in the producer params, so the records say which one ranked."""
@@ -56,7 +56,7 @@ def generate_stage(settings: Settings, context: BuildContext) -> dict[str, Any]:
     task_options: dict[str, dict[str, Any]] = {}
 
     def options_of(name: str) -> dict[str, Any]:
-        task_options[name] = _task_options(name, options, settings, storage.catalog)
+        task_options[name] = generator_options(name, options, settings, storage.catalog)
         return task_options[name]
 
     workers = workers_for(count * len(names), worker_count(settings.compute.workers))

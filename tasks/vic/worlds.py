@@ -153,7 +153,8 @@ class MiniGridWorld:
 
     # -- primitive level ------------------------------------------------------------------------------------------
 
-    def _front(self) -> tuple[tuple[int, int], Any]:
+    def front(self) -> tuple[tuple[int, int], Any]:
+        """The cell the agent faces and what stands there (None: nothing)."""
         pos = tuple(int(v) for v in self._env.front_pos)
         return pos, self._env.grid.get(*pos)
 
@@ -207,7 +208,7 @@ class MiniGridWorld:
         return [pos for pos, obj in self._cells() if obj.color == thing.color and obj.type == thing.kind]
 
     def _facing(self, thing: Thing) -> Any:
-        _, cell = self._front()
+        _, cell = self.front()
         return cell if cell is not None and cell.color == thing.color and cell.type == thing.kind else None
 
     def _go_to(self, action: Action) -> str:

@@ -35,6 +35,88 @@ MALFORMED = {
 }
 
 
+class _ScriptedHandler(BaseHTTPRequestHandler):
+    """Answers each request by the next behaviour of the ``ScriptedChatServer`` its server belongs to."""
+
+    server: _ScriptedHTTPServer
+
+    # connections kept alive between requests, as vLLM's and OpenAI's servers keep them (HTTP/1.0, the
+    # default here, would make every request open a new one and measure that instead)
+    protocol_version = "HTTP/1.1"
+    # and replies sent at once (TCP_NODELAY, as uvicorn sets it): headers and body go out in two writes,
+    # and on a kept connection Nagle's algorithm holds the body back until the client's delayed ACK (~40 ms)
+    disable_nagle_algorithm = True
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        server = self.server.scripted
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with server._lock:
+            server.requests.append({"path": self.path, "body": body,
+                                    "auth": self.headers.get("Authorization")})
+            behaviour = server.behaviours[0] if len(server.behaviours) == 1 else server.behaviours.popleft()
+            server.in_flight += 1
+            server.max_in_flight = max(server.max_in_flight, server.in_flight)
+        try:
+            self._answer(behaviour, body)
+        finally:
+            with server._lock:
+                server.in_flight -= 1
+
+    def _answer(self, behaviour: tuple[Any, ...], body: dict[str, Any]) -> None:
+        kind = behaviour[0]
+        if kind == "status":
+            self._send(behaviour[1], {"error": {"message": "scripted failure"}}, {"Retry-After": "0"})
+            return
+        if kind == "body":
+            data = behaviour[1].encode() if isinstance(behaviour[1], str) else behaviour[1]
+            self._send(200, data, {"Content-Type": behaviour[2] if len(behaviour) > 2 else "application/json"})
+            return
+        if kind == "cut":
+            data = json.dumps(completion(behaviour[1], body["model"])).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data[:len(data) // 2])
+            self.close_connection = True
+            return
+        if kind == "sleep":
+            time.sleep(behaviour[1])
+            content = behaviour[2]
+        elif kind == "call":  # a reply computed from the request (an agent that reads its conversation)
+            time.sleep(behaviour[2] if len(behaviour) > 2 else 0)
+            content = behaviour[1](body)
+        elif kind == "echo":
+            time.sleep(behaviour[1] if len(behaviour) > 1 else 0)
+            content = " ".join(p["text"] for m in body["messages"] for p in m["content"]
+                               if p["type"] == "text")
+        else:
+            content = behaviour[1]
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client that timed out
+            self._send(200, completion(content, body["model"]))
+
+    def _send(self, status: int, payload: dict[str, Any] | bytes, headers: dict[str, str] | None = None
+              ) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        headers = {"Content-Type": "application/json", **(headers or {})}
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _ScriptedHTTPServer(ThreadingHTTPServer):
+    request_queue_size = 2048  # uvicorn's backlog; socketserver's 5 resets a burst of new connections
+
+    def __init__(self, scripted: ScriptedChatServer) -> None:
+        super().__init__(("127.0.0.1", 0), _ScriptedHandler)
+        self.scripted = scripted
+
+
 class ScriptedChatServer:
     """Each request takes the next behaviour (the last one repeats): ``("text", content)``, ``("status", code)``,
     ``("sleep", seconds, content)``, ``("echo", [seconds])`` which answers with the request's own text,
@@ -48,80 +130,7 @@ class ScriptedChatServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            # connections kept alive between requests, as vLLM's and OpenAI's servers keep them (HTTP/1.0, the
-            # default here, would make every request open a new one and measure that instead)
-            protocol_version = "HTTP/1.1"
-            # and replies sent at once (TCP_NODELAY, as uvicorn sets it): headers and body go out in two writes,
-            # and on a kept connection Nagle's algorithm holds the body back until the client's delayed ACK (~40 ms)
-            disable_nagle_algorithm = True
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                with server._lock:
-                    server.requests.append({"path": self.path, "body": body,
-                                            "auth": self.headers.get("Authorization")})
-                    behaviour = server.behaviours[0] if len(server.behaviours) == 1 else server.behaviours.popleft()
-                    server.in_flight += 1
-                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
-                try:
-                    self._answer(behaviour, body)
-                finally:
-                    with server._lock:
-                        server.in_flight -= 1
-
-            def _answer(self, behaviour: tuple[Any, ...], body: dict[str, Any]) -> None:
-                kind = behaviour[0]
-                if kind == "status":
-                    self._send(behaviour[1], {"error": {"message": "scripted failure"}}, {"Retry-After": "0"})
-                    return
-                if kind == "body":
-                    data = behaviour[1].encode() if isinstance(behaviour[1], str) else behaviour[1]
-                    self._send(200, data, {"Content-Type": behaviour[2] if len(behaviour) > 2 else "application/json"})
-                    return
-                if kind == "cut":
-                    data = json.dumps(completion(behaviour[1], body["model"])).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data[:len(data) // 2])
-                    self.close_connection = True
-                    return
-                if kind == "sleep":
-                    time.sleep(behaviour[1])
-                    content = behaviour[2]
-                elif kind == "call":  # a reply computed from the request (an agent that reads its conversation)
-                    time.sleep(behaviour[2] if len(behaviour) > 2 else 0)
-                    content = behaviour[1](body)
-                elif kind == "echo":
-                    time.sleep(behaviour[1] if len(behaviour) > 1 else 0)
-                    content = " ".join(p["text"] for m in body["messages"] for p in m["content"]
-                                       if p["type"] == "text")
-                else:
-                    content = behaviour[1]
-                with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # a client that timed out
-                    self._send(200, completion(content, body["model"]))
-
-            def _send(self, status: int, payload: dict[str, Any] | bytes, headers: dict[str, str] | None = None
-                      ) -> None:
-                data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-                headers = {"Content-Type": "application/json", **(headers or {})}
-                self.send_response(status)
-                self.send_header("Content-Length", str(len(data)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(data)
-
-        class Server(ThreadingHTTPServer):
-            request_queue_size = 2048  # uvicorn's backlog; socketserver's 5 resets a burst of new connections
-
-        self.httpd = Server(("127.0.0.1", 0), Handler)
+        self.httpd = _ScriptedHTTPServer(self)
         self.httpd.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

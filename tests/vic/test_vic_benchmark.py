@@ -111,9 +111,9 @@ def test_the_vic_export_reads_back_into_the_same_verified_instances(settings, tm
 
 
 def _as_record(item: Any) -> Any:
-    from tasks.vic.evaluation import _Record
+    from tasks.vic.evaluation import ItemRecord
 
-    return _Record(item)
+    return ItemRecord(item)
 
 
 def _maze_item(settings: Settings) -> tuple[Any, Any, Any]:

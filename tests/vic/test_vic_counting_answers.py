@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tasks.vic.counting import MAX_ACTION_COUNT, score_counts
+from tasks.vic.counting_answers import score_counts
+from tasks.vic.counting_simulator import MAX_ACTION_COUNT
 from tasks.vic.task import STAGE3_PROTOCOL
 from tests.support.vic import counting_truth, with_meta
 

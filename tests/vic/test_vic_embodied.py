@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tasks.vic import embodied
-from tasks.vic.embodied import NON_CRITICAL, EmbodiedTask
+from tasks.vic import embodied_answers, embodied_planning
+from tasks.vic.embodied import EmbodiedTask
+from tasks.vic.embodied_answers import NON_CRITICAL
 from tasks.vic.task import LETTERS, STAGE3_PROTOCOL, VicInstance
 from tasks.vic.worlds import Action, MiniGridWorld, Thing
 
@@ -64,7 +65,7 @@ def test_instances_meet_the_constraints_and_verify(generated: list[VicInstance])
         meta = instance.meta
         assert instance.task == "embodied" and meta["env"] in SMALL["envs"]
         assert 3 <= len(meta["plan"]) <= 8 and meta["plan_actions"] == [3, 8]
-        assert embodied.retrospection_index(meta["plan"]) is None  # the GT itself has no reflective adjustment
+        assert embodied_planning.retrospection_index(meta["plan"]) is None  # the GT itself has no reflective adjustment
         assert instance.open_form.answer == meta["plan"] and meta["mission"]
         assert TASK.verify(instance) == []
     doorkey = next(i for i in generated if i.meta["env"] == "MiniGrid-DoorKey-5x5-v0")
@@ -139,18 +140,19 @@ def test_prompts(unlock: VicInstance) -> None:
 
 def test_canonical_action_synonyms_and_colours() -> None:
     things = [Thing("red", "key"), Thing("blue", "key"), Thing("green", "goal"), Thing("red", "door")]
-    assert embodied.canonical_action("Navigate to the red key.", things) == Action("go to", "red", "key")
-    assert embodied.canonical_action("2. walk to goal", things) == Action("go to", "green", "goal")
-    assert embodied.canonical_action("- Grab the BLUE key", things) == Action("pick up", "blue", "key")
-    assert embodied.canonical_action("pickup red key", things) == Action("pick up", "red", "key")
-    assert embodied.canonical_action("unlock the door", things) == Action("open", "red", "door")
-    assert embodied.canonical_action("put down the key", things) == Action("drop")
-    assert embodied.canonical_action("use the red key to open the red door", things) == Action("open", "red", "door")
-    assert embodied.canonical_action("pick up the key", things) is None  # two keys: the colour is needed
-    assert embodied.canonical_action("dance", things) is None
-    assert embodied.canonical_action("move forward", things) == NON_CRITICAL
-    assert embodied.canonical_action("Observe", things) == NON_CRITICAL
-    assert embodied.canonical_action("turn left", things) == NON_CRITICAL
+    assert embodied_answers.canonical_action("Navigate to the red key.", things) == Action("go to", "red", "key")
+    assert embodied_answers.canonical_action("2. walk to goal", things) == Action("go to", "green", "goal")
+    assert embodied_answers.canonical_action("- Grab the BLUE key", things) == Action("pick up", "blue", "key")
+    assert embodied_answers.canonical_action("pickup red key", things) == Action("pick up", "red", "key")
+    assert embodied_answers.canonical_action("unlock the door", things) == Action("open", "red", "door")
+    assert embodied_answers.canonical_action("put down the key", things) == Action("drop")
+    assert embodied_answers.canonical_action("use the red key to open the red door", things) == Action(
+        "open", "red", "door")
+    assert embodied_answers.canonical_action("pick up the key", things) is None  # two keys: the colour is needed
+    assert embodied_answers.canonical_action("dance", things) is None
+    assert embodied_answers.canonical_action("move forward", things) == NON_CRITICAL
+    assert embodied_answers.canonical_action("Observe", things) == NON_CRITICAL
+    assert embodied_answers.canonical_action("turn left", things) == NON_CRITICAL
 
 
 def test_parse_open_well_formed_sloppy_and_unparseable(unlock: VicInstance) -> None:
@@ -172,7 +174,7 @@ def test_parse_open_well_formed_sloppy_and_unparseable(unlock: VicInstance) -> N
 # -- scores (hand-computed) ----------------------------------------------------------------------------------------
 
 def _score(instance: VicInstance, answer: list[str] | None, **rules: str) -> tuple[float, float, float | None, int]:
-    scored = embodied.score_plan(instance.meta, answer, **rules)
+    scored = embodied_answers.score_plan(instance.meta, answer, **rules)
     return scored.acc, scored.recall, scored.legality, scored.steps
 
 
@@ -207,7 +209,7 @@ def test_score_a_repeated_step_and_the_acc_rules(unlock: VicInstance) -> None:
     assert _score(unlock, detour) == (0.0, 7 / 8, 1.0, 8)
     assert _score(unlock, detour, acc_rule="reaches_goal") == (1.0, 7 / 8, 1.0, 8)
     with pytest.raises(ValueError):
-        embodied.score_plan(unlock.meta, plan, acc_rule="similarity")
+        embodied_answers.score_plan(unlock.meta, plan, acc_rule="similarity")
 
 
 def test_before_retrospection_and_thinkgain(unlock: VicInstance) -> None:
@@ -249,17 +251,17 @@ def test_world_rules_refuse_what_minigrid_cannot_do(unlock: VicInstance) -> None
     plan = _plan(unlock)
     world = MiniGridWorld(unlock.meta["env"])
     world.reset(unlock.meta["seed"])
-    key = embodied.action_from_text(plan[1]).thing
-    door = embodied.action_from_text(plan[3])
-    assert world.execute(embodied.action_from_text(plan[2])).legal
+    key = embodied_answers.action_from_text(plan[1]).thing
+    door = embodied_answers.action_from_text(plan[3])
+    assert world.execute(embodied_answers.action_from_text(plan[2])).legal
     opened = world.execute(door)
     assert not opened.legal and "locked" in opened.message  # no key in hand
-    assert world.execute(embodied.action_from_text(plan[0])).legal
-    assert world.execute(embodied.action_from_text(plan[1])).legal and world.carrying() == key
-    again = world.execute(embodied.action_from_text(plan[1]))
+    assert world.execute(embodied_answers.action_from_text(plan[0])).legal
+    assert world.execute(embodied_answers.action_from_text(plan[1])).legal and world.carrying() == key
+    again = world.execute(embodied_answers.action_from_text(plan[1]))
     assert not again.legal and "already carrying" in again.message
     assert not world.execute(Action("pick up", "red", "door")).legal
-    absent = next(Thing(c, "ball") for c in embodied.COLORS if Thing(c, "ball") not in world.things())
+    absent = next(Thing(c, "ball") for c in embodied_answers.COLORS if Thing(c, "ball") not in world.things())
     missing = world.execute(Action("go to", absent.color, "ball"))
     assert not missing.legal and "there is no" in missing.message
 

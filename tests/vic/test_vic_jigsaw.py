@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tasks.vic import jigsaw
+from tasks.vic import jigsaw, jigsaw_board, jigsaw_generate
 from tasks.vic.images import (
     bundled_images,
     load_folder,
@@ -81,7 +81,7 @@ def test_an_instance_keeps_the_papers_construction(instances: list[VicInstance])
         assert sorted(meta["mapping"]) == list("123456") and sorted(meta["mapping"].values()) == list("ABCDEF")
         assert instance.open_form.answer == meta["mapping"]
         composite = Image.open(io.BytesIO(instance.stage_one.image))
-        assert composite.size == (jigsaw.CANVAS_WIDTH, jigsaw.CANVAS_HEIGHT)
+        assert composite.size == (jigsaw_board.CANVAS_WIDTH, jigsaw_board.CANVAS_HEIGHT)
         assert composite.size == Image.open(io.BytesIO(instance.open_form.image)).size
         assert instance.stage_one.image != instance.open_form.image  # the region letters
         assert meta["source"].startswith("skimage:")
@@ -106,7 +106,7 @@ def test_the_distractor_mix_follows_the_setting() -> None:
     rng = np.random.default_rng(0)
     for share, allowed in ((1.0, {1}), (0.0, {2})):
         for _ in range(20):
-            answer, states = jigsaw.stage_one_states(JIGSAW_TRUTH, rng, share)
+            answer, states = jigsaw_generate.stage_one_states(JIGSAW_TRUTH, rng, share)
             counts = {sum(JIGSAW_TRUTH[p] != r for p, r in s.items()) for k, s in states.items() if k != answer}
             assert counts == allowed
 
@@ -114,21 +114,21 @@ def test_the_distractor_mix_follows_the_setting() -> None:
 def test_dispersed_sampling_spreads_the_picks() -> None:
     flat = np.ones((4, 4))
     for seed in range(30):
-        first, second = jigsaw.dispersed_sample(flat, 2, 0.0, np.random.default_rng(seed))
+        first, second = jigsaw_generate.dispersed_sample(flat, 2, 0.0, np.random.default_rng(seed))
         assert max(abs(first[0] - second[0]), abs(first[1] - second[1])) > 1  # a penalty of 0 forbids touching
-        assert len(set(jigsaw.dispersed_sample(flat, 6, 0.0, np.random.default_rng(seed)))) == 6
+        assert len(set(jigsaw_generate.dispersed_sample(flat, 6, 0.0, np.random.default_rng(seed)))) == 6
     weights = np.full((4, 4), 0.001)
     weights[0, 0] = weights[3, 3] = 1.0
-    picks = [tuple(jigsaw.dispersed_sample(weights, 2, 0.2, np.random.default_rng(s))) for s in range(20)]
+    picks = [tuple(jigsaw_generate.dispersed_sample(weights, 2, 0.2, np.random.default_rng(s))) for s in range(20)]
     assert picks.count(((0, 0), (3, 3))) >= 18  # the weights lead
 
 
 def test_the_texture_weights_and_the_uniqueness_guard() -> None:
     source = np.zeros((224, 224, 3), dtype=np.uint8)
     source[:56, :56] = noise_image(9, (56, 56))
-    weights = jigsaw.texture_weights(source, 0.05)
+    weights = jigsaw_generate.texture_weights(source, 0.05)
     assert weights[0, 0] == 1.0 and weights[3, 3] == 0.05
-    assert jigsaw.min_difference(source, [(0, 0), (1, 1), (2, 2)]) == 0.0
+    assert jigsaw_generate.min_difference(source, [(0, 0), (1, 1), (2, 2)]) == 0.0
 
 
 def test_a_folder_pool_builds_verified_puzzles_and_reports_what_it_skips(task: JigsawTask, folder: Path) -> None:
@@ -202,29 +202,29 @@ def test_the_verifier_reads_the_option_images_not_the_record(task: JigsawTask, i
     regions = [three_wrong[p] for p in patches]
     three_wrong = dict(zip(patches, regions[1:] + regions[:1], strict=True))  # a 4-cycle: every one wrong
     assert all(truth[int(p)] != r for p, r in three_wrong.items())
-    source = jigsaw.from_png(instance.images["source"])
+    source = jigsaw_board.from_png(instance.images["source"])
     regions_map = {k: tuple(v) for k, v in instance.meta["regions"].items()}
-    png = jigsaw.to_png(jigsaw.render_board(source, regions_map, truth, {int(p): r for p, r in three_wrong.items()},
-                                            labelled=False))
+    placed = {int(p): r for p, r in three_wrong.items()}
+    png = jigsaw_board.to_png(jigsaw_board.render_board(source, regions_map, truth, placed, labelled=False))
     states = {**instance.meta["stage_one"], wrong_letter: three_wrong}
     bad = dataclasses.replace(corrupt(instance, stage_one=states), stage_one=dataclasses.replace(
         instance.stage_one, option_images={**instance.stage_one.option_images, wrong_letter: png}))
     assert task.verify(bad) == [f"option {wrong_letter} has 4 wrong placements"]
-    tampered = jigsaw.from_png(instance.stage_one.option_images[wrong_letter]).copy()
+    tampered = jigsaw_board.from_png(instance.stage_one.option_images[wrong_letter]).copy()
     tampered[0, 0] = 255 - tampered[0, 0]
-    bad = dataclasses.replace(instance, stage_one=dataclasses.replace(
-        instance.stage_one, option_images={**instance.stage_one.option_images, wrong_letter: jigsaw.to_png(tampered)}))
+    options = {**instance.stage_one.option_images, wrong_letter: jigsaw_board.to_png(tampered)}
+    bad = dataclasses.replace(instance, stage_one=dataclasses.replace(instance.stage_one, option_images=options))
     assert any("outside the removed cells" in p or "neither" in p for p in task.verify(bad))
 
 
 def test_the_verifier_catches_a_mask_that_shows_the_patch(task: JigsawTask, instances: list[VicInstance]) -> None:
     instance = instances[0]
-    composite = jigsaw.from_png(instance.stage_one.image).copy()
-    source = jigsaw.from_png(instance.images["source"])
+    composite = jigsaw_board.from_png(instance.stage_one.image).copy()
+    source = jigsaw_board.from_png(instance.images["source"])
     x, y = instance.meta["layout"]["board"]
     composite[y:y + 224, x:x + 224] = source
     bad = dataclasses.replace(instance, stage_one=dataclasses.replace(instance.stage_one,
-                                                                      image=jigsaw.to_png(composite)))
+                                                                      image=jigsaw_board.to_png(composite)))
     problems = task.verify(bad)
     assert sum("still shows the removed patch" in p for p in problems) == 6
 
@@ -232,11 +232,11 @@ def test_the_verifier_catches_a_mask_that_shows_the_patch(task: JigsawTask, inst
 def test_the_verifier_catches_identical_patches_and_broken_records(task: JigsawTask,
                                                                     instances: list[VicInstance]) -> None:
     instance = instances[0]
-    composite = jigsaw.from_png(instance.open_form.image).copy()
+    composite = jigsaw_board.from_png(instance.open_form.image).copy()
     (x1, y1), (x2, y2) = instance.meta["layout"]["strip"]["1"], instance.meta["layout"]["strip"]["2"]
     composite[y2:y2 + 56, x2:x2 + 56] = composite[y1:y1 + 56, x1:x1 + 56]
     bad = dataclasses.replace(instance, open_form=dataclasses.replace(instance.open_form,
-                                                                      image=jigsaw.to_png(composite)))
+                                                                      image=jigsaw_board.to_png(composite)))
     assert "patches 1 and 2 are identical: the answer is not unique" in task.verify(bad)
     assert task.verify(dataclasses.replace(instance, images={}))[0].startswith("unreadable instance")
     short = {k: v for k, v in instance.meta["mapping"].items() if k != "6"}

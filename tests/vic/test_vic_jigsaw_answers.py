@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tasks.vic import jigsaw
-from tasks.vic.jigsaw import JigsawTask, score_pairs
+from tasks.vic import jigsaw_answers, jigsaw_board
+from tasks.vic.jigsaw import JigsawTask
+from tasks.vic.jigsaw_answers import score_pairs
 from tasks.vic.task import VicInstance
 from tests.support.vic import JIGSAW_TRUTH, jigsaw_truth
 
@@ -142,9 +143,9 @@ def test_the_simulator_places_refuses_and_finishes(task: JigsawTask, instances: 
     results = [sim.step(f"{p}:{truth[p]}") for p in range(2, 7)]
     assert all(r.legal for r in results) and [r.done for r in results] == [False] * 4 + [True]
     assert "send your final answer" in results[-1].message
-    composite = jigsaw.from_png(sim.image())
+    composite = jigsaw_board.from_png(sim.image())
     x, y = instance.meta["layout"]["board"]
-    assert np.array_equal(composite[y:y + 224, x:x + 224], jigsaw.from_png(instance.images["source"]))
+    assert np.array_equal(composite[y:y + 224, x:x + 224], jigsaw_board.from_png(instance.images["source"]))
     assert not sim.step(f"3:{truth[3]}").legal
 
 
@@ -157,8 +158,8 @@ def test_a_wrong_placement_is_legal_and_shown(task: JigsawTask, instances: list[
     regions = instance.meta["regions"]
     row, col = regions[truth[2]]
     x, y = instance.meta["layout"]["board"]
-    shown = jigsaw.from_png(sim.image())[y + row * 56:y + row * 56 + 56, x + col * 56:x + col * 56 + 56]
-    source = jigsaw.from_png(instance.images["source"])
+    shown = jigsaw_board.from_png(sim.image())[y + row * 56:y + row * 56 + 56, x + col * 56:x + col * 56 + 56]
+    source = jigsaw_board.from_png(instance.images["source"])
     r1, c1 = regions[truth[1]]
     assert np.array_equal(shown, source[r1 * 56:r1 * 56 + 56, c1 * 56:c1 * 56 + 56])
 
@@ -200,13 +201,13 @@ def test_a_retrospection_shows_in_think_gain(task: JigsawTask, instances: list[V
 
 def test_a_b_reads_actions_as_the_simulator_does() -> None:
     final = "Maybe 1:A? No.\n<answer>1:C, 2:A, 3:F, 4:B, 5:E, 6:D</answer>"
-    assert jigsaw.first_placements(["<action>4:B</action>", "1:A, 2:B", "look", final]) == [
+    assert jigsaw_answers.first_placements(["<action>4:B</action>", "1:A, 2:B", "look", final]) == [
         (4, "B"), (1, "C"), (2, "A"), (3, "F"), (5, "E"), (6, "D")]
 
 
 def test_first_use_attempted_counts_refused_placements() -> None:
     steps = ["1:A", "2:A", "2:B"]
-    assert jigsaw.first_placements(steps, "placed") == [(1, "A"), (2, "B")]
-    assert jigsaw.first_placements(steps, "attempted") == [(1, "A"), (2, "A")]
+    assert jigsaw_answers.first_placements(steps, "placed") == [(1, "A"), (2, "B")]
+    assert jigsaw_answers.first_placements(steps, "attempted") == [(1, "A"), (2, "A")]
     with pytest.raises(ValueError):
-        jigsaw.first_placements(steps, "latest")
+        jigsaw_answers.first_placements(steps, "latest")

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tasks.vic import maze, maze_render
+from tasks.vic import maze, maze_generate, maze_prompts, maze_render, maze_verify, maze_walk
 from tasks.vic.task import LETTERS, STAGE3_PROTOCOL, VicInstance
 
 SMALL = {"batch_size": 150}  # small batches keep a few-instance build well under a second
@@ -32,9 +32,9 @@ COMB_MOVES = ["left", "left", "left", "down", "down", "down", "right", "right"]
 @pytest.fixture(scope="module")
 def comb() -> VicInstance:
     edges = tuple(sorted((tuple(a), tuple(b)) for a, b in COMB))
-    chosen = maze._Candidate(edges=edges, start=(0, 3), end=(3, 2), path=tuple(COMB_PATH), maze_seed=0)
+    chosen = maze_generate._Candidate(edges=edges, start=(0, 3), end=(3, 2), path=tuple(COMB_PATH), maze_seed=0)
     letters = dict(zip(LETTERS, [(2, 3), (3, 2), (1, 1), (3, 0)], strict=True))  # the end is B
-    return maze._instance(chosen, letters, maze._settings({}))
+    return maze_generate.build_instance(chosen, letters, maze_generate._settings({}))
 
 
 def _with_meta(instance: VicInstance, **changes: Any) -> VicInstance:
@@ -69,12 +69,12 @@ def test_generated_instances_meet_the_paper_constraints(generated: list[VicInsta
         assert len(meta["edges"]) == 15  # a DFS maze spans the 16 cells as a tree
         assert instance.open_form.answer == meta["moves"]
         assert instance.stage_one.image.startswith(b"\x89PNG") and instance.open_form.image.startswith(b"\x89PNG")
-        assert maze.verify_maze(instance) == []
+        assert maze_verify.verify_maze(instance) == []
 
 
 def test_the_stored_maze_seed_regenerates_the_layout(generated: list[VicInstance]) -> None:
     instance = generated[0]
-    again = maze._sample((4, 4), instance.meta["source"]["maze_seed"], (5, 8))
+    again = maze_generate._sample((4, 4), instance.meta["source"]["maze_seed"], (5, 8))
     assert again is not None
     assert [[list(a), list(b)] for a, b in again.edges] == instance.meta["edges"]
     assert list(again.start) == instance.meta["start"] and list(again.end) == instance.meta["end"]
@@ -83,9 +83,9 @@ def test_the_stored_maze_seed_regenerates_the_layout(generated: list[VicInstance
 def test_generation_options() -> None:
     six = maze.generate_mazes(3, seed=1, options={**SMALL, "path_moves": (6, 6)})
     assert [len(i.meta["moves"]) for i in six] == [6, 6, 6]
-    assert all(maze.verify_maze(i) == [] for i in six)
+    assert all(maze_verify.verify_maze(i) == [] for i in six)
     triples = maze.generate_mazes(2, seed=1, options={**SMALL, "dedupe": "triple", "cell_px": 48})
-    assert all(maze.verify_maze(i) == [] for i in triples)
+    assert all(maze_verify.verify_maze(i) == [] for i in triples)
     assert len(triples[0].open_form.image) != len(six[0].open_form.image)
     with pytest.raises(ValueError, match="unknown options"):
         maze.generate_mazes(1, seed=1, options={"grid": 5})
@@ -108,26 +108,26 @@ def test_stage_one_has_exactly_one_right_option(generated: list[VicInstance]) ->
 
 def test_the_verifier_passes_the_hand_made_instance(comb: VicInstance) -> None:
     assert comb.meta["moves"] == COMB_MOVES
-    assert maze.verify_maze(comb) == []
+    assert maze_verify.verify_maze(comb) == []
 
 
 def test_the_verifier_catches_a_wrong_path(comb: VicInstance) -> None:
     detour = [[0, 3], [0, 2], [1, 2], [1, 1], [1, 0], [2, 0], [3, 0], [3, 1], [3, 2]]
-    problems = maze.verify_maze(_with_meta(comb, path=detour))
+    problems = maze_verify.verify_maze(_with_meta(comb, path=detour))
     assert any("not the path a search" in p for p in problems)
-    problems = maze.verify_maze(_with_meta(comb, moves=["left"] * 3 + ["down"] * 3 + ["right", "up"]))
+    problems = maze_verify.verify_maze(_with_meta(comb, moves=["left"] * 3 + ["down"] * 3 + ["right", "up"]))
     assert any("moves" in p for p in problems)
 
 
 def test_the_verifier_catches_a_wrong_end_and_wrong_edges(comb: VicInstance) -> None:
-    problems = maze.verify_maze(_with_meta(comb, end=[3, 3]))
+    problems = maze_verify.verify_maze(_with_meta(comb, end=[3, 3]))
     assert any("not the path a search" in p for p in problems)
     cut = [e for e in comb.meta["edges"] if e != [[0, 0], [1, 0]]]
-    problems = maze.verify_maze(_with_meta(comb, edges=cut))
+    problems = maze_verify.verify_maze(_with_meta(comb, edges=cut))
     assert any("spanning tree" in p for p in problems)
     assert any("border (0, 0)-(1, 0) is drawn open but the edges say a wall" in p for p in problems)
     loop = [*comb.meta["edges"], [[0, 1], [1, 1]]]  # a cycle: the path would no longer be unique
-    problems = maze.verify_maze(_with_meta(comb, edges=loop))
+    problems = maze_verify.verify_maze(_with_meta(comb, edges=loop))
     assert any("spanning tree" in p for p in problems)
     assert any("border (0, 1)-(1, 1) is drawn a wall" in p for p in problems)
 
@@ -137,27 +137,27 @@ def test_the_verifier_catches_wrong_stage_one_options(comb: VicInstance) -> None
     right = comb.stage_one.answer
     wrong = next(letter for letter in LETTERS if letter != right)
     relabelled = dataclasses.replace(comb, stage_one=dataclasses.replace(comb.stage_one, answer=wrong))
-    assert any("the answer" in p for p in maze.verify_maze(relabelled))
+    assert any("the answer" in p for p in maze_verify.verify_maze(relabelled))
     doubled = _with_meta(comb, stage_one_ends={**ends, wrong: ends[right]})
-    assert any("distractor" in p for p in maze.verify_maze(doubled))
+    assert any("distractor" in p for p in maze_verify.verify_maze(doubled))
     # two distractors swapped in the ground truth but not in the picture: the letters read back catch it
     a, b = [letter for letter in LETTERS if letter != right][:2]
     swapped = _with_meta(comb, stage_one_ends={**ends, a: ends[b], b: ends[a]})
-    assert any("does not read as" in p for p in maze.verify_maze(swapped))
+    assert any("does not read as" in p for p in maze_verify.verify_maze(swapped))
     question = comb.stage_one.question.replace("right, right.", "right, up.")
     moved = dataclasses.replace(comb, stage_one=dataclasses.replace(comb.stage_one, question=question))
-    assert any("do not walk" in p for p in maze.verify_maze(moved))
+    assert any("do not walk" in p for p in maze_verify.verify_maze(moved))
 
 
 def test_the_verifier_catches_wrong_images_and_keys(comb: VicInstance, generated: list[VicInstance]) -> None:
     other = generated[0]
     wrong_image = dataclasses.replace(comb, open_form=dataclasses.replace(comb.open_form,
                                                                           image=other.open_form.image))
-    assert any(p.startswith("stages 2/3 image") for p in maze.verify_maze(wrong_image))
+    assert any(p.startswith("stages 2/3 image") for p in maze_verify.verify_maze(wrong_image))
     no_letters = maze_render.render_maze((4, 4), COMB, start=(0, 3))
     blank = dataclasses.replace(comb, stage_one=dataclasses.replace(comb.stage_one, image=no_letters))
-    assert any("option badges" in p for p in maze.verify_maze(blank))
-    assert any("key" in p for p in maze.verify_maze(dataclasses.replace(comb, key="maze-0")))
+    assert any("option badges" in p for p in maze_verify.verify_maze(blank))
+    assert any("key" in p for p in maze_verify.verify_maze(dataclasses.replace(comb, key="maze-0")))
 
 
 # -- prompts and parsers -----------------------------------------------------------------------------------------------
@@ -168,10 +168,10 @@ def test_prompts_by_stage_and_level(comb: VicInstance) -> None:
     assert "left, left, left, down, down, down, right, right" in one and "<answer>B</answer>" in one
     assert "<answer>down, down, right</answer>" in two and STAGE3_PROTOCOL not in two
     assert STAGE3_PROTOCOL in three and "<action>down</action>" in three and "blue star" in three
-    assert all(maze.LEVEL2_GUIDANCE not in p and "(0, 3)" not in p for p in (one, two, three))
-    assert maze.LEVEL2_GUIDANCE in task.prompts(comb, 2, 2) and "(0, 3)" not in task.prompts(comb, 2, 2)
+    assert all(maze_prompts.LEVEL2_GUIDANCE not in p and "(0, 3)" not in p for p in (one, two, three))
+    assert maze_prompts.LEVEL2_GUIDANCE in task.prompts(comb, 2, 2) and "(0, 3)" not in task.prompts(comb, 2, 2)
     level3 = task.prompts(comb, 2, 3)
-    assert maze.LEVEL2_GUIDANCE in level3 and "S is at (0, 3) and the end E is at (3, 2)" in level3
+    assert maze_prompts.LEVEL2_GUIDANCE in level3 and "S is at (0, 3) and the end E is at (3, 2)" in level3
     stage1 = task.prompts(comb, 1, 3)
     assert "S is at (0, 3)" in stage1 and "(3, 2)" in stage1  # the true end only as one of the four options
     start_only = maze.MazeTask(level3_stage1="start_only").prompts(comb, 1, 3)
@@ -216,7 +216,7 @@ def test_parse_choice_and_action() -> None:
 # -- scores, computed by hand on the comb (GT: 8 moves) ----------------------------------------------------------------
 
 def _score(comb: VicInstance, moves: list[str] | None, **settings: str) -> tuple[float, float, float | None, int]:
-    score = maze.score_moves(comb.meta, moves, **settings)
+    score = maze_walk.score_moves(comb.meta, moves, **settings)
     return score.acc, score.recall, score.legality, score.steps
 
 
@@ -238,7 +238,7 @@ def test_score_an_illegal_move_then_legal_ones(comb: VicInstance) -> None:
     assert _score(comb, out, recall_endpoint="final") == (0.0, 4 / 8, 4 / 5, 5)
     off = ["left", "left", "left", "down", "right", "up"]  # (1, 1) is off the path; up from it is a wall
     assert _score(comb, off) == (0.0, 0.0, 5 / 6, 6)
-    score = maze.score_moves(comb.meta, ["left", "jump"])
+    score = maze_walk.score_moves(comb.meta, ["left", "jump"])
     assert (score.recall, score.legality) == (1 / 8, 0.5)
     assert score.detail["illegal"] == [{"index": 1, "move": "jump", "why": "not a move"}]
     assert _score(comb, ["up"]) == (0.0, 0.0, 0.0, 1)  # out of the grid at once
@@ -256,7 +256,7 @@ def test_score_unparseable_and_empty_answers(comb: VicInstance) -> None:
     empty = maze.MazeTask().score_open(comb, [])
     assert (empty.acc, empty.recall, empty.legality, empty.parsed, empty.steps) == (0, 0, 0, True, 0)
     with pytest.raises(ValueError):
-        maze.score_moves(comb.meta, COMB_MOVES, acc_rule="close_enough")
+        maze_walk.score_moves(comb.meta, COMB_MOVES, acc_rule="close_enough")
 
 
 def test_scoring_settings_pass_through_the_task(comb: VicInstance) -> None:
@@ -309,6 +309,6 @@ def test_reversal_coincides_with_revisit_on_a_tree(comb: VicInstance) -> None:
     reversal = maze.MazeTask(retrospection="reversal")
     for actions in (["left", "left", "right"], ["left", "up", "right"], COMB_MOVES, ["left", "down", "left", "right"]):
         assert reversal.before_retrospection(comb, actions) == maze.MazeTask().before_retrospection(comb, actions)
-    assert maze.retrospection_index(comb.meta, ["left", "up", "right"]) == 2  # "up" is a wall, "right" goes back
+    assert maze_walk.retrospection_index(comb.meta, ["left", "up", "right"]) == 2  # "up" is a wall, "right" goes back
     with pytest.raises(ValueError):
-        maze.retrospection_index(comb.meta, [], "loop")
+        maze_walk.retrospection_index(comb.meta, [], "loop")

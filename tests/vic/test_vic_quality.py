@@ -123,7 +123,7 @@ def test_the_build_ranks_by_the_chat_role_and_records_it(tmp_path: Path) -> None
     from storage import open_storage
     from tasks.benchmark import BuildContext
     from tasks.vic.options import VicBuildOptions
-    from tasks.vic.stages import _task_options, generate_stage
+    from tasks.vic.stages import generate_stage, generator_options
 
     folder = tmp_path / "pool"
     folder.mkdir()
@@ -147,6 +147,6 @@ def test_the_build_ranks_by_the_chat_role_and_records_it(tmp_path: Path) -> None
         assert params["quality_scorer"]["model"] == "rater-vl" and "base_url" not in str(params)
         generate_stage(settings, BuildContext(benchmark="vic", run_id=None, options=options))
         assert len(server.requests) == 3  # the rerun found every rating in the catalog's cache
-    offline = _task_options("jigsaw", options, Settings())
+    offline = generator_options("jigsaw", options, Settings())
     assert offline["quality_scorer"].model_dump()["method"] == "offline"
-    assert _task_options("jigsaw", VicBuildOptions(), Settings()) == {"pool": "composed"}  # no scorer, no folder
+    assert generator_options("jigsaw", VicBuildOptions(), Settings()) == {"pool": "composed"}  # no scorer, no folder

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from tasks.vic.maze import score_moves
+from tasks.vic.maze_walk import score_moves
 from tasks.vic.solvers import maze_walk, maze_walker_solves
 from tasks.vic.suite import task
 
@@ -56,16 +56,16 @@ def _picture(instance) -> object:
 
 
 def test_the_jigsaw_matcher_places_patches_by_their_pixels():
-    from tasks.vic.jigsaw import _strip_patch
+    from tasks.vic.jigsaw_verify import strip_patch
     from tasks.vic.solvers import jigsaw_match, jigsaw_matcher_solves
 
     made = task("jigsaw").generate(4, 3, {"pool": "composed"})
     assert all(jigsaw_matcher_solves(instance.meta, _picture(instance)) for instance in made)
     instance = made[0]
     picture = _picture(instance)  # patches 1 and 2 swapped in the strip: the matcher follows the pixels
-    one, two = _strip_patch(picture, instance.meta, "1").copy(), _strip_patch(picture, instance.meta, "2").copy()
-    _strip_patch(picture, instance.meta, "1")[:] = two
-    _strip_patch(picture, instance.meta, "2")[:] = one
+    one, two = strip_patch(picture, instance.meta, "1").copy(), strip_patch(picture, instance.meta, "2").copy()
+    strip_patch(picture, instance.meta, "1")[:] = two
+    strip_patch(picture, instance.meta, "2")[:] = one
     placed, truth = jigsaw_match(instance.meta, picture), instance.meta["mapping"]
     assert (placed[1], placed[2]) == (truth["2"], truth["1"])
     assert not jigsaw_matcher_solves(instance.meta, picture)
