@@ -1,5 +1,6 @@
 # The two commands: `make demo` runs the main job on the embedded default, `make test` runs the test suite.
 # Both set up (or reuse) ./.venv first.
+SHELL := /bin/bash
 .PHONY: setup demo test lint bench lock
 
 setup:
@@ -17,14 +18,16 @@ lock:  # re-resolve pyproject.toml's dependencies (and scripts/no-deps.txt) into
 lint: setup
 	.venv/bin/ruff check .
 
+# every bench once, one after the other; what they print also goes to bench/output/make-bench.txt (the run's date,
+# commit and load first), which the README's "Last make bench" table is read from
+BENCHES = command_overhead catalog_write progress_build explore_quality annotation_latency annotation_browser \
+          login_attack eval_throughput vic_build webplan_build scale_build
+
 bench: setup
-	.venv/bin/python bench/command_overhead.py
-	.venv/bin/python bench/catalog_write.py
-	.venv/bin/python bench/progress_build.py
-	.venv/bin/python bench/explore_quality.py
-	.venv/bin/python bench/annotation_latency.py
-	.venv/bin/python bench/login_attack.py
-	.venv/bin/python bench/eval_throughput.py
-	.venv/bin/python bench/vic_build.py
-	.venv/bin/python bench/webplan_build.py
-	.venv/bin/python bench/scale_build.py
+	@mkdir -p bench/output
+	@{ echo "make bench: $$(date -u '+%Y-%m-%d %H:%M UTC'), commit $$(git rev-parse --short HEAD 2>/dev/null), \
+	$$(nproc) cores, load $$(cut -d' ' -f1-3 /proc/loadavg)"; } | tee bench/output/make-bench.txt
+	@set -o pipefail; for name in $(BENCHES); do \
+		echo "== bench/$$name.py ($$(date -u +%H:%M:%S), load $$(cut -d' ' -f1 /proc/loadavg))"; \
+		SECONDS=0; .venv/bin/python bench/$$name.py 2>&1 || exit 1; echo "== $$name took $$SECONDS s"; \
+	done | tee -a bench/output/make-bench.txt
