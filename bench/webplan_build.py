@@ -18,9 +18,10 @@ Printed per number of browsers: each part's median seconds (lowest-highest over 
 instances quarantined (a draft whose confirmation failed: never stored as an instance), instances per second; the
 peak memory of the command's process and of its Chromiums together (resident, sampled every 0.5 s); the time against
 one browser's in the same round; and the **extrapolated** time of the paper-size build (the shipped defaults:
-[webplan] edge_count 1,530, future_count 7,196, miniwob_episodes 126): each part's time less the command's own
-cost, scaled by the instances (episodes) it would make, plus one command's cost per stage. ``--full`` then runs the
-real paper-size build once, ``benchwright build webplan`` with nothing added, with the fastest number of browsers.
+[webplan] edge_count 1,530, future_count 7,196, miniwob_episodes 200, realweb_count 435): each part's time less the
+command's own cost, scaled by the instances (episodes) it would make (real-web questions: an upper bound, as they stop
+at their count), plus one command's cost per stage. ``--full`` then runs the real paper-size build once, ``benchwright
+build webplan`` with nothing added, with the fastest number of browsers.
 The machine's load stands beside every figure (``bench/rounds.py``).
 """
 
@@ -156,6 +157,9 @@ def full_size_s(figures: list[dict[str, Any]], args: argparse.Namespace) -> floa
 
 
 def report(by_browsers: dict[int, list[dict[str, Any]]], args: argparse.Namespace) -> None:
+    from schemas.config import Settings
+
+    paper = Settings().webplan
     one = by_browsers.get(min(by_browsers))
     print(f"{'browsers':>8} {'part':<13} {'seconds (median, lowest-highest)':<34} {'made':>5} {'quar.':>5} "
           f"{'inst/s':>7} {'vs fewest':>9} {'peak MB proc/chromium':>22} {'load 1-min':>10}")
@@ -173,8 +177,9 @@ def report(by_browsers: dict[int, list[dict[str, Any]]], args: argparse.Namespac
                   f"{process_mb:>10.0f}/{chromium_mb:<11.0f}{load:>10.2f}")
         total = [sum(f[part]["s"] for part in PARTS) for f in figures]
         print(f"{browsers:>8} {'all parts':<13} {spread(total, ' s', 1)}")
-        print(f"{browsers:>8} EXTRAPOLATED paper-size build (1,530 edge, 7,200 future, 8 x 126 episodes, their "
-              f"temporal and real-web questions): {full_size_s(figures, args) / 60:.0f} min")
+        print(f"{browsers:>8} EXTRAPOLATED paper-size build ({paper.edge_count:,} edge, {paper.future_count:,} "
+              f"future, 8 x {paper.miniwob_episodes} episodes, their temporal and real-web questions): "
+              f"{full_size_s(figures, args) / 60:.0f} min")
     print("inst/s: instances made per second of the part's time less the command's own cost (the 'overhead' part: "
           "a generate of temporal questions, no browser work); trajectories: episodes recorded per second")
 

@@ -6,6 +6,7 @@ pool's size."""
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -29,6 +30,7 @@ class Built:
     rejected: list[Rejected] = field(default_factory=list)
     kept: int = 0  # made by an earlier build of the same seeds, so not made again (see ``made_before``)
     repeats: int = 0  # draws that repeat an instance out (released, stored or drawn before), never stored
+    short: list[str] = field(default_factory=list)  # counts not reached, and why
 
 
 # What an earlier build already made, so a rerun (a schedule, a resumed crash) neither redoes the browser work nor
@@ -259,12 +261,13 @@ def temporal_pairs(trajectories: list[tuple[Any, str]], done: Done = frozenset()
 
 
 def plan_questions(browsers: Any, trajectories: list[tuple[Any, str]], seed: int, base: str,
-                   max_actions: int, done: Done = frozenset(), screen: DrawScreen | None = None) -> Built:
-    """A shuffle and a semantic question per usable trajectory; MiniWob++ ones replayed on the pool's browsers,
-    taken in order. A question that repeats an instance out (the same trajectory, or its task and plan again) is
-    left out before the browser work."""
+                   max_actions: int, per_strategy: int, done: Done = frozenset(),
+                   screen: DrawScreen | None = None) -> Built:
+    """Up to ``per_strategy`` questions of each strategy (those made before included), a usable trajectory at a
+    time in the order given; MiniWob++ ones replayed on the pool's browsers, taken in order, and no trajectory
+    asked once a strategy has its count. A question that repeats an instance out (the same trajectory, or its task
+    and plan again) is left out before the browser work."""
     from tasks.webplan import episodes as jobs
-    from tasks.webplan.pool import ordered
     from tasks.webplan.realweb import STRATEGIES, usable
 
     built = Built()
@@ -272,11 +275,34 @@ def plan_questions(browsers: Any, trajectories: list[tuple[Any, str]], seed: int
     chosen = [(t, r) for t, r in trajectories if usable(t, max_actions)]
     built.rejected += [(f"realweb {t.id}", f"{len(t.steps)} actions (plan assessment needs 4 to {max_actions})")
                        for t, _ in trajectories if not usable(t, max_actions)]
-    runs = [(strategy, t, r) for strategy in STRATEGIES for t, r in chosen if ("realweb", strategy, r) not in done]
-    built.kept = len(chosen) * len(STRATEGIES) - len(runs)
-    with bar(len(runs), "real-web plan questions") as shown:
-        for (strategy, trajectory, record_id), drawn in ordered(as_pool(browsers), runs, lambda browser, run: (
-                jobs.realweb_attempt(browser, run[0], run[1], donors, seed, base, screen))):
-            _take(built, drawn, screen, f"realweb {strategy} {trajectory.id}", (record_id,))
-            shown.advance()
+    runs = {strategy: [(t, r) for t, r in chosen if ("realweb", strategy, r) not in done] for strategy in STRATEGIES}
+    built.kept = len(chosen) * len(STRATEGIES) - sum(len(left) for left in runs.values())
+    attempt = functools.partial(jobs.realweb_attempt, donors=donors, seed=seed, base=base, screen=screen)
+    with bar(sum(len(left) for left in runs.values()), "real-web plan questions") as shown:
+        for strategy, left in runs.items():
+            wanted = per_strategy - (len(chosen) - len(left))
+            _ask(as_pool(browsers), functools.partial(attempt, strategy=strategy), left, wanted, built, shown)
     return built
+
+
+def _ask(pool: BrowserPool, attempt: functools.partial[Attempt], left: list[tuple[Any, str]], wanted: int,
+         built: Built, shown: Any) -> None:
+    """The questions of the trajectories ``left`` (``attempt(browser, trajectory=...)``, its strategy and screen
+    given), in order, until ``wanted`` are made; the bar then moves past the trajectories not asked."""
+    from tasks.webplan.pool import ordered
+
+    made = asked = 0
+    if wanted > 0:
+        for (trajectory, record_id), drawn in ordered(pool, left, lambda browser, run: attempt(
+                browser, trajectory=run[0])):
+            where = f"realweb {attempt.keywords['strategy']} {trajectory.id}"
+            if _take(built, drawn, attempt.keywords["screen"], where, (record_id,)) == "made":
+                made += 1
+            asked += 1
+            shown.advance()
+            if made >= wanted:
+                break
+    shown.advance(len(left) - asked)
+    if made < wanted:
+        built.short.append(f"{attempt.keywords['strategy']} {wanted - made} fewer than its count: no usable "
+                           "trajectory left (more expert episodes make more: --episodes, [webplan] miniwob_episodes)")

@@ -219,7 +219,7 @@ def _build_test(test: str, browser: Any, trajectories: list[Any], options: Webpl
         return build.temporal_pairs(trajectories, done, screen)
     if test == "realweb":
         return build.plan_questions(browser, trajectories, seed, configured.semantic_base,
-                                    configured.realweb_max_actions, done, screen)
+                                    configured.realweb_max_actions, configured.realweb_count, done, screen)
     raise ValueError(f"the web-planning tests are temporal, future, realweb and edge, not {test!r}")
 
 
@@ -230,7 +230,7 @@ def _stored_trajectories(storage: Any) -> list[tuple[Any, str]]:
     return [(trajectory_of(r, storage.blobs.get), r.id) for r in sorted(records, key=lambda r: r.id)]
 
 
-def _store(storage: Any, made: Any, producer: Producer, run_id: str | None, test: str) -> dict[str, int]:
+def _store(storage: Any, made: Any, producer: Producer, run_id: str | None, test: str) -> dict[str, Any]:
     from schemas.payloads import ReviewItem
     from tasks.webplan.records import instance_record
 
@@ -246,8 +246,14 @@ def _store(storage: Any, made: Any, producer: Producer, run_id: str | None, test
     new = storage.catalog.put_records(records + quarantined, run_id=run_id)
     instances = [r for r in records if r.kind == "webplan_instance"]
     superseded = _supersede_earlier(storage.catalog, "webplan_instance", instances, ("test", "key"), run_id)
-    counts = {"instances": len(records) // 2, "records": len(records), "new": new, "quarantined": len(quarantined),
-              "superseded": superseded, "kept from earlier builds": made.kept}
+    counts: dict[str, Any] = {"instances": len(records) // 2, "records": len(records), "new": new,
+                              "quarantined": len(quarantined), "superseded": superseded,
+                              "kept from earlier builds": made.kept}
+    if test == "realweb":  # Tab. 10 counts them per distractor strategy
+        for instance, _ in made.instances:
+            counts[instance.meta["strategy"]] = counts.get(instance.meta["strategy"], 0) + 1
+    if made.short:
+        counts["short"] = "; ".join(made.short)
     if made.repeats:  # form draws are drawn again from the next seed; a trajectory has no other draw
         counts["repeats drawn again" if test in ("edge", "future") else "repeats left out"] = made.repeats
     return counts

@@ -166,3 +166,24 @@ def test_a_share_of_a_spread_build_draws_its_cells_alone(tmp_path: Path) -> None
     assert {(r.payload["test"], r.payload["meta"]["form_task"]) for r in instances} == {
         ("edge", "form-sequence"), ("future", "click-checkboxes")}
     assert made["edge"]["instances"] == made["future"]["instances"] == 1
+
+
+def test_real_web_questions_stop_at_the_count_per_strategy_and_a_larger_count_adds_the_rest(tmp_path: Path) -> None:
+    from tasks.webplan.settings import WebplanSettings
+
+    settings = settings_for(tmp_path)
+    trajectories_stage(settings, context({"trajectories_dir": str(source(tmp_path / "src"))}))
+    capped = settings.model_copy(update={"webplan": WebplanSettings(realweb_count=1)})
+    made = generate_stage(capped, context({"tests": ("realweb",)}))
+    assert made["realweb"]["instances"] == 2 and made["realweb"]["shuffle"] == made["realweb"]["semantic"] == 1
+    stored = open_storage(settings).catalog.find_records(kind="webplan_instance")
+    assert sorted(r.payload["meta"]["strategy"] for r in stored) == ["semantic", "shuffle"]
+    again = generate_stage(capped, context({"tests": ("realweb",)}))
+    assert again["realweb"]["instances"] == 0  # the count is met by what was made before
+    more = generate_stage(settings, context({"tests": ("realweb",)}))  # the paper's 435: every usable trajectory
+    assert more["realweb"]["instances"] == 2 and more["realweb"]["kept from earlier builds"] == 2
+    assert more["realweb"]["short"].startswith("shuffle 433 fewer than its count: no usable trajectory left")
+    assert "short" not in made["realweb"]
+    assert {r.parents[0] for r in open_storage(settings).catalog.find_records(kind="webplan_instance")} == {
+        r.id for r in open_storage(settings).catalog.find_records(kind="web_trajectory")
+        if len(r.payload["actions"]) >= 4}
