@@ -35,8 +35,8 @@ class WebplanSettings(Section):
     chromedriver: str | None = None  # default: $MINIWOB_CHROMEDRIVER, else chromedriver on the PATH
     screenshot_scale: int = Field(2, ge=1, le=4)  # device pixels per CSS pixel (MiniWob++ pages are 160 px wide)
     # headless Chromiums a build carries its episodes out in at once, each reused for episode after episode
-    # (tasks/webplan/pool.py); the instances are the same whatever the number. 2: on a busy 2-core machine two took
-    # a build to 0.81-0.93x of one browser's time and four no further (bench/webplan_build.py, README)
+    # (tasks/webplan/pool.py); the instances are the same whatever the number. 2: in the paper-size build on a quiet
+    # 2-core machine two recorded 144 expert episodes a minute against one's 79 (bench/webplan_build.py --full, README)
     browsers: int = Field(2, ge=1, le=32)
 
     @field_validator("tests")
