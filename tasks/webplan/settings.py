@@ -17,10 +17,10 @@ class WebplanSettings(Section):
     edge_count: int = Field(1530, ge=1)
     future_count: int = Field(7196, ge=1)  # 3,358 short + 3,838 long
     # episodes per MiniWob++ task the scripted experts record for temporal ordering and real-web plans: enough for
-    # realweb_count shuffle questions (the scarcer strategy: 98 of 318 trajectories gave one, a third of the
-    # experts' tasks never run 4-10 actions and a plan that repeats an action has no distinct shuffles), so 1,600
-    # trajectories give about 490; temporal ordering then asks about 1,600 pairs (the paper: 1,009 MM-M2W + 2,371
-    # GUIAct pairs)
+    # realweb_count shuffle questions (the scarcer strategy: 98 of 318 trajectories gave one; three of the eight
+    # experts' tasks almost never run 4-10 actions, and a plan that repeats an action has no distinct shuffles), so
+    # 1,600 trajectories give about 490; temporal ordering then asks about 1,600 pairs (the paper: 1,009 MM-M2W +
+    # 2,371 GUIAct pairs)
     miniwob_episodes: int = Field(200, ge=1)
     realweb_max_actions: int = Field(10, ge=4)  # Sec. 5.1: trajectories of more actions are dropped
     # plan-assessment questions per distractor strategy (Sec. 5.1, Tab. 10: 435 each); the trajectories are taken in
