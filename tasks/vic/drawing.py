@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 from schemas import BlobRef, Producer, Record
 from tasks.vic.taking import Drawn, DrawPlan
 
-T = TypeVar("T")
 K = TypeVar("K")
 
 # Draws a worker is handed at once, at most. A jigsaw, an embodied or a counting draw takes 0.1-0.15 s of a core
@@ -25,7 +24,6 @@ DRAWS_PER_CHUNK = 8
 # Chunks per worker in a batch of draws at least: a small batch (a redraw, a demo's three per task) is cut finer,
 # so that every worker has some of it.
 CHUNKS_PER_WORKER = 2
-
 
 
 # -- in a build: draws verified and made records, in worker processes ------------------------------------------------

@@ -12,6 +12,7 @@ from schemas import Producer, make_record
 from schemas.config import Settings
 from storage import open_storage
 from tasks.benchmark import BuildContext
+from tasks.vic.drawing import checked_draws, chunks_of, first_chunks, results
 from tasks.vic.options import VicBuildOptions
 
 NAME = "vic"
@@ -124,7 +125,6 @@ def build_tasks(storage: Any, names: list[str], count: int, seed: int,
     from itertools import groupby
 
     from tasks.parallel import ahead, process_pool, written_behind
-    from tasks.vic.drawing import first_chunks
     from tasks.vic.plugin import GENERATE_WORKER_MODULES
     from tasks.vic.suite import task
 
@@ -148,7 +148,7 @@ def build_tasks(storage: Any, names: list[str], count: int, seed: int,
                         lambda chunk: (chunk[0], draw.submit(chunk[0].name, chunk[1], chunk[0].plan.settings)),
                         window=CHUNKS_AHEAD_PER_WORKER * workers)
         for run, chunks in groupby(started, key=lambda started_chunk: started_chunk[0]):
-            first = draw.results(future for _, future in chunks)
+            first = results(future for _, future in chunks)
             stored((run, _fresh_draws(storage, run, count, seed, first, draw)))
     return counts
 
@@ -162,21 +162,12 @@ class _Drawing:
     stand_in: Producer = field(default_factory=lambda: Producer(task="screen"))  # see drawing.checked_draws
 
     def submit(self, name: str, specs: Any, settings: Any) -> Any:
-        from tasks.vic.drawing import checked_draws
-
         return self.pool.submit(checked_draws, name, specs, settings, self.stand_in)
-
-    def results(self, futures: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
-        from tasks.vic.drawing import results
-
-        return results(futures)
 
     def batch(self, name: str, plan: Any) -> Callable[[Any], Iterator[tuple[Any, Any]]]:
         """What ``Taking.topped_up`` runs: a batch of ``plan``'s specs, all its chunks submitted at once."""
-        from tasks.vic.drawing import chunks_of
-
-        return lambda specs: self.results([self.submit(name, chunk, plan.settings)
-                                           for chunk in chunks_of(specs, self.workers)])
+        return lambda specs: results([self.submit(name, chunk, plan.settings)
+                                      for chunk in chunks_of(specs, self.workers)])
 
 
 def _stored(storage: Any, run: _TaskRun, drawn: _Drawn, count: int, seed: int, run_id: str | None

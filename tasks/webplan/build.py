@@ -6,7 +6,6 @@ pool's size."""
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -268,6 +267,7 @@ def plan_questions(browsers: Any, trajectories: list[tuple[Any, str]], seed: int
     asked once a strategy has its count. A question that repeats an instance out (the same trajectory, or its task
     and plan again) is left out before the browser work."""
     from tasks.webplan import episodes as jobs
+    from tasks.webplan.pool import ordered
     from tasks.webplan.realweb import STRATEGIES, usable
 
     built = Built()
@@ -277,32 +277,24 @@ def plan_questions(browsers: Any, trajectories: list[tuple[Any, str]], seed: int
                        for t, _ in trajectories if not usable(t, max_actions)]
     runs = {strategy: [(t, r) for t, r in chosen if ("realweb", strategy, r) not in done] for strategy in STRATEGIES}
     built.kept = len(chosen) * len(STRATEGIES) - sum(len(left) for left in runs.values())
-    attempt = functools.partial(jobs.realweb_attempt, donors=donors, seed=seed, base=base, screen=screen)
+    pool = as_pool(browsers)
     with bar(sum(len(left) for left in runs.values()), "real-web plan questions") as shown:
         for strategy, left in runs.items():
             wanted = per_strategy - (len(chosen) - len(left))
-            _ask(as_pool(browsers), functools.partial(attempt, strategy=strategy), left, wanted, built, shown)
+            made = asked = 0
+
+            def ask(browser: Any, run: tuple[Any, str], strategy: str = strategy) -> Attempt:
+                return jobs.realweb_attempt(browser, strategy, run[0], donors, seed, base, screen)
+
+            # ``ordered`` cancels what the browsers drew ahead once the loop stops
+            for (trajectory, record_id), drawn in ordered(pool, left if wanted > 0 else [], ask):
+                taken = _take(built, drawn, screen, f"realweb {strategy} {trajectory.id}", (record_id,))
+                made, asked = made + (taken == "made"), asked + 1
+                shown.advance()
+                if made >= wanted:
+                    break
+            shown.advance(len(left) - asked)  # the trajectories not asked
+            if made < wanted:
+                built.short.append(f"{strategy} {wanted - made} fewer than its count: no usable trajectory left "
+                                   "(more expert episodes make more: --episodes, [webplan] miniwob_episodes)")
     return built
-
-
-def _ask(pool: BrowserPool, attempt: functools.partial[Attempt], left: list[tuple[Any, str]], wanted: int,
-         built: Built, shown: Any) -> None:
-    """The questions of the trajectories ``left`` (``attempt(browser, trajectory=...)``, its strategy and screen
-    given), in order, until ``wanted`` are made; the bar then moves past the trajectories not asked."""
-    from tasks.webplan.pool import ordered
-
-    made = asked = 0
-    if wanted > 0:
-        for (trajectory, record_id), drawn in ordered(pool, left, lambda browser, run: attempt(
-                browser, trajectory=run[0])):
-            where = f"realweb {attempt.keywords['strategy']} {trajectory.id}"
-            if _take(built, drawn, attempt.keywords["screen"], where, (record_id,)) == "made":
-                made += 1
-            asked += 1
-            shown.advance()
-            if made >= wanted:
-                break
-    shown.advance(len(left) - asked)
-    if made < wanted:
-        built.short.append(f"{attempt.keywords['strategy']} {wanted - made} fewer than its count: no usable "
-                           "trajectory left (more expert episodes make more: --episodes, [webplan] miniwob_episodes)")

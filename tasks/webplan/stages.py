@@ -8,6 +8,7 @@ candidates with a human-verification item each. A release takes what people acce
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -250,8 +251,7 @@ def _store(storage: Any, made: Any, producer: Producer, run_id: str | None, test
                               "quarantined": len(quarantined), "superseded": superseded,
                               "kept from earlier builds": made.kept}
     if test == "realweb":  # Tab. 10 counts them per distractor strategy
-        for instance, _ in made.instances:
-            counts[instance.meta["strategy"]] = counts.get(instance.meta["strategy"], 0) + 1
+        counts.update(Counter(instance.meta["strategy"] for instance, _ in made.instances))
     if made.short:
         counts["short"] = "; ".join(made.short)
     if made.repeats:  # form draws are drawn again from the next seed; a trajectory has no other draw
