@@ -157,6 +157,10 @@ class MiniWobBrowser:
         options.binary_location = self.chrome_binary
         for flag in (*CHROME_FLAGS, f"--user-data-dir={self._profile}", f"--force-device-scale-factor={self.scale}"):
             options.add_argument(flag)
+        # No history, so no link is ever drawn :visited: MiniWob++'s search-engine pager paints visited links blue
+        # over its current page's black, and a browser's first episode and its later ones drew one state two ways
+        # (two record ids for one trajectory, and a pool's browsers disagreeing)
+        options.add_experimental_option("prefs", {"history.saving_disabled": True})
         try:
             self._driver = webdriver.Chrome(service=Service(executable_path=self.chromedriver), options=options)
         except Exception as error:  # selenium's own errors say little about a missing or mismatched driver

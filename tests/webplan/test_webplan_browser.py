@@ -171,3 +171,15 @@ def test_a_reset_in_one_script_gives_what_the_episode_gives_and_a_script_error_i
     assert browser.run("return [WOB_DONE_GLOBAL, core.EP_TIMER !== null];") == [False, True]
     with pytest.raises(PageScriptError, match="nothing_here"):
         browser.run("return nothing_here.at_all;")
+
+
+def test_a_page_looks_the_same_after_the_browser_has_visited_its_links() -> None:
+    """MiniWob++'s search-engine pager draws visited links blue over its current page's black (``a:visited
+    !important``); with history kept, a browser's first episode and its later ones gave two screenshots of one state,
+    so one trajectory two record ids. History is off: every episode is drawn as in a fresh browser."""
+    from tasks.webplan.trajectories import record
+
+    with MiniWobBrowser() as fresh:
+        first, again = record(fresh, "search-engine", 0), record(fresh, "search-engine", 0)
+    assert [s.screenshot for s in first.steps] == [s.screenshot for s in again.steps]
+    assert first.final_screenshot == again.final_screenshot
