@@ -17,7 +17,6 @@ from typing import Any
 import gradio as gr
 
 from annotation_ui.drawing import drawn
-from annotation_ui.drawing import pictures_html as _pictures  # noqa: F401 - the name the kit's tests draw with
 from annotation_ui.failures import guarded
 from annotation_ui.service import App
 from annotation_ui.views import RECHECK_HELP, escaped

@@ -69,14 +69,14 @@ class MachineLoad:
             try:
                 if process.pid != os.getpid() and process.environ().get(MARK_NAME) != self._mark:
                     continue
-                times = process.cpu_times()
+                times, parent = process.cpu_times(), process.ppid()
             except (psutil.Error, OSError):  # ended while read, or not ours to read
                 continue
             spent = times.user + times.system + (times.children_user + times.children_system
                                                  if process.pid == os.getpid() else 0.0)
             self._first.setdefault(process.pid, spent if initial else 0.0)
             self._last[process.pid] = spent
-            if process.ppid() == os.getpid():
+            if parent == os.getpid():
                 self._children.add(process.pid)
 
     def _watch(self) -> None:

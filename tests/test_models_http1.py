@@ -17,7 +17,7 @@ import pytest
 from tasks.models import http1
 from tasks.models.base import Generation, Message, encode_png
 from tasks.models.openai_chat import (
-    _MARK,
+    IMAGE_MARK,
     OpenAIChat,
     data_url_bytes,
     encode_json,
@@ -172,7 +172,7 @@ def test_bodies_are_the_bytes_httpx_json_made():
     generation = Generation(max_tokens=5, stop=("</s>",), top_k=3)
     conversations = [
         [Message.system('be "brief" \u00e9\u4e2d\n\t\x01\\ </script>'), Message.user(png, "what?", jpeg, png)],
-        [Message.user(f"{_MARK}0{_MARK}", png)],  # a prompt that holds the mark: encoded the plain way
+        [Message.user(f"{IMAGE_MARK}0{IMAGE_MARK}", png)],  # a prompt that holds the mark: encoded the plain way
         [Message.user("text only")],
     ]
     shared = shared_data_urls(conversations)

@@ -99,7 +99,7 @@ def _pid_of_the_process(_: int) -> tuple[int, int]:
 
     from tasks.sources import frames
 
-    return os.getpid(), frames._decode_threads
+    return os.getpid(), frames.decode_threads()
 
 
 def test_the_caller_works_while_the_pool_starts_then_the_workers_do():
@@ -110,13 +110,13 @@ def test_the_caller_works_while_the_pool_starts_then_the_workers_do():
     from tasks.parallel import StartingPool, process_pool
     from tasks.sources import frames
 
-    caller_threads = frames._decode_threads
+    caller_threads = frames.decode_threads()
     with process_pool(2, caller_runs_while_starting=True) as pool:
         assert isinstance(pool, StartingPool)
         first = pool.submit(_pid_of_the_process, 0)
         # ran here before the submit returned, decoding on one thread (the workers about to fill the cores)
         assert first.done() and first.result() == (os.getpid(), 1)
-        assert frames._decode_threads == caller_threads  # and this process's own setting is back
+        assert frames.decode_threads() == caller_threads  # and this process's own setting is back
         pool.started.result()
         later = [pool.submit(_pid_of_the_process, i).result() for i in range(4)]
     assert all(pid != os.getpid() and threads == 1 for pid, threads in later)
@@ -156,7 +156,7 @@ def test_a_share_on_a_task_runner_decodes_and_runs_opencv_on_one_thread():
     probe = ("import cv2; from tasks.parallel import run_share; from tasks.sources import frames; "
              "from schemas.config import Settings; "
              "cv2.setNumThreads(4); print(*run_share([lambda settings, context: "
-             "(cv2.getNumThreads(), frames._decode_threads)], Settings(), None))")
+             "(cv2.getNumThreads(), frames.decode_threads())], Settings(), None))")
     shown = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
     assert shown.strip() == "(1, 1)"
 

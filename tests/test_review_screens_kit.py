@@ -63,7 +63,7 @@ def test_the_recheck_queue_finds_the_view_of_a_records_kind():
 
 def test_a_blob_that_is_no_image_is_named_not_drawn():
     """A released trajectory's video in the Recheck tab: its screen is drawn, the video named, not decoded."""
-    from annotation_ui.queue_tabs import _pictures
+    from annotation_ui.drawing import pictures_html
     from tasks.benchmark import Picture
     from tests.support.images import solid_png
 
@@ -73,6 +73,6 @@ def test_a_blob_that_is_no_image_is_named_not_drawn():
             return "/api/v1/blob/x"
 
     video = b"\x00\x00\x00\x18ftypmp42" + b"\x00" * 64
-    drawn = _pictures(Cached(), [Picture("video", video), Picture("first frame", solid_png(40))])
+    drawn = pictures_html(Cached(), [Picture("video", video), Picture("first frame", solid_png(40))])
     assert f"video ({len(video)} bytes, not an image: not shown)" in drawn and "first frame" in drawn
-    assert _pictures(Cached(), [Picture("video", video)]).count("not an image") == 1
+    assert pictures_html(Cached(), [Picture("video", video)]).count("not an image") == 1

@@ -62,7 +62,7 @@ def test_a_local_dask_cluster_builds_what_one_process_builds(tmp_path: Path, pre
 
         housekeeping = (dask.config.get("distributed.admin.tick.interval"),
                         "profile" in get_worker().periodic_callbacks)
-        (threads / f"{os.getpid()}-{time.monotonic_ns()}").write_text(f"{frames._decode_threads} {housekeeping}")
+        (threads / f"{os.getpid()}-{time.monotonic_ns()}").write_text(f"{frames.decode_threads()} {housekeeping}")
         return real(settings, context)
 
     monkeypatch.setattr(stages, "construct_progress", noting_threads)

@@ -79,7 +79,7 @@ def to_openai_messages(messages: list[Message], url: Callable[[bytes], str] = da
 
 # stands for an image in a body being encoded: private-use characters, which JSON leaves as they are, around a
 # random tag no prompt holds by chance (one that does is encoded the plain way)
-_MARK = f"\ue000{secrets.token_hex(8)}\ue001"
+IMAGE_MARK = f"\ue000{secrets.token_hex(8)}\ue001"
 
 
 def encode_json(body: dict[str, Any]) -> bytes:
@@ -102,9 +102,9 @@ def encoded_body(body_of: Callable[[Callable[[bytes], str]], dict[str, Any]],
     def placeholder(image: bytes) -> str:
         image_media_type(image)  # not an image: the error data_url would raise
         images.append(image)
-        return f"{_MARK}{len(images) - 1}{_MARK}"
+        return f"{IMAGE_MARK}{len(images) - 1}{IMAGE_MARK}"
 
-    pieces = encode_json(body_of(placeholder)).split(_MARK.encode())
+    pieces = encode_json(body_of(placeholder)).split(IMAGE_MARK.encode())
     if len(pieces) != 2 * len(images) + 1:  # a prompt holds the mark
         return encode_json(body_of(data_url))
     return b"".join(url(images[int(piece)]) if odd % 2 else piece for odd, piece in enumerate(pieces))

@@ -37,6 +37,11 @@ def decode_on_threads(count: int) -> int:
     return before
 
 
+def decode_threads() -> int:
+    """The FFmpeg threads this process decodes each video on (0: OpenCV's default)."""
+    return _decode_threads
+
+
 def _door(path: Path, door: SourceFolder | None) -> SourceFolder:
     """The door ``path`` is read through: the one given, else one on the file's own folder."""
     return door if door is not None else SourceFolder(path.parent)

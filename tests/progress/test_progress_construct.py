@@ -159,9 +159,9 @@ def test_frames_are_read_by_seeking(world):
 
 
 def _frames_in_this_process(path, indices):
-    from tasks.sources.frames import _decode_threads
+    from tasks.sources.frames import decode_threads
 
-    return _decode_threads, read_frames(path, indices)
+    return decode_threads(), read_frames(path, indices)
 
 
 def test_a_pool_decodes_on_one_thread_and_gets_the_same_pixels(world):
