@@ -19,7 +19,8 @@ lint: setup
 	.venv/bin/ruff check .
 
 # every bench once, one after the other; what they print also goes to bench/output/make-bench.txt (the run's date,
-# commit and load first, then each bench's start, load and duration), to be laid beside the README's figures
+# commit and load first, then each bench's start, load and duration; ignored by git: a run the README's table is
+# taken from is kept under docs/bench-runs/)
 BENCHES = command_overhead catalog_write progress_build explore_quality annotation_latency annotation_browser \
           login_attack eval_throughput vic_build webplan_build scale_build
 
