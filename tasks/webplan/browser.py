@@ -130,6 +130,7 @@ class MiniWobBrowser:
         self._profile: str | None = None
         self._page: str | None = None
         self.episodes = 0
+        self._corner: list[int] | None = None  # the viewport's bottom-right pixel, where the mouse rests for a shot
 
     def __enter__(self) -> MiniWobBrowser:
         return self
@@ -318,11 +319,17 @@ class MiniWobBrowser:
         return self.run("return {done: WOB_DONE_GLOBAL, raw_reward: WOB_RAW_REWARD_GLOBAL};")
 
     def screenshot(self, css: str = "#wrap", settle_tries: int = 10) -> bytes:
-        """PNG of one element (the task with its instruction banner by default), without the focus ring or caret:
-        the page's active element is blurred first, so nothing shows which field was touched last. Taken again
-        until two shots 30 ms apart agree (at most ``settle_tries``): a page still redrawing after an action (a
-        pager re-rendering, a style update on a loaded machine) would otherwise give another picture of the same
-        state in another run, and a new record id."""
+        """PNG of one element (the task with its instruction banner by default), without the focus ring, caret or
+        hover: the mouse is moved off the task and the page's active element blurred first, so nothing shows which
+        element was touched last (the mouse left on the last click lit an e-mail row, a tree item or a Submit
+        button in the next episode's first shot, so a picture depended on the episode a browser ran before). Taken
+        again until two shots 30 ms apart agree (at most ``settle_tries``): a page still redrawing after an action
+        (a pager re-rendering, a style update on a loaded machine) would otherwise give another picture of the
+        same state in another run, and a new record id."""
+        if self._corner is None:
+            self._corner = self.run("return [innerWidth - 1, innerHeight - 1];")
+        x, y = self._corner
+        self.devtools.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y, "button": "none"})
         clip = self.run("if (document.activeElement) { document.activeElement.blur(); } "
                         "window.getSelection && window.getSelection().removeAllRanges(); "
                         f"const el = document.querySelector({json.dumps(css)}); {_CLIP}")
