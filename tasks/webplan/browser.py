@@ -116,6 +116,11 @@ def _executable(configured: str | None, environment: str, *candidates: str) -> s
         "chromium chromium-driver, which scripts/setup.sh does)")
 
 
+def _mouse(kind: str, x: int, y: int, button: str = "none", clicks: int = 0) -> tuple[str, dict[str, Any]]:
+    """The DevTools command of one mouse event at (x, y), CSS pixels of the viewport."""
+    return "Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": button, "clickCount": clicks}
+
+
 class MiniWobBrowser:
     """A headless Chromium with MiniWob++'s pages. Use as a context manager (it closes the browser); Chromium starts
     on first use, so a build that needs no page starts none. ``reset(task, seed)`` starts an episode and the element
@@ -282,10 +287,8 @@ class MiniWobBrowser:
             element.click()
             return
         x, y = centre
-        self.devtools.batch([("Input.dispatchMouseEvent", {"type": kind, "x": x, "y": y, "button": button,
-                                                           "clickCount": clicks})
-                             for kind, button, clicks in (("mouseMoved", "none", 0), ("mousePressed", "left", 1),
-                                                          ("mouseReleased", "left", 1))])
+        self.devtools.batch([_mouse(kind, x, y, button, clicks) for kind, button, clicks in (
+            ("mouseMoved", "none", 0), ("mousePressed", "left", 1), ("mouseReleased", "left", 1))])
 
     def press(self, element: Any, keys: str) -> None:
         """``keys`` pressed on ``element`` as ChromeDriver's ``send_keys`` presses them (``_FOCUS``, then its key
@@ -329,7 +332,7 @@ class MiniWobBrowser:
         if self._corner is None:
             self._corner = self.run("return [innerWidth - 1, innerHeight - 1];")
         x, y = self._corner
-        self.devtools.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y, "button": "none"})
+        self.devtools.call(*_mouse("mouseMoved", x, y))
         clip = self.run("if (document.activeElement) { document.activeElement.blur(); } "
                         "window.getSelection && window.getSelection().removeAllRanges(); "
                         f"const el = document.querySelector({json.dumps(css)}); {_CLIP}")
