@@ -22,6 +22,7 @@ import os
 import re
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -128,6 +129,7 @@ def publish_indexes(staged: list[str]) -> None:
     for path in staged:
         folder, name = os.path.split(path)
         os.replace(path, os.path.join(folder, name[len(INCOMING):]))
+        pack_index(folder).published_here()
 
 
 class PackIndex:
@@ -139,8 +141,15 @@ class PackIndex:
         self._read: set[str] = set()
         self._where: dict[str, tuple[str, int, int]] = {}
         self._lock = threading.Lock()
+        self._listed_at: float | None = None  # when the folder was last listed; None: list it at the next refresh
 
-    def refresh(self) -> None:
+    def refresh(self, *, unless_within_s: float = 0.0) -> None:
+        """Read the indexes published since the last refresh. ``unless_within_s``: not if the folder was listed
+        less than that long ago, and nothing was published by this process since (``published_here``)."""
+        if (unless_within_s and self._listed_at is not None
+                and time.monotonic() - self._listed_at < unless_within_s):
+            return
+        self._listed_at = time.monotonic()
         try:
             names = [entry.name for entry in os.scandir(self.folder) if entry.name.endswith(".idx")
                      and not entry.name.startswith(INCOMING)]
@@ -157,6 +166,10 @@ class PackIndex:
                         for sha, (offset, length) in read_index(os.path.join(self.folder, name)).items():
                             self._where[sha] = (pack, offset, length)
                     self._read.add(name)
+
+    def published_here(self) -> None:
+        """This process published indexes: the next refresh lists the folder, however recent the last one."""
+        self._listed_at = None
 
     def find(self, sha256: str, *, refresh: bool = True) -> tuple[str, int, int] | None:
         """Where a published blob is; on a miss the indexes published since are read first (``refresh``)."""

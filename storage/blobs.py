@@ -37,6 +37,16 @@ from storage.blob_layout import FLAT, known_layout, store_layout
 from storage.blob_layout import sync_file_system as _sync_file_system
 from storage.blob_layout import write_all as _write_all
 
+# Files up to this size are read into memory once to be hashed and written; larger ones are read twice, to hash them
+# and then to copy them, so memory stays bounded (a build's videos are stored whole: reading each once saved a fifth of
+# storing a sample-world episode's three).
+_READ_WHOLE = 16 << 20
+
+# How stale a staging worker's view of the published packs may be: a blob published by another process within this
+# long may be written once more (a copy more, never a wrong one). Listing the pack folder cost 0.6 ms at 960 files,
+# once per staged unit: 0.15 s of CPU in a 480-episode build, growing with the square of a build's size.
+STAGED_UNIT_REFRESH_S = 1.0
+
 __all__ = ["BlobIntegrityError", "BlobNotFoundError", "BlobStore", "LocalBlobStore", "check_address",
            "open_blob_store", "sha256_bytes", "sha256_file"]
 
@@ -191,7 +201,7 @@ class LocalBlobStore(BlobStore):
         with self._guard:
             pack = self._pack
             if pack is None:
-                index.refresh()  # once per staged unit: what other processes published since
+                index.refresh(unless_within_s=STAGED_UNIT_REFRESH_S)  # what other processes published since
                 pack = self._pack = self._new_pack()
             if sha256 in pack.entries or index.touch(sha256, refresh=False):
                 return sha256
@@ -241,6 +251,12 @@ class LocalBlobStore(BlobStore):
         return self._publish(functools.partial(_write_all, data=data), sha256_bytes(data))
 
     def put_file(self, path: str | os.PathLike[str]) -> str:
+        """A file's bytes as a blob: read once when it is small (``put``), else hashed, then streamed."""
+        with open(path, "rb") as source:
+            head = source.read(_READ_WHOLE + 1)
+        if len(head) <= _READ_WHOLE:
+            return self.put(head)
+
         def copy(fd: int) -> None:
             with open(path, "rb") as source, os.fdopen(fd, "wb", closefd=False) as handle:
                 shutil.copyfileobj(source, handle, _CHUNK)

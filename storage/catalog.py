@@ -29,7 +29,7 @@ from storage.catalog_connection import (  # noqa: F401 - re-exported: the catalo
     CatalogConnection,
     CatalogLockedError,
 )
-from storage.catalog_rows import each_id_once, insert_batch, registered, row_to_record, status_update
+from storage.catalog_rows import each_id_once, insert_batch, registered, row_to_record, scannable, status_update
 from storage.catalog_schema import MIGRATIONS, RECORD_COLUMNS, SCHEMA_VERSION
 
 
@@ -237,13 +237,24 @@ class Catalog(CatalogConnection):
     # -- blobs ---------------------------------------------------------------------------------------------
 
     def put_blob_meta(self, entries: Iterable[tuple[str, int, str]]) -> None:
-        """Register (sha256, size, media type) of blobs already written to the blob store."""
-        rows = [[sha, size, media, datetime.now(UTC)] for sha, size, media in entries]
-        if rows:
-            self.run(lambda con: con.execute(
-                "INSERT INTO blobs SELECT * FROM (SELECT unnest(?::VARCHAR[]), unnest(?::BIGINT[]), "
-                "unnest(?::VARCHAR[]), unnest(?::TIMESTAMPTZ[])) AS incoming "
-                "ON CONFLICT DO NOTHING", [list(column) for column in zip(*rows, strict=True)]))
+        """Register (sha256, size, media type) of blobs already written to the blob store (each address once; one
+        already registered is skipped). The columns are scanned in place and the stored addresses skipped by an
+        anti join, as records are (``catalog_rows._bulk_write``): unnested list parameters with ON CONFLICT took
+        twice as long, 0.2 s of CPU for the 25,000 blobs of a 480-episode PROGRESS build."""
+        import numpy as np
+
+        unique = {sha: (size, media) for sha, size, media in entries}
+        if not unique:
+            return
+        columns = scannable({"sha256": list(unique), "media_type": [media for _, media in unique.values()]})
+        columns["size"] = np.fromiter((size for size, _ in unique.values()), np.int64, len(unique))
+
+        def write(con: duckdb.DuckDBPyConnection) -> None:
+            with registered(con, incoming_blobs=columns):
+                con.execute("INSERT INTO blobs SELECT i.sha256, i.size, i.media_type, ? FROM incoming_blobs i "
+                            "ANTI JOIN blobs b ON i.sha256 = b.sha256", [datetime.now(UTC)])
+
+        self.run(write)
 
     def insert_rows(self, table: str, rows: list[tuple[Any, ...]], *, keyed: bool) -> int:
         """Rows of ``table`` as another catalog holds them (every column, in the table's order), in one

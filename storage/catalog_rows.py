@@ -78,10 +78,10 @@ def _bulk_write(columns: dict[str, list[Any]], records: list[Record], run_id: st
     incoming = _incoming_rows({**columns, "parents": parents_json,
                                "created_at": _microseconds_since_epoch(columns["created_at"])})
     children, parents = parent_edges(records)
-    edges = _scannable({"child": children, "parent": parents})
+    edges = scannable({"child": children, "parent": parents})
 
     def write(con: duckdb.DuckDBPyConnection) -> int:
-        with registered(con, incoming_columns=_scannable(incoming.columns), incoming_edges=edges):
+        with registered(con, incoming_columns=scannable(incoming.columns), incoming_edges=edges):
             # The anti join skips the ids already stored. No ON CONFLICT: it cost a fifth of a 100,000-record
             # write, and it does not cover the one case the anti join misses, an id another thread's transaction
             # stores meanwhile (see _is_concurrent_duplicate; Catalog.run runs the write again).
@@ -160,7 +160,7 @@ def _one_value(values: Any) -> bool:
     return values[0] == values[-1] and values.count(values[0]) == len(values)
 
 
-def _scannable(columns: dict[str, list[Any]]) -> dict[str, Any]:
+def scannable(columns: dict[str, list[Any]]) -> dict[str, Any]:
     """Column lists as DuckDB scans them in place: a dict of NumPy object arrays (a NumPy array given stays as it
     is). Not Arrow: building an Arrow array from Python objects imports pandas (about 0.45 s of a build's first
     write)."""

@@ -15,8 +15,9 @@ import random
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -180,6 +181,16 @@ class PostgresCatalog(Catalog):
             return count
 
         return write
+
+    def put_blob_meta(self, entries: Iterable[tuple[str, int, str]]) -> None:
+        """Unnested lists, ON CONFLICT DO NOTHING: a concurrent writer of the same address waits for the other's
+        commit and skips it."""
+        rows = [[sha, size, media, datetime.now(UTC)] for sha, size, media in entries]
+        if rows:
+            self.run(lambda con: con.execute(
+                "INSERT INTO blobs SELECT * FROM (SELECT unnest(?::VARCHAR[]), unnest(?::BIGINT[]), "
+                "unnest(?::VARCHAR[]), unnest(?::TIMESTAMPTZ[])) AS incoming "
+                "ON CONFLICT DO NOTHING", [list(column) for column in zip(*rows, strict=True)]))
 
     def insert_rows(self, table: str, rows: list[tuple[Any, ...]], *, keyed: bool) -> int:
         if not rows:

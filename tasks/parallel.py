@@ -138,23 +138,40 @@ def _on_one_decoding_thread(fn: Callable[..., T], args: tuple[Any, ...], kwargs:
         decode_on_threads(before)
 
 
-def ahead(items: Iterable[T], start: Callable[[T], U], window: int) -> Iterator[U]:
+class Ahead(Iterator[U]):
     """``start(item)`` for each item (it submits the item's work and returns what will hold its results),
-    ``window`` items before that item is yielded: the caller finishes item i while items i+1..i+window run."""
-    started: deque[U] = deque()
-    for item in items:
-        started.append(start(item))
-        if len(started) > window:
+    ``window`` items before that item is yielded: the caller finishes item i while items i+1..i+window run.
+    ``drained`` turns true once every item is started: what is still to come is already running."""
+
+    def __init__(self, items: Iterable[T], start: Callable[[T], U], window: int) -> None:
+        self.drained = False
+        self._results = self._started(items, start, window)
+
+    def _started(self, items: Iterable[T], start: Callable[[T], U], window: int) -> Iterator[U]:
+        started: deque[U] = deque()
+        for item in items:
+            started.append(start(item))
+            if len(started) > window:
+                yield started.popleft()
+        self.drained = True
+        while started:
             yield started.popleft()
-    while started:
-        yield started.popleft()
+
+    def __next__(self) -> U:
+        return next(self._results)
 
 
-def groups_of(items: Iterable[T], size: int, within_s: float | None = None,
+def ahead(items: Iterable[T], start: Callable[[T], U], window: int) -> Ahead[U]:
+    """``Ahead`` of ``items``."""
+    return Ahead(items, start, window)
+
+
+def groups_of(items: Iterable[T], size: int | Callable[[], int], within_s: float | None = None,
               clock: Callable[[], float] = time.monotonic) -> Iterator[list[T]]:
     """``items`` in lists of ``size`` (the last one shorter): what a stage writes to the catalog at once. With
     ``within_s``, a group is also closed at the first item arriving ``within_s`` seconds or more after the group's
-    first: groups as large as cheap units allow, and what slow units have finished is stored within about that."""
+    first: groups as large as cheap units allow, and what slow units have finished is stored within about that.
+    ``size`` may be a function, asked at each item: a group closes once it holds as many or more."""
     group: list[T] = []
     opened_at = 0.0
     for item in items:
@@ -162,7 +179,8 @@ def groups_of(items: Iterable[T], size: int, within_s: float | None = None,
         if not group:
             opened_at = now
         group.append(item)
-        if len(group) == size or (within_s is not None and now - opened_at >= within_s):
+        if len(group) >= (size() if callable(size) else size) or (
+                within_s is not None and now - opened_at >= within_s):
             yield group
             group = []
     if group:

@@ -12,6 +12,7 @@ from storage import Catalog, LocalBlobStore, Storage
 from storage.blob_packs import PackError, read_index
 from storage.blobs import sha256_bytes
 from storage.gc import collect_garbage
+from tests.support.broken_writes import FILE_SIZES, break_blob_writes
 from tests.support.catalog import demo_with_frame
 
 DAY = 24 * 3600
@@ -120,19 +121,13 @@ def test_a_tampered_pack_fails_verify_and_a_broken_index_is_refused(blob_store: 
         read_index(str(index))
 
 
-def test_a_failed_write_leaves_the_pack_whole(blob_store: LocalBlobStore, tmp_path, monkeypatch):
-    import shutil
-
+@FILE_SIZES
+def test_a_failed_write_leaves_the_pack_whole(blob_store: LocalBlobStore, tmp_path, monkeypatch, size: int):
     source = tmp_path / "clip.bin"
-    source.write_bytes(b"y" * 3_000_000)
-
-    def broken_copy(src, dst, length=0):
-        dst.write(src.read(1000))
-        raise OSError("disk went away")
-
+    source.write_bytes(b"y" * size)
     with blob_store.batch(publish=False) as staged:
         first = blob_store.put(b"frame before")
-        monkeypatch.setattr(shutil, "copyfileobj", broken_copy)
+        break_blob_writes(monkeypatch)
         with pytest.raises(OSError, match="disk went away"):
             blob_store.put_file(source)
         monkeypatch.undo()

@@ -8,6 +8,7 @@ import boto3
 import pytest
 
 from storage.blobs import BlobNotFoundError, LocalBlobStore, S3BlobStore, open_blob_store, sha256_bytes
+from tests.support.broken_writes import FILE_SIZES, break_blob_writes
 
 
 def test_local_put_get_exists_verify(blob_store: LocalBlobStore, tmp_path):
@@ -78,17 +79,12 @@ def test_local_tampered_blob_fails_verify(blob_store: LocalBlobStore):
     assert not blob_store.verify("1" * 64)
 
 
-def test_local_failed_write_leaves_nothing_visible(blob_store: LocalBlobStore, tmp_path, monkeypatch):
+@FILE_SIZES
+def test_local_failed_write_leaves_nothing_visible(blob_store: LocalBlobStore, tmp_path, monkeypatch, size: int):
     source = tmp_path / "clip.bin"
-    source.write_bytes(b"y" * 4_000_000)
+    source.write_bytes(b"y" * size)
     sha = sha256_bytes(source.read_bytes())
-    import shutil
-
-    def broken_copy(src, dst, length=0):
-        dst.write(src.read(1000))
-        raise OSError("disk went away")
-
-    monkeypatch.setattr(shutil, "copyfileobj", broken_copy)
+    break_blob_writes(monkeypatch)
     with pytest.raises(OSError, match="disk went away"):
         blob_store.put_file(source)
     assert not blob_store.exists(sha)

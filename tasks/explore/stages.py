@@ -10,7 +10,7 @@ from typing import Any
 
 from schemas import Producer, Status
 from schemas.config import Settings
-from storage import BlobWriter, open_storage, register_written
+from storage import BlobWriter, open_storage, store_group
 from tasks.benchmark import BuildContext
 from tasks.explore.construct import SCENE_QUEUE, Annotators, annotate_instance, build_clip, human_version
 from tasks.explore.instances import QualityThresholds, SubsetBounds
@@ -132,12 +132,15 @@ def extract_explore_instances(settings: Settings, folder: str, clip_format: str,
             counts["quarantined"] += len(built.quarantined)
             yield locator, built, blobs
 
-    def store(group: list[tuple[str, Any, BlobWriter]]) -> None:
-        register_written(storage, (blobs for _, _, blobs in group))
-        counts["new"] += storage.catalog.put_records(
+    def write(group: list[tuple[str, Any, BlobWriter]]) -> int:
+        new = storage.catalog.put_records(
             [record for _, built, _ in group for record in built.records + built.quarantined], run_id=run_id)
         resolve_quarantined_many(storage.catalog, [(folder, locator) for locator, built, _ in group if built.records],
                                  run_id=run_id)
+        return new
+
+    def store(group: list[tuple[str, Any, BlobWriter]]) -> None:
+        counts["new"] += store_group(storage, (blobs for _, _, blobs in group), lambda: write(group))
 
     # a few small reads and writes per group: the file opened once
     with storage.catalog.kept_open(), written_behind(store) as stored:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, Future
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from schemas import Producer, Record, Status, Trajectory, make_record
-from storage import BlobPutter, BlobStore, BlobWriter, Storage, register_written
+from storage import BlobPutter, BlobStore, BlobWriter, Storage, store_group
 from tasks.parallel import ahead, groups_of, process_pool, written_behind
 from tasks.progress.payloads import Demo, Observation
 from tasks.progress.sampling import (
@@ -177,6 +178,10 @@ LOOK_AHEAD = 16
 # with empty work); in fours, a 240-episode build pays it 60 times, and the workers still end within one task (about
 # 0.1 s) of each other.
 EPISODES_PER_TASK = 4
+# Once every episode is handed to the workers (the last ``LOOK_AHEAD`` or so are running), groups close at this
+# size: the last group's store is what a build waits for after its workers are done (0.13 s for the last 48
+# episodes of a 240-episode build on 2 cores), while the groups before it are stored as the workers finish the rest.
+TAIL_GROUP = 2 * EPISODES_PER_TASK
 
 
 @dataclass
@@ -213,8 +218,10 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
     episodes = _episodes(folder, episode_format, key_steps, hdf5_layout, only, allow_symlinks_outside, counts,
                          share)
     def store(group: list[_Episode]) -> None:
-        register_written(storage, (episode.blobs for episode in group))
-        _store_episodes(storage, group, str(folder), producer.task, run_id, counts)
+        added = store_group(storage, (episode.blobs for episode in group),
+                            lambda: _store_episodes(storage, group, str(folder), producer.task, run_id))
+        for key, value in added.items():
+            counts[key] += value
 
     # many small reads and writes per group of episodes: the catalog file opened once; a group is stored while
     # the next one is built; this process builds the first episode while the workers start
@@ -224,7 +231,8 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
                         lambda task: _start(task, producer, plan, storage.blobs, pool),
                         window=math.ceil((LOOK_AHEAD + 2 * workers) / EPISODES_PER_TASK))
         built = (episode for task in started for episode in task)
-        for group in groups_of(_checked(built, only, producer, str(folder), counts), STORE_EVERY, STORE_WITHIN_S):
+        checked = _checked(built, only, producer, str(folder), counts)
+        for group in groups_of(checked, lambda: TAIL_GROUP if started.drained else STORE_EVERY, STORE_WITHIN_S):
             stored(group)
     return counts
 
@@ -354,23 +362,24 @@ def _checked(started: Iterator[_Episode], only: list[str] | None, producer: Prod
         yield episode
 
 
-def _store_episodes(storage: Storage, group: list[_Episode], folder: str, task: str, run_id: str | None,
-                    counts: dict[str, Any]) -> None:
+def _store_episodes(storage: Storage, group: list[_Episode], folder: str, task: str, run_id: str | None
+                    ) -> Counter[str]:
     """One catalog write for a group's records; then what they replace is superseded, and input quarantined
-    before that was built now (an episode, or a camera that did not fail this time) is marked resolved."""
+    before that was built now (an episode, or a camera that did not fail this time) is marked resolved. Returns
+    what it counted (it may run again: ``store_group``)."""
     stored = [record for episode in group for record in episode.build.records + episode.build.quarantined]
-    counts["records"] += sum(len(episode.build.records) for episode in group)
-    counts["quarantined"] += sum(len(episode.build.quarantined) for episode in group)
+    counts: Counter[str] = Counter(records=sum(len(episode.build.records) for episode in group),
+                                   quarantined=sum(len(episode.build.quarantined) for episode in group))
     built_now = [episode for episode in group if episode.build.records and episode.source is not None]
     rebuilt = [r for episode in built_now for r in episode.build.records]
     # asked before the write: with no earlier build of these episodes (a first build) there is nothing to walk
     earlier = _earlier_builds(storage.catalog, rebuilt, task)
-    counts["new"] += storage.catalog.put_records(stored, run_id=run_id)
+    counts["new"] = storage.catalog.put_records(stored, run_id=run_id)
     if not built_now:
-        return
+        return counts
     if earlier:
-        counts["superseded"] += supersede_replaced(storage.catalog, task=task, previous=earlier,
-                                                   produced=[r.id for r in rebuilt], run_id=run_id)
+        counts["superseded"] = supersede_replaced(storage.catalog, task=task, previous=earlier,
+                                                  produced=[r.id for r in rebuilt], run_id=run_id)
     resolved = []
     for episode in built_now:
         source = episode.source
@@ -380,6 +389,7 @@ def _store_episodes(storage: Storage, group: list[_Episode], folder: str, task: 
         resolved += [(source.data_source, f"{source.id}/{camera}") for camera in source.cameras
                      if f"{source.id}/{camera}" not in failed_now]
     resolve_quarantined_many(storage.catalog, resolved, run_id=run_id)
+    return counts
 
 
 def _earlier_builds(catalog: Any, records: list[Record], task: str) -> list[str]:
