@@ -12,7 +12,7 @@ from prefect import flow, task
 from prefect.cache_policies import NONE
 
 from flows.run_labels import label_run, report_build, run_tag
-from flows.runtime import current_flow_run_id, recorded_run
+from flows.runtime import RESULTS_IN_THE_CATALOG, current_flow_run_id, recorded_run
 from schemas.config import Settings
 from schemas.registry import load_target
 from tasks import benchmarks
@@ -30,7 +30,7 @@ def stage_task(stage: BuildStage, settings: Settings) -> Any:
     return with_role_tags(run, settings, *stage.roles)
 
 
-@flow(name="build", flow_run_name="build-{benchmark}")
+@flow(name="build", flow_run_name="build-{benchmark}", persist_result=RESULTS_IN_THE_CATALOG)
 @recorded_run(name=lambda arguments: f"build-{arguments['benchmark']}")
 def build(benchmark: str, settings: Settings | None = None, stages: list[str] | None = None,
           units: list[str] | None = None, options: dict[str, Any] | None = None, unattended_review: str = "wait",

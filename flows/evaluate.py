@@ -10,7 +10,7 @@ from prefect.cache_policies import NONE
 
 from flows.run_labels import label_run, run_tag
 from flows.run_labels import report_evaluation as report_run
-from flows.runtime import current_flow_run_id, recorded_run
+from flows.runtime import RESULTS_IN_THE_CATALOG, current_flow_run_id, recorded_run
 from schemas.config import Settings, load_settings
 from tasks.evaluate import engine
 from tasks.evaluate.engine import report_folder
@@ -31,7 +31,7 @@ def _run_name() -> str:
     return f"evaluate-{given.get('release')}-{model}"
 
 
-@flow(name="benchwright-evaluate", flow_run_name=_run_name)
+@flow(name="benchwright-evaluate", flow_run_name=_run_name, persist_result=RESULTS_IN_THE_CATALOG)
 @recorded_run
 def evaluate_release(settings: Settings | None = None, release: str = "benchwright-progress",
                      model: str | None = None, strategy: str | None = None,

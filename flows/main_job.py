@@ -13,7 +13,7 @@ from flows.build import build
 from flows.evaluate import evaluate_release
 from flows.release_tasks import check_release, export
 from flows.run_labels import label_run, report_fresh_version, report_releases, run_tag
-from flows.runtime import current_flow_run_id, recorded_run
+from flows.runtime import RESULTS_IN_THE_CATALOG, current_flow_run_id, recorded_run
 from schemas.config import Settings
 from storage import open_storage
 from storage.releases import load_release
@@ -24,7 +24,7 @@ CANARY = ("baseline:oracle?noise=0.1",)
 EVALUATION_KEYS = ("release", "benchmark", "model", "strategy", "metrics", "counts", "report")
 
 
-@flow(name="benchwright-main", flow_run_name="main-job-{release_prefix}")
+@flow(name="benchwright-main", flow_run_name="main-job-{release_prefix}", persist_result=RESULTS_IN_THE_CATALOG)
 @recorded_run
 def main_job(settings: Settings | None = None, sources: dict[str, dict[str, Any]] | None = None,
              benchmarks: list[str] | None = None, unattended_review: str = "wait", review_wait_s: float = 0.0,
