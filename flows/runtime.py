@@ -94,7 +94,7 @@ def recorded_run(function: F | None = None, *, name: Callable[[dict[str, Any]], 
         params = {key: value for key, value in bound.arguments.items() if key != "settings"}
         flow_name = name(params) if name else flow_run.flow_name or function.__name__
         catalog.start_run(run_id, flow_name, params, code_version(),
-                          parent_run_id=str(parent) if parent else None, deployment=_deployment_name())
+                          parent_run_id=str(parent) if parent else None, deployment=deployment_name())
         try:
             summary = function(*bound.args, **bound.kwargs)
         except BaseException as error:
@@ -106,14 +106,19 @@ def recorded_run(function: F | None = None, *, name: Callable[[dict[str, Any]], 
     return wrapper
 
 
-def _deployment_name() -> str | None:
-    """The name of the deployment the running flow came from; None for a flow a command started, told by the run
-    itself. (Prefect's ``runtime.deployment.name`` reads the run from the server first when it has no deployment:
-    56 ms of every command.)"""
+def deployment_name() -> str | None:
+    """The name of the deployment the running flow came from, as Prefect tells it; None at once for a flow a command
+    started (no deployment, no parent run, no ``PREFECT__RUNTIME__DEPLOYMENT__*`` override), which Prefect's
+    ``runtime.deployment.name`` would first read from the server to find out (56 ms of every command). A subflow
+    asks Prefect: a deployment's subflows carry its id in Prefect's context, not on their own run."""
+    import os
+
     from prefect.context import FlowRunContext
     from prefect.runtime import deployment
 
     context = FlowRunContext.get()
-    if context is not None and context.flow_run is not None and context.flow_run.deployment_id is None:
+    run = context.flow_run if context is not None else None
+    overridden = any(key.startswith("PREFECT__RUNTIME__DEPLOYMENT__") for key in os.environ)
+    if run is not None and run.deployment_id is None and run.parent_task_run_id is None and not overridden:
         return None
     return deployment.name

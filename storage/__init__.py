@@ -12,8 +12,6 @@ from schemas.records import BlobRef
 from storage.blobs import BlobStore, LocalBlobStore, open_blob_store
 from storage.s3_blobs import S3BlobStore
 
-T = TypeVar("T")
-
 if TYPE_CHECKING:
     from schemas.config import CatalogSettings, Settings
     from storage.catalog import Catalog
@@ -27,6 +25,9 @@ def __getattr__(name: str) -> Any:
 
         return Catalog
     raise AttributeError(f"module 'storage' has no attribute {name!r}")
+
+
+T = TypeVar("T")
 
 __all__ = [
     "BlobPutter",

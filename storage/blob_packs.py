@@ -146,8 +146,8 @@ class PackIndex:
     def refresh(self, *, unless_within_s: float = 0.0) -> None:
         """Read the indexes published since the last refresh. ``unless_within_s``: not if the folder was listed
         less than that long ago, and nothing was published by this process since (``published_here``)."""
-        if (unless_within_s and self._listed_at is not None
-                and time.monotonic() - self._listed_at < unless_within_s):
+        listed_at = self._listed_at  # read once: another thread may reset it (``published_here``) meanwhile
+        if unless_within_s and listed_at is not None and time.monotonic() - listed_at < unless_within_s:
             return
         self._listed_at = time.monotonic()
         try:

@@ -8,6 +8,7 @@ visible only when it completes. A reader therefore never sees half a blob.
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
 import os
 import secrets
@@ -251,17 +252,20 @@ class LocalBlobStore(BlobStore):
         return self._publish(functools.partial(_write_all, data=data), sha256_bytes(data))
 
     def put_file(self, path: str | os.PathLike[str]) -> str:
-        """A file's bytes as a blob: read once when it is small (``put``), else hashed, then streamed."""
+        """A file's bytes as a blob: read once when it is small (``put``), else hashed as it is read, then copied."""
         with open(path, "rb") as source:
             head = source.read(_READ_WHOLE + 1)
-        if len(head) <= _READ_WHOLE:
-            return self.put(head)
+            if len(head) <= _READ_WHOLE:
+                return self.put(head)
+            digest = hashlib.sha256(head)
+            while chunk := source.read(_CHUNK):
+                digest.update(chunk)
 
         def copy(fd: int) -> None:
-            with open(path, "rb") as source, os.fdopen(fd, "wb", closefd=False) as handle:
-                shutil.copyfileobj(source, handle, _CHUNK)
+            with open(path, "rb") as again, os.fdopen(fd, "wb", closefd=False) as handle:
+                shutil.copyfileobj(again, handle, _CHUNK)
 
-        return self._publish(copy, sha256_file(path))
+        return self._publish(copy, digest.hexdigest())
 
     def get(self, sha256: str) -> bytes:
         try:

@@ -184,8 +184,10 @@ class PostgresCatalog(Catalog):
 
     def put_blob_meta(self, entries: Iterable[tuple[str, int, str]]) -> None:
         """Unnested lists, ON CONFLICT DO NOTHING: a concurrent writer of the same address waits for the other's
-        commit and skips it."""
-        rows = [[sha, size, media, datetime.now(UTC)] for sha, size, media in entries]
+        commit and skips it. In address order: the rows stay locked until the group's records are written in the same
+        transaction (``storage.store_group``), and two writers taking overlapping addresses in opposite orders would
+        deadlock (retried, but after the server's deadlock_timeout)."""
+        rows = [[sha, size, media, datetime.now(UTC)] for sha, size, media in sorted(entries)]
         if rows:
             self.run(lambda con: con.execute(
                 "INSERT INTO blobs SELECT * FROM (SELECT unnest(?::VARCHAR[]), unnest(?::BIGINT[]), "

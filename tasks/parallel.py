@@ -161,11 +161,6 @@ class Ahead(Iterator[U]):
         return next(self._results)
 
 
-def ahead(items: Iterable[T], start: Callable[[T], U], window: int) -> Ahead[U]:
-    """``Ahead`` of ``items``."""
-    return Ahead(items, start, window)
-
-
 def groups_of(items: Iterable[T], size: int | Callable[[], int], within_s: float | None = None,
               clock: Callable[[], float] = time.monotonic) -> Iterator[list[T]]:
     """``items`` in lists of ``size`` (the last one shorter): what a stage writes to the catalog at once. With

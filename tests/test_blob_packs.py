@@ -186,3 +186,56 @@ def test_blobs_unpack_writes_the_packed_blobs_of_the_configured_store(tmp_path, 
     assert said.exit_code == 0 and "2 packed blobs written as files of their own" in said.output, said.output
     assert (store.root / one[:2] / one).read_bytes() == b"frame one" and (store.root / two[:2] / two).is_file()
     assert "0 packed blobs" in invoke("blobs", "unpack").output
+
+
+def test_a_staging_process_lists_the_packs_at_most_once_a_second_yet_knows_its_own_at_once(
+        blob_store: LocalBlobStore, monkeypatch: pytest.MonkeyPatch):
+    import subprocess
+    import sys
+
+    import storage.blob_packs as blob_packs
+
+    now = [1000.0]
+    monkeypatch.setattr(blob_packs.time, "monotonic", lambda: now[0])
+    _staged(blob_store, b"a first unit")  # lists the folder
+    code = ("import sys\nfrom storage.blobs import LocalBlobStore\nstore = LocalBlobStore(sys.argv[1])\n"
+            "with store.batch(publish=False) as staged:\n    store.put(b'published elsewhere')\n"
+            "store.publish(staged)\n")
+    subprocess.run([sys.executable, "-c", code, str(blob_store.root)], check=True)
+    now[0] += 0.5  # within the second: the other process's pack is not looked for, its blob is written again
+    (_,), staged = _staged(blob_store, b"published elsewhere")
+    assert len(staged) == 1
+    (own,), staged = _staged(blob_store, b"mine")
+    blob_store.publish(staged)
+    (again,), restaged = _staged(blob_store, b"mine")  # published by this process: known at once
+    assert again == own and restaged == []
+    now[0] += 1.0  # a second later the folder is listed again
+    (_,), restaged = _staged(blob_store, b"published elsewhere")
+    assert restaged == []
+
+
+def test_a_group_whose_transaction_is_refused_once_is_stored_whole_and_counted_once(tmp_path):
+    """``store_group``: the staged blobs are published once, before the transaction; a transaction refused by a
+    concurrent writer (DuckDB's duplicate key) runs again, and what it counts is the run that committed."""
+    import duckdb
+
+    from storage import BlobWriter, store_group
+
+    storage = Storage(catalog=Catalog(tmp_path / "catalog.duckdb"), blobs=LocalBlobStore(tmp_path / "blobs"))
+    writer = BlobWriter(storage.blobs)
+    with writer.unit():
+        demo = demo_with_frame(writer, 1)  # type: ignore[arg-type]  # a worker's putter, as a build's
+    runs: list[int] = []
+
+    def write() -> int:
+        runs.append(len(runs))
+        new = storage.catalog.put_records([demo])
+        if len(runs) == 1:
+            raise duckdb.ConstraintException('Duplicate key "id: x" violates primary key constraint')
+        return new
+
+    assert store_group(storage, [writer], write) == 1 and runs == [0, 1]
+    sha = demo.blobs[0].sha256
+    assert storage.blobs.get(sha) == b"jpeg bytes 1" and storage.catalog.blob_meta([sha]) == {
+        sha: (len(b"jpeg bytes 1"), "image/jpeg")}
+    assert [r.id for r in storage.catalog.get_records([demo.id])] == [demo.id]

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tasks.parallel import ahead, groups_of, written_behind
+from tasks.parallel import Ahead, groups_of, written_behind
 
 
 def test_items_are_written_in_order_on_another_thread_and_all_before_the_block_ends():
@@ -72,15 +72,15 @@ def test_groups_close_at_their_size_or_once_their_first_item_is_old_enough():
     assert list(groups_of(range(10), 4)) == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9]]
 
 
-
 def test_once_every_item_is_started_the_groups_shrink_so_the_last_store_is_small():
     started: list[int] = []
-    running = ahead(range(20), lambda item: started.append(item) or item, window=5)
+    running = Ahead(range(20), lambda item: started.append(item) or item, window=5)
     groups = list(groups_of(running, lambda: 2 if running.drained else 8))
     # the first 8 arrive while items are still being started; 19, the last, is started before 14 arrives, and the
     # group holding 8..15 closes at 15, the first item to arrive after; then groups of 2
     assert groups == [list(range(8)), list(range(8, 16)), [16, 17], [18, 19]]
     assert started == list(range(20)) and running.drained
+
 
 def _parent_and_decoder_loaded() -> tuple[int, bool]:
     import os

@@ -51,3 +51,34 @@ def test_a_commands_flow_sends_heartbeats_only_as_configured_and_a_deployments_k
         with at_the_terminal(Settings(prefect=PrefectSettings(command_heartbeat_s=45))):
             assert heartbeat_seen_by_the_run() == 45
         assert heartbeat_seen_by_the_run() == prefects_own
+
+
+def test_a_run_records_its_deployment_and_a_commands_run_does_not_ask_the_server(monkeypatch) -> None:
+    """``deployment_name``: None at once for a flow a command starts (Prefect's own lookup reads the run from the
+    server first); a subflow, or a run with Prefect's environment override, gets Prefect's answer."""
+    import prefect.runtime.deployment as runtime_deployment
+    from prefect import flow
+    from prefect.testing.utilities import prefect_test_harness
+
+    from flows.runtime import deployment_name
+
+    asked: list[str] = []
+
+    def prefects_lookup() -> str:
+        asked.append("server")
+        return "nightly"
+
+    monkeypatch.setitem(runtime_deployment.FIELDS, "name", prefects_lookup)
+
+    @flow
+    def child() -> str | None:
+        return deployment_name()
+
+    @flow
+    def parent() -> tuple[str | None, str | None]:
+        return deployment_name(), child()
+
+    with prefect_test_harness(server_startup_timeout=180):
+        assert parent() == (None, "nightly") and asked == ["server"]
+        monkeypatch.setenv("PREFECT__RUNTIME__DEPLOYMENT__NAME", "by-hand")
+        assert child() == "by-hand"

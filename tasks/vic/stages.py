@@ -124,7 +124,7 @@ def build_tasks(storage: Any, names: list[str], count: int, seed: int,
     number of workers makes the same records."""
     from itertools import groupby
 
-    from tasks.parallel import ahead, process_pool, written_behind
+    from tasks.parallel import Ahead, process_pool, written_behind
     from tasks.vic.plugin import GENERATE_WORKER_MODULES
     from tasks.vic.suite import task
 
@@ -144,7 +144,7 @@ def build_tasks(storage: Any, names: list[str], count: int, seed: int,
     with (storage.catalog.kept_open(), written_behind(store) as stored,
           process_pool(workers, GENERATE_WORKER_MODULES, caller_runs_while_starting=True) as pool):
         draw = _Drawing(pool, workers)
-        started = ahead(first_chunks(planned(), count, workers),
+        started = Ahead(first_chunks(planned(), count, workers),
                         lambda chunk: (chunk[0], draw.submit(chunk[0].name, chunk[1], chunk[0].plan.settings)),
                         window=CHUNKS_AHEAD_PER_WORKER * workers)
         for run, chunks in groupby(started, key=lambda started_chunk: started_chunk[0]):
