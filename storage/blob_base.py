@@ -9,6 +9,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
+from typing import BinaryIO
 
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _CHUNK = 1 << 20
@@ -33,11 +34,13 @@ def sha256_bytes(data: bytes) -> str:
 
 
 def sha256_file(path: str | os.PathLike[str]) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+        return sha256_read(handle)
+
+
+def sha256_read(handle: BinaryIO, head: bytes = b"") -> str:
+    """The sha256 of ``head`` followed by the rest of an open file (``head``: its bytes already read)."""
+    return hashlib.file_digest(handle, lambda: hashlib.sha256(head)).hexdigest()
 
 
 def check_address(sha256: str) -> str:

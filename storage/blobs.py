@@ -8,7 +8,6 @@ visible only when it completes. A reader therefore never sees half a blob.
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 import os
 import secrets
@@ -33,6 +32,7 @@ from storage.blob_base import (  # the names every store shares, as this module 
     check_address,
     sha256_bytes,
     sha256_file,
+    sha256_read,
 )
 from storage.blob_layout import FLAT, known_layout, store_layout
 from storage.blob_layout import sync_file_system as _sync_file_system
@@ -257,15 +257,13 @@ class LocalBlobStore(BlobStore):
             head = source.read(_READ_WHOLE + 1)
             if len(head) <= _READ_WHOLE:
                 return self.put(head)
-            digest = hashlib.sha256(head)
-            while chunk := source.read(_CHUNK):
-                digest.update(chunk)
+            sha256 = sha256_read(source, head)
 
         def copy(fd: int) -> None:
             with open(path, "rb") as again, os.fdopen(fd, "wb", closefd=False) as handle:
                 shutil.copyfileobj(again, handle, _CHUNK)
 
-        return self._publish(copy, digest.hexdigest())
+        return self._publish(copy, sha256)
 
     def get(self, sha256: str) -> bytes:
         try:
