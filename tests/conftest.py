@@ -32,6 +32,15 @@ def postgres() -> Iterator[str]:
         yield url
 
 
+@pytest.fixture
+def postgres_database(postgres: str) -> Iterator[str]:
+    """A new database on the session's PostgreSQL server, dropped when the test ends; its URL."""
+    from tests.support.postgres_server import database_on
+
+    with database_on(postgres) as url:
+        yield url
+
+
 @pytest.fixture(params=["duckdb", "postgres"])
 def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]:
     """A fresh catalog, once on each backend: the embedded DuckDB file and a database on a PostgreSQL server."""
@@ -39,9 +48,8 @@ def catalog(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Catalog]
         yield Catalog(tmp_path / "catalog.duckdb", lock_timeout_s=30)
         return
     from storage.postgres import PostgresCatalog
-    from tests.support.postgres_server import fresh_database
 
-    catalog = PostgresCatalog(fresh_database(request.getfixturevalue("postgres")), lock_timeout_s=30)
+    catalog = PostgresCatalog(request.getfixturevalue("postgres_database"), lock_timeout_s=30)
     yield catalog
     catalog.close()
 

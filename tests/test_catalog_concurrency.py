@@ -78,12 +78,7 @@ def _write(where: str, backend: str, worker: int) -> tuple[int, int, list[str], 
 @pytest.mark.parametrize("backend", ["duckdb", "postgres"])
 def test_eight_processes_write_concurrently_on_busy_cores(tmp_path: Path, request: pytest.FixtureRequest,
                                                           backend: str):
-    if backend == "postgres":
-        from tests.support.postgres_server import fresh_database
-
-        where = fresh_database(request.getfixturevalue("postgres"))
-    else:
-        where = str(tmp_path / "shared.duckdb")
+    where = request.getfixturevalue("postgres_database") if backend == "postgres" else str(tmp_path / "shared.duckdb")
     _open(where, backend).close()
     context = mp.get_context("spawn")
     stop = context.Event()

@@ -17,7 +17,6 @@ from storage.postgres import PostgresCatalog
 from storage.releases import create_release, verify_release
 from tests.support.catalog import item_record, publish_review_items
 from tests.support.images import solid_png
-from tests.support.postgres_server import fresh_database
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -49,11 +48,11 @@ def table_rows(catalog: Catalog) -> dict[str, list[tuple]]:
     return {table: sorted(catalog.query(f"SELECT * FROM {table}"), key=repr) for table in TABLES}
 
 
-def test_a_catalog_goes_to_postgresql_and_back_unchanged(tmp_path: Path, postgres: str):
+def test_a_catalog_goes_to_postgresql_and_back_unchanged(tmp_path: Path, postgres_database: str):
     storage = filled_catalog(tmp_path / "duck")
     original = table_rows(storage.catalog)
     assert all(original.values()), {t: len(r) for t, r in original.items()}  # every table has rows to copy
-    server = fresh_database(postgres)
+    server = postgres_database
     # the command, as a user runs it
     shown = subprocess.run([sys.executable, "-m", "flows.cli", "catalog", "copy", str(storage.catalog.path), server],
                            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True,

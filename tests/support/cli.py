@@ -30,6 +30,12 @@ def pin_console_width(monkeypatch: pytest.MonkeyPatch, width: int = 200) -> None
     monkeypatch.setattr(terminal, "err", Console(width=width, stderr=True))
 
 
+def unwrapped(output: str) -> str:
+    """What a command printed as one line of words: Typer's error panel is drawn at the terminal's width (its own
+    console, not the CLI's), so a message with a long path in it wraps at a place that depends on the path."""
+    return " ".join(output.replace("│", " ").split())
+
+
 def make_project(folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Storage, Any, Any]:
     """``folder`` as the working directory, with a benchwright.toml (a chat model with a secret key) and a catalog
     of two demos with a frame each, the first accepted, and an item derived from it; (storage, the first demo, the
