@@ -87,6 +87,21 @@ def test_diffusers_editor_with_a_tiny_instruct_pix2pix(models_dir):
     assert prefect_tags(settings, "editor") == {"editor:diffusers"}  # pinned to the CPU: no GPU slot needed
 
 
+def test_a_word_embedded_each_is_encoded_once_and_the_same_whatever_it_is_asked_with(monkeypatch):
+    embedder = load_backend(Settings(), "embedder")
+    asked: list[list[str]] = []
+    encode = embedder.embed
+    monkeypatch.setattr(embedder, "embed", lambda texts: asked.append(texts) or encode(texts))
+    beside_long = embedder.embed_each(["bowl", "a very long sentence about a kitchen with many things in it", "cube"])
+    again = embedder.embed_each(["cube", "bowl", "cube"])
+    assert asked == [["bowl"], ["a very long sentence about a kitchen with many things in it"], ["cube"]]
+    assert again == [beside_long[2], beside_long[0], beside_long[2]]
+    alone = encode(["bowl"])[0]
+    assert beside_long[0] == alone  # float32 kept whole: exactly what the model gave
+    batched = encode(["bowl", "a very long sentence about a kitchen with many things in it"])[0]
+    assert np.allclose(batched, alone, atol=1e-5)  # in a batch, nearly: why each word is encoded alone
+
+
 def test_sentence_transformers_embedder_and_embedding_scorer():
     settings = Settings()
     embedder = load_backend(settings, "embedder")

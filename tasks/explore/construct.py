@@ -109,7 +109,7 @@ def annotate_instance(instance: Record, final_image: bytes, annotators: Annotato
     nouns = action_nouns(actions, annotators.spacy_model)
     merged = merge_tags(annotators.tagger.tag(final_image), nouns)
     tags, dropped = filter_by_rules(merged, spacy_model=annotators.spacy_model, known_nouns=set(nouns),
-                                    embed=annotators.embedder.embed if annotators.embedder else None)
+                                    embed=annotators.embedder.embed_each if annotators.embedder else None)
 
     def reject(stage: str, problem: str | None, answers: list[str]) -> Built:
         built.quarantined.append(quarantine(
