@@ -88,6 +88,9 @@ def test_diffusers_editor_with_a_tiny_instruct_pix2pix(models_dir):
 
 
 def test_a_word_embedded_each_is_encoded_once_and_the_same_whatever_it_is_asked_with(monkeypatch):
+    from tasks.models import base
+
+    monkeypatch.setattr(base, "_REMEMBERED", {})  # what earlier tests of this process had embedded, forgotten
     embedder = load_backend(Settings(), "embedder")
     asked: list[list[str]] = []
     encode = embedder.embed
@@ -100,6 +103,8 @@ def test_a_word_embedded_each_is_encoded_once_and_the_same_whatever_it_is_asked_
     assert beside_long[0] == alone  # float32 kept whole: exactly what the model gave
     batched = encode(["bowl", "a very long sentence about a kitchen with many things in it"])[0]
     assert np.allclose(batched, alone, atol=1e-5)  # in a batch, nearly: why each word is encoded alone
+    another = load_backend(Settings(), "embedder")  # a later stage's, or a later share's, of the same model
+    assert another.embed_each(["cube"]) == [beside_long[2]] and len(asked) == 3
 
 
 def test_sentence_transformers_embedder_and_embedding_scorer():

