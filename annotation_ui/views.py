@@ -98,7 +98,8 @@ HEAD = """
   document.addEventListener("keydown", (event) => {
     const target = event.target;
     const inTable = near(target, "table, [role=grid], [role=gridcell], .table-wrap");
-    if (event.key === "Escape" && inTable) {
+    // a cell can stay selected after the focus left the table (an edit ended with Enter): Esc lets go of it too
+    if (event.key === "Escape" && (inTable || document.querySelector(".cell-selected"))) {
       setTimeout(letGo, 0);  // after the table's own Esc (which ends an edit in progress)
       return;
     }
