@@ -16,6 +16,7 @@ from schemas.releases import ReleaseSelection
 from storage import open_storage
 from storage.releases import create_release
 from tests.support.chat_server import MALFORMED, ScriptedChatServer, kill_once_asked
+from tests.support.cli import unwrapped
 from tests.support.evaluation import evaluate, explore_release, progress_release
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,7 +101,7 @@ def test_a_killed_evaluation_resumes_without_asking_again_what_was_cached(settin
     assert len(second_run) == items - cached  # nothing cached was asked again
     assert len(set(first_run) & set(second_run)) == len(first_run) - cached  # only the ones in flight at the kill
     assert len(set(first_run) | set(second_run)) == items
-    assert f"from cache {cached}" in " ".join(finished.stdout.split())
+    assert f"from cache {cached}" in unwrapped(finished.stdout)
     assert len(catalog.find_records(kind="prediction")) == items
 
 

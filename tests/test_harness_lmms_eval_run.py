@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from tasks import benchmarks
 from tasks.benchmark import ANSWERED
 from tasks.exporting.rows import exported_rows
+from tests.support.cli import unwrapped
 from tests.support.evaluation import evaluate
 from tests.support.harness_cases import (
     CASES,
@@ -225,7 +226,7 @@ def test_evaluate_at_the_command_line_stops_with_one_line_when_nothing_is_answer
         arguments += ["--predictions", str(path)]
     result = CliRunner().invoke(app, arguments)
     assert result.exit_code == 1 and "Traceback" not in result.output, result.output
-    message = " ".join(result.output.split())
+    message = unwrapped(result.output)
     assert "error: no answer for any item of" in message and all(path.name in message for path in stripped)
 
 

@@ -18,6 +18,7 @@ from schemas import Status
 from schemas.config import Settings
 from storage import open_storage
 from tests.support.chat_server import ScriptedChatServer, kill_once_asked
+from tests.support.cli import unwrapped
 from tests.support.evaluation import vic_release
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -251,7 +252,7 @@ def test_a_killed_stage3_run_resumes_without_asking_a_cached_turn_again(settings
     last = json.loads(second_run[-1])
     assert last[-1]["role"] == "user" and any(p["type"] == "image_url" for p in last[-1]["content"])  # the state
     assert sum(any(p["type"] == "image_url" for p in m["content"]) for m in last if m["role"] == "user") == 2
-    shown = " ".join(" ".join(finished.stdout.split()).split())
+    shown = unwrapped(finished.stdout)
     assert "ACC 100.00" in shown or "│ ACC" in finished.stdout
     runs = storage.catalog.find_records(kind="evaluation")
     [run] = [r for r in runs if r.payload["strategy"] == "stage3"]
