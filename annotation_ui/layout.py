@@ -13,12 +13,17 @@ from annotation_ui.queue_tabs import recheck_tab, review_tab, wire_queue
 from annotation_ui.service import App, review_views
 from schemas.config import Settings
 
+# Gradio's copies of the files the page hands out (the admin's decision export) are deleted this long after they
+# were made, checked as often; Gradio keeps them until the server restarts otherwise
+GRADIO_FILES_KEPT_S = 3600
+
 
 def build(settings: Settings, app: App | None = None) -> Any:
     """The Gradio Blocks of the app (not launched). Refuses to build one with a handler that does not go through
     ``failures.guarded``, which keeps tracebacks and server paths from the page."""
     app = app or App(settings)
-    with gr.Blocks(title="benchwright annotation", fill_width=True) as blocks:  # the images' room: views.WIDTH_PX
+    with gr.Blocks(title="benchwright annotation", fill_width=True,  # the images' room: views.WIDTH_PX
+                   delete_cache=(GRADIO_FILES_KEPT_S, GRADIO_FILES_KEPT_S)) as blocks:
         gr.Markdown("## benchwright annotation\nKeys: **y** yes/accept · **n** no/reject · **s** skip · **u** undo "
                     "(not while a field or the table has focus: press Esc or click outside first)")
         wire = functools.partial(wire_queue, app, blocks)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import shutil
 import tempfile
+import time
+import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +34,9 @@ from storage import open_storage
 
 __all__ = ["App", "review_views", "view_for_kind", "view_of"]  # the views: importable from here too
 ITEMS_KEPT = 2048  # items whose view and drawing the app keeps (a few kB of HTML and JSON each)
+# an admin's decision export is read from the app's folder only while Gradio copies it into its own cache, as the
+# click's handler returns; a later export removes those older than this, and the folder goes with the app
+EXPORT_KEPT_S = 60.0
 
 
 class App:
@@ -55,6 +61,7 @@ class App:
         self.drawings: Kept[str, Any] = Kept(ITEMS_KEPT)  # item id -> its drawing.Drawing
         self.ahead = Ahead(self)  # the next items drawn while people look at theirs
         self.boot = secrets.token_hex(8)  # a page that sees another one knows the app was restarted under it
+        self._exports: Path | None = None  # the admin's decision exports (_exports_folder)
 
     # -- who is asking ---------------------------------------------------------------------------------------
 
@@ -229,9 +236,21 @@ class App:
         self.admin(request)
         from storage.output import OutputFolder
 
-        folder = OutputFolder(tempfile.mkdtemp(prefix=ADMIN_FILES))
+        folder = OutputFolder(tempfile.mkdtemp(prefix=ADMIN_FILES, dir=self._exports_folder()))
         # the name travels with the file into Gradio's cache, where the front door serves it to admins alone
         return str(folder.save_text(figures.export_decisions(self.storage.catalog), f"{ADMIN_FILES}decisions.jsonl"))
+
+    def _exports_folder(self) -> Path:
+        """The app's folder of decision exports (made on the first), emptied of those Gradio has long copied: a
+        server kept for weeks would otherwise keep every export an admin ever made."""
+        if self._exports is None:
+            self._exports = Path(tempfile.mkdtemp(prefix="benchwright-exports-"))
+            weakref.finalize(self, shutil.rmtree, self._exports, True)  # with the app, or as the process exits
+        stale = time.time() - EXPORT_KEPT_S
+        for made in self._exports.iterdir():
+            if made.lstat().st_mtime < stale:
+                shutil.rmtree(made, ignore_errors=True)
+        return self._exports
 
     def lockouts(self, request: Any) -> list[dict[str, Any]]:
         self.admin(request)

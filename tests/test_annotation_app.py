@@ -6,6 +6,7 @@ import json
 import os
 import threading
 from collections import Counter
+from pathlib import Path
 
 import httpx
 import pytest
@@ -204,3 +205,33 @@ def test_no_file_of_the_app_is_over_400_lines():
     long = {p.name: n for p in Path(annotation_ui.__file__).parent.glob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 400}
     assert not long, long
+
+
+def test_decision_exports_are_removed_once_gradio_has_copied_them_and_with_the_app(tmp_path, monkeypatch):
+    """Each export is a file of its own for Gradio to copy; a later export removes those older than
+    ``EXPORT_KEPT_S``, and the app's export folder goes with the app: a server kept for weeks keeps none."""
+    import gc
+    from types import SimpleNamespace
+
+    from annotation_ui import service
+    from annotation_ui.service import App
+
+    settings = app_settings(tmp_path)
+    (item,) = publish(settings, 1)
+    app, boss = App(settings), SimpleNamespace(username="boss")
+    app.work.next_item("recheck", "ann1")
+    app.work.submit(item.id, "ann1", "accept")
+    first = Path(app.export(boss))
+    folder = first.parent.parent
+    assert [json.loads(line)["verdict"] for line in first.read_text().splitlines()] == ["accept"]
+    assert app.export(boss) != str(first) and first.exists()  # a moment later: Gradio may still be copying it
+    monkeypatch.setattr(service, "EXPORT_KEPT_S", 0.0)
+    os.utime(first, (0, 0))
+    os.utime(first.parent, (0, 0))
+    latest = Path(app.export(boss))
+    assert not first.parent.exists() and latest.exists() and latest.parent.parent == folder
+    with pytest.raises(PermissionError):
+        app.export(SimpleNamespace(username="ann1"))
+    del app
+    gc.collect()
+    assert not folder.exists()
