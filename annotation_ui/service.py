@@ -10,8 +10,10 @@ import hashlib
 import secrets
 import shutil
 import tempfile
+import threading
 import time
 import weakref
+from collections import deque
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -62,6 +64,8 @@ class App:
         self.ahead = Ahead(self)  # the next items drawn while people look at theirs
         self.boot = secrets.token_hex(8)  # a page that sees another one knows the app was restarted under it
         self._exports: Path | None = None  # the admin's decision exports (_exports_folder)
+        self._exports_made: deque[tuple[float, Path]] = deque()  # (when, folder) of each export, oldest first
+        self._exports_guard = threading.Lock()
 
     # -- who is asking ---------------------------------------------------------------------------------------
 
@@ -236,21 +240,23 @@ class App:
         self.admin(request)
         from storage.output import OutputFolder
 
-        folder = OutputFolder(tempfile.mkdtemp(prefix=ADMIN_FILES, dir=self._exports_folder()))
+        folder = OutputFolder(self._exports_folder())
         # the name travels with the file into Gradio's cache, where the front door serves it to admins alone
         return str(folder.save_text(figures.export_decisions(self.storage.catalog), f"{ADMIN_FILES}decisions.jsonl"))
 
     def _exports_folder(self) -> Path:
-        """The app's folder of decision exports (made on the first), emptied of those Gradio has long copied: a
-        server kept for weeks would otherwise keep every export an admin ever made."""
-        if self._exports is None:
-            self._exports = Path(tempfile.mkdtemp(prefix="benchwright-exports-"))
-            weakref.finalize(self, shutil.rmtree, self._exports, True)  # with the app, or as the process exits
-        stale = time.time() - EXPORT_KEPT_S
-        for made in self._exports.iterdir():
-            if made.lstat().st_mtime < stale:
-                shutil.rmtree(made, ignore_errors=True)
-        return self._exports
+        """A new folder for a decision export in the app's own (made on the first), which is emptied of the
+        exports Gradio has long copied: a server kept for weeks would otherwise keep every export ever made."""
+        with self._exports_guard:  # Gradio runs handlers on threads of its own
+            if self._exports is None:
+                self._exports = Path(tempfile.mkdtemp(prefix="benchwright-exports-"))
+                weakref.finalize(self, shutil.rmtree, self._exports, True)  # with the app, or as the process exits
+            now = time.monotonic()
+            while self._exports_made and self._exports_made[0][0] < now - EXPORT_KEPT_S:
+                shutil.rmtree(self._exports_made.popleft()[1], ignore_errors=True)
+            made = Path(tempfile.mkdtemp(prefix=ADMIN_FILES, dir=self._exports))
+            self._exports_made.append((now, made))
+            return made
 
     def lockouts(self, request: Any) -> list[dict[str, Any]]:
         self.admin(request)
