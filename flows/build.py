@@ -18,7 +18,6 @@ from schemas.registry import load_target
 from tasks import benchmarks
 from tasks.benchmark import BuildContext, BuildStage
 from tasks.models.registry import with_role_tags
-from tasks.parallel import run_packed_share
 
 
 def stage_task(stage: BuildStage, settings: Settings) -> Any:
@@ -142,23 +141,21 @@ def run_stages(stages: list[BuildStage], settings: Settings, context: BuildConte
 
 def fanned_out(stages: list[BuildStage], units: list[str], settings: Settings, context: BuildContext,
                cluster: Cluster) -> list[dict[str, Any]]:
-    """The stages run on ``units`` as one task run per share on the build's cluster; each stage's counts, added up.
-    A share's stage functions, settings and context go as one pickled parameter (``tasks.parallel.
-    run_packed_share``): as objects, Prefect walked every field of them looking for futures and Dask pickled them to
-    name the task, in the flow's process for each share (114-168 ms a share to submit, 94-104 ms so)."""
+    """The stages run on ``units`` as one task run per share on the build's cluster (``flows.share_runs``); each
+    stage's counts, added up. A share's stage functions, settings and context go as one pickled value (``tasks.
+    parallel.run_packed_share``): as objects, Prefect walked every field of them looking for futures and Dask pickled
+    them to name the task, in the flow's process for each share (114-168 ms a share to submit, 94-104 ms so)."""
     from dataclasses import replace
 
     import cloudpickle
 
     from flows.runners import added_up, shares
+    from flows.share_runs import share_counts
 
     inline = settings.model_copy(update={"compute": settings.compute.model_copy(update={"workers": 1})})
     roles = [role for stage in stages for role in stage.roles]
-    share_run = with_role_tags(task(run_packed_share, name="+".join(stage.task_name for stage in stages),
-                                    cache_policy=NONE), settings, *roles)
     runner = cluster.entered(settings)
     stage_fns = [load_target(stage.run) for stage in stages]
-    futures = [runner.submit(share_run, {"share": cloudpickle.dumps((stage_fns, inline, replace(context, share=part)))})
-               for part in shares(units, settings)]
-    counts = [future.result() for future in futures]  # per share, a stage's counts each
+    packed = [cloudpickle.dumps((stage_fns, inline, replace(context, share=part))) for part in shares(units, settings)]
+    counts = share_counts(runner, packed, "+".join(stage.task_name for stage in stages), settings, roles)
     return [added_up([share[i] for share in counts]) for i in range(len(stages))]

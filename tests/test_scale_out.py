@@ -57,22 +57,45 @@ def test_a_local_dask_cluster_builds_what_one_process_builds(tmp_path: Path, pre
     def noting_threads(settings: Settings, context: object) -> dict:
         import dask
         from distributed import get_worker
+        from prefect.context import TaskRunContext
 
         from tasks.sources import frames
 
         housekeeping = (dask.config.get("distributed.admin.tick.interval"),
                         "profile" in get_worker().periodic_callbacks)
-        (threads / f"{os.getpid()}-{time.monotonic_ns()}").write_text(f"{frames.decode_threads()} {housekeeping}")
+        outside_prefect = TaskRunContext.get() is None  # a plain Dask task: the worker never calls Prefect's API
+        (threads / f"{os.getpid()}-{time.monotonic_ns()}").write_text(
+            f"{frames.decode_threads()} {housekeeping} {outside_prefect}")
         return real(settings, context)
 
     monkeypatch.setattr(stages, "construct_progress", noting_threads)
+    in_process = Counter(_task_run_names_with("construct"))
     fanned, fanned_hash = constructed(settings_in(tmp_path / "dask", task_runner="dask", workers=2, shares=3))
     assert alone["episodes"] == fanned["episodes"] == EPISODES
     assert fanned["records"] == alone["records"] > 0 and fanned["new"] == alone["new"]
     assert fanned_hash == alone_hash
     # each of the 3 shares ran in a Dask worker decoding on one thread (the workers fill the cores), started with
-    # flows/dask-cluster.yaml's housekeeping: its watchdog's interval, and no profiler sampling its threads
-    assert sorted(p.read_text() for p in threads.iterdir()) == ["1 ('200ms', False)"] * 3
+    # flows/dask-cluster.yaml's housekeeping: its watchdog's interval, and no profiler sampling its threads; outside
+    # any Prefect task run there (the share's task run waits for it in the flow's process)
+    assert sorted(p.read_text() for p in threads.iterdir()) == ["1 ('200ms', False) True"] * 3
+    assert Counter(_task_run_names_with("construct")) - in_process == {"construct-progress": 3}
+
+
+def test_a_share_that_fails_on_the_cluster_fails_the_build_with_its_error_and_its_units(tmp_path: Path,
+                                                                                        prefect_server, monkeypatch):
+    """A share's error reaches the build as the worker raised it, with a note naming the stage and the share's
+    units; no share's task run is recorded as completed."""
+    import tasks.progress.stages as stages
+
+    def broken(settings: Settings, context: object) -> dict:
+        raise ValueError("this episode cannot be read")
+
+    monkeypatch.setattr(stages, "construct_progress", broken)
+    before = Counter(_task_run_names_with("construct"))
+    with pytest.raises(ValueError, match="this episode cannot be read") as raised:
+        constructed(settings_in(tmp_path / "dask", task_runner="dask", workers=2, shares=3))
+    assert any("on a share of 2 units" in note for note in getattr(raised.value, "__notes__", []))
+    assert not _completed_task_runs_with("construct") - before
 
 
 def test_the_dask_settings_file_the_configuration_names_is_read_as_dotted_settings(tmp_path: Path):
@@ -185,3 +208,12 @@ def _task_run_names_with(part: str) -> list[str]:
         seen = names
         time.sleep(1)
     return seen
+
+
+def _completed_task_runs_with(part: str) -> Counter:
+    """The completed task runs whose name holds ``part``, counted by name (without Prefect's numbering)."""
+    from prefect.client.orchestration import get_client
+
+    with get_client(sync_client=True) as client:
+        return Counter(run.name.rsplit("-", 1)[0] for run in client.read_task_runs()
+                       if part in run.name and run.state is not None and run.state.is_completed())
