@@ -4,9 +4,9 @@
 ``[compute] workers`` processes). ``dask``: prefect-dask's DaskTaskRunner, on the scheduler at ``dask_address`` or on a
 LocalCluster of ``workers`` processes of one thread each, made for the build and closed after it, with the Dask
 settings of ``[compute] dask_config`` (``dask_cluster_config``). ``ray``:
-prefect-ray's RayTaskRunner on ``ray_address`` or a local Ray. Each share of a stage is a Prefect task run there; it
-opens the catalog and blob store from the settings itself, so it runs the same in any process on any host that
-reaches them.
+prefect-ray's RayTaskRunner on ``ray_address`` or a local Ray. Each share of a stage is a Prefect task run
+(``flows.share_runs``: on Dask, one in the flow's process waiting for the share's Dask task); the share opens the
+catalog and blob store from the settings itself, so it runs the same in any process on any host that reaches them.
 """
 
 from __future__ import annotations
