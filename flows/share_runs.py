@@ -5,7 +5,7 @@ limits and the run's history are as before) runs in the flow's process, waiting 
 task runs on the workers: a Prefect task run on a warm Dask worker took 119-128 ms where the same no-op as a plain
 Dask task took 14-16 ms, and wrapped so 31 ms; of its 61 ms of the worker's CPU, 45 ms went to two Prefect API clients
 each loading certifi's CA bundle, and the flow spent 27 ms per share serializing its Prefect settings for the worker
-(measured on 2 cores, 40 no-op tasks in a row; README, "Where EXPLORE-Bench's scaling stands"). The workers then need
+(measured on 2 cores, 40 no-op tasks in a row; README, "Scaling out"). The workers then need
 no way to the Prefect API either: only the catalog and the blob store. Other task runners (Ray) run Prefect's own
 task run per share on their workers.
 """
@@ -33,9 +33,14 @@ def share_counts(runner: Any, packed: Sequence[bytes], name: str, settings: Sett
     Dask cluster the shares still running are then cancelled."""
     client = dask_client(runner)
     if client is None:
-        share_run = with_role_tags(task(run_packed_share, name=name, cache_policy=NONE), settings, *roles)
+        share_run = _share_task(run_packed_share, name, settings, roles)
         return [future.result() for future in [runner.submit(share_run, {"share": share}) for share in packed]]
     return _on_dask(client, packed, name, settings, roles)
+
+
+def _share_task(fn: Any, name: str, settings: Settings, roles: Sequence[str]) -> Any:
+    """``fn`` as the Prefect task of a share: named for its stages, tagged for their model roles, never cached."""
+    return with_role_tags(task(fn, name=name, cache_policy=NONE), settings, *roles)
 
 
 def dask_client(runner: Any) -> Any | None:
@@ -58,7 +63,7 @@ def _on_dask(client: Any, packed: Sequence[bytes], name: str, settings: Settings
         submitted.append(future)
         return future.result()
 
-    share_run = with_role_tags(task(on_the_cluster, name=name, cache_policy=NONE), settings, *roles)
+    share_run = _share_task(on_the_cluster, name, settings, roles)
     with ThreadPoolTaskRunner(max_workers=len(packed)) as waiting:  # a thread per share: each only waits
         futures = [waiting.submit(share_run, {"share": share}) for share in packed]
         try:
