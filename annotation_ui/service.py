@@ -63,7 +63,7 @@ class App:
         self.drawings: Kept[str, Any] = Kept(ITEMS_KEPT)  # item id -> its drawing.Drawing
         self.ahead = Ahead(self)  # the next items drawn while people look at theirs
         self.boot = secrets.token_hex(8)  # a page that sees another one knows the app was restarted under it
-        self._exports: Path | None = None  # the admin's decision exports (_exports_folder)
+        self._exports: Path | None = None  # the admin's decision exports (_new_export_folder)
         self._exports_made: deque[tuple[float, Path]] = deque()  # (when, folder) of each export, oldest first
         self._exports_guard = threading.Lock()
 
@@ -240,11 +240,11 @@ class App:
         self.admin(request)
         from storage.output import OutputFolder
 
-        folder = OutputFolder(self._exports_folder())
+        folder = OutputFolder(self._new_export_folder())
         # the name travels with the file into Gradio's cache, where the front door serves it to admins alone
         return str(folder.save_text(figures.export_decisions(self.storage.catalog), f"{ADMIN_FILES}decisions.jsonl"))
 
-    def _exports_folder(self) -> Path:
+    def _new_export_folder(self) -> Path:
         """A new folder for a decision export in the app's own (made on the first), which is emptied of the
         exports Gradio has long copied: a server kept for weeks would otherwise keep every export ever made."""
         with self._exports_guard:  # Gradio runs handlers on threads of its own

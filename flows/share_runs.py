@@ -31,7 +31,7 @@ def share_counts(runner: Any, packed: Sequence[bytes], name: str, settings: Sett
     """Each pickled share (``tasks.parallel.run_packed_share``'s argument) run as a task run named ``name`` and
     tagged for ``roles`` on ``runner``; their counts, in the shares' order. A share that fails fails the stage; on a
     Dask cluster the shares still running are then cancelled."""
-    client = dask_client(runner)
+    client = _dask_client(runner)
     if client is None:
         share_run = _share_task(run_packed_share, name, settings, roles)
         return [future.result() for future in [runner.submit(share_run, {"share": share}) for share in packed]]
@@ -43,7 +43,7 @@ def _share_task(fn: Any, name: str, settings: Settings, roles: Sequence[str]) ->
     return with_role_tags(task(fn, name=name, cache_policy=NONE), settings, *roles)
 
 
-def dask_client(runner: Any) -> Any | None:
+def _dask_client(runner: Any) -> Any | None:
     """The Dask client of a prefect-dask task runner (connected on first use); None for any other runner."""
     try:
         from prefect_dask import DaskTaskRunner

@@ -196,13 +196,10 @@ def _task_run_names_with(part: str) -> list[str]:
     """The names (without Prefect's numbering) of the task runs the test's Prefect server has recorded whose name
     holds ``part``, once their count stops changing (task runs in Dask workers are reported as events, recorded a
     moment later)."""
-    from prefect.client.orchestration import get_client
-
     seen: list[str] = []
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        with get_client(sync_client=True) as client:
-            names = sorted(run.name.rsplit("-", 1)[0] for run in client.read_task_runs() if part in run.name)
+        names = sorted(_unnumbered(run.name) for run in _task_runs_with(part))
         if names and names == seen:
             return names
         seen = names
@@ -212,8 +209,17 @@ def _task_run_names_with(part: str) -> list[str]:
 
 def _completed_task_runs_with(part: str) -> Counter:
     """The completed task runs whose name holds ``part``, counted by name (without Prefect's numbering)."""
+    return Counter(_unnumbered(run.name) for run in _task_runs_with(part)
+                   if run.state is not None and run.state.is_completed())
+
+
+def _task_runs_with(part: str) -> list:
+    """The task runs the test's Prefect server has recorded whose name holds ``part``."""
     from prefect.client.orchestration import get_client
 
     with get_client(sync_client=True) as client:
-        return Counter(run.name.rsplit("-", 1)[0] for run in client.read_task_runs()
-                       if part in run.name and run.state is not None and run.state.is_completed())
+        return [run for run in client.read_task_runs() if part in run.name]
+
+
+def _unnumbered(name: str) -> str:
+    return name.rsplit("-", 1)[0]
