@@ -5,17 +5,19 @@
 
 Renders the sample world once (cameras top, front and side; ``--world DIR`` keeps it; a smaller size is the larger's
 first episodes, hard-linked), starts the server `benchwright server start` keeps, in a PREFECT_HOME of its own (not
-timed), then per size times rounds, interleaved: each variant of the command, then the floor, again... A command is
+timed), then per size times the floor, then rounds, interleaved: each variant of the command, then the floor again;
+each command is held against the mean of the floors just before and just after it (this VM's speed for the decode
+loop moves by up to 1.8x within an hour), in wall time and in its processes' CPU seconds. A command is
 a subprocess in a fresh project folder (empty catalog and blob store, no benchwright.toml, no BENCHWRIGHT_* variables
 but ``[compute] workers``), so it samples with the shipped [progress] defaults (``ProgressSettings``, printed).
 Variants: ``all stages`` (`benchwright build progress --episodes DIR`, as a user runs it) and ``construct``
 (``--stage construct``: the stage that decodes, encodes and stores the frames). The floor: those frames decoded and
 encoded, nothing else, on as many processes as the command's workers, each decoding on one thread as a build's
-workers do, started before its clock. Printed: medians, the spread of the round ratios, each command's time by stage
-(from its log), two cold commands (the first after the server started; one importing everything itself,
-``BENCHWRIGHT_WARM=0``), the rounds on one worker and two workers' speed-up; beside each figure the load average and
-the CPU other processes used meanwhile (/proc/stat's busy time less this bench's process tree, sampled; this process
-is its orphans' subreaper) and the steal. The bench does not wait for the machine to settle.
+workers do, started before its clock. Printed: medians, the spread of the round ratios (wall and CPU), each
+command's time by stage (from its log), two cold commands (the first after the server started; one importing
+everything itself, ``BENCHWRIGHT_WARM=0``), the rounds on one worker and two workers' speed-up; beside each figure the
+load average and the CPU other processes used meanwhile (/proc/stat's busy time less this bench's process tree,
+sampled; this process is its orphans' subreaper) and the steal. The bench does not wait for the machine to settle.
 """
 
 from __future__ import annotations
@@ -31,13 +33,16 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.process_tree_load import Load, become_subreaper, measured_load
 from tasks.progress.sampling import SamplingPlan
 
 
@@ -81,86 +86,6 @@ def first_episodes(world: Path, n: int, target: Path) -> Path:
         if not (target / folder.name / "episode.json").is_file():
             shutil.copytree(folder, target / folder.name, copy_function=os.link, dirs_exist_ok=True)
     return target
-
-
-# -- the machine's load ----------------------------------------------------------------------------------------
-
-def become_subreaper() -> bool:
-    """Orphans of what this bench starts (the server, its warm process, a command's fork server) become this
-    process's children: they stay below it, where ``measured_load`` counts them as its own (Linux only)."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
-    return False
-
-
-@dataclass
-class Load:
-    """CPU seconds over an interval: the machine's busy time, this bench's tree's, the hypervisor's steal."""
-
-    wall_s, busy_s, ours_s, steal_s, load1 = 0.0, 0.0, 0.0, 0.0, 0.0
-
-    def text(self) -> str:
-        return (f"load {self.load1:.2f}; others {max(0.0, self.busy_s - self.ours_s) / self.wall_s:.2f} cores, "
-                f"steal {self.steal_s / self.wall_s:.2f}")
-
-
-def _machine() -> tuple[float, float]:
-    """(busy CPU s of the machine: user nice system irq softirq, stolen s), from /proc/stat."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    tick = os.sysconf("SC_CLK_TCK")
-    return sum(fields[i] for i in (0, 1, 2, 5, 6)) / tick, (fields[7] if len(fields) > 7 else 0) / tick
-
-
-def _descendants_cpu() -> dict[int, float]:
-    """Each process below this one (pid -> its own user + system CPU s, /proc/<pid>/stat), zombies included."""
-    parents, cpu = {}, {}
-    for name in os.listdir("/proc"):
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = Path(f"/proc/{name}/stat").read_text().rpartition(")")[2].split()
-            parents[int(name)], cpu[int(name)] = int(fields[1]), (int(fields[11]) + int(fields[12]))
-    tick, below, found = os.sysconf("SC_CLK_TCK"), {os.getpid()}, True
-    while found:
-        found = False
-        for pid, parent in parents.items():
-            if parent in below and pid not in below:
-                below.add(pid)
-                found = True
-    return {pid: cpu[pid] / tick for pid in below - {os.getpid()}}
-
-
-@contextlib.contextmanager
-def measured_load(every_s: float = 0.2) -> Any:
-    """The machine's load while the block runs. This bench's own CPU is its processes' own times, sampled every
-    ``every_s`` (the last sample of one that ended stands for it: up to ``every_s`` of each is missed), not their
-    children's times: the warm process runs each command in a fork it does not wait for (SIGCHLD ignored), so a
-    command's CPU reaches nobody's children's times."""
-    load, stop, seen = Load(), threading.Event(), {}
-
-    def sample() -> None:
-        while True:
-            seen.update(_descendants_cpu())
-            if stop.wait(every_s):
-                seen.update(_descendants_cpu())
-                return
-
-    started = _descendants_cpu()
-    busy, steal, clock, own = *_machine(), time.monotonic(), time.process_time()
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    try:
-        yield load
-    finally:
-        stop.set()
-        sampler.join()
-        after_busy, after_steal = _machine()
-        load.wall_s, load.busy_s, load.steal_s = time.monotonic() - clock, after_busy - busy, after_steal - steal
-        load.ours_s = time.process_time() - own + sum(cpu - started.get(pid, 0.0) for pid, cpu in seen.items())
-        load.load1 = os.getloadavg()[0]
-        with contextlib.suppress(ChildProcessError):  # reap finished orphans (this process is their subreaper)
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
 
 
 # -- the command and the floor -----------------------------------------------------------------------------------
@@ -268,7 +193,8 @@ VARIANTS = {"all stages": (), "construct": ("construct",)}
 
 @dataclass
 class Rounds:
-    """Per variant and for the floor: (seconds, load) per round; per variant, each round's seconds per stage."""
+    """Per variant: (seconds, load) per round, and each round's seconds per stage; the floor: (seconds, load) before
+    the first round and after each, so every command has a floor timed just before it and one just after."""
 
     runs: dict[str, list[tuple[float, Load]]] = field(default_factory=dict)
     stages: dict[str, list[dict[str, float]]] = field(default_factory=dict)
@@ -278,18 +204,37 @@ class Rounds:
         if stages is not None:
             self.stages.setdefault(name, []).append(stages)
 
+    def _bracketing_floors(self, figure: Callable[[float, Load], float]) -> list[float]:
+        """Per round, the mean of ``figure`` of the floor before it and the floor after it: this VM's speed for the
+        decode loop moves by up to 1.8x within an hour, so a command is held against floors timed on both sides."""
+        floors = [figure(*run) for run in self.runs["floor"]]
+        return [(before + after) / 2 for before, after in itertools.pairwise(floors)]
+
     def ratios(self, name: str) -> list[float]:
-        return [b / f for (b, _), (f, _) in zip(self.runs[name], self.runs["floor"], strict=True)]
+        """Per round, the command's wall time over its bracketing floors'."""
+        floors = self._bracketing_floors(lambda seconds, _: seconds)
+        return [seconds / floor for (seconds, _), floor in zip(self.runs[name], floors, strict=True)]
+
+    def core_ratios(self, name: str) -> list[float]:
+        """Per round, the CPU the command's processes used (the kept server's included) over its bracketing
+        floors': what it costs beyond the floor's work whether or not the machine's cores were both free."""
+        floors = self._bracketing_floors(lambda _, load: load.ours_s)
+        return [load.ours_s / floor for (_, load), floor in zip(self.runs[name], floors, strict=True)]
 
     def median(self, name: str) -> float:
         return statistics.median(seconds for seconds, _ in self.runs[name])
 
+    def rounds(self) -> int:
+        return len(self.runs["floor"]) - 1
+
 
 def paired_rounds(command: Command, world: Path, workers: int, rounds: int, variants: list[str]) -> Rounds:
-    """``rounds`` rounds, interleaved: each variant of the command, then at once the floor on as many processes."""
+    """The floor on as many processes as the command's workers, then ``rounds`` rounds, interleaved: each variant
+    of the command, then at once the floor again."""
     jobs = floor_jobs(world, shipped_plan())
     done = Rounds()
     with floor_pool(workers) as pool:
+        done.add("floor", *timed_floor(pool, jobs))
         for _ in range(rounds):
             for name in variants:
                 done.add(name, *command.run(world, workers, VARIANTS[name]))
@@ -307,9 +252,12 @@ def report_rounds(title: str, rounds: Rounds) -> None:
         each = "; ".join(f"{s:.2f} s ({load.text()})" for s, load in runs)
         print(f"  {name:<11} median {rounds.median(name):6.2f} s   each: {each}")
     for name in rounds.stages:
-        ratios = rounds.ratios(name)
+        ratios, cores = rounds.ratios(name), rounds.core_ratios(name)
         print(f"  {name} / floor: median {statistics.median(ratios):.2f}, spread {min(ratios):.2f}-{max(ratios):.2f}"
-              f" (each round: {', '.join(f'{r:.2f}' for r in ratios)}; target <= 1.5)")
+              f" (each round against the floors before and after it: {', '.join(f'{r:.2f}' for r in ratios)}; "
+              f"target <= 1.5)")
+        print(f"    in core-seconds (its processes' CPU over the floor's): median {statistics.median(cores):.2f}, "
+              f"spread {min(cores):.2f}-{max(cores):.2f}")
         per_stage = {stage: statistics.median(r[stage] for r in rounds.stages[name] if stage in r)
                      for stage in dict.fromkeys(key for each in rounds.stages[name] for key in each)}
         print(f"    its time by stage (medians, s): {', '.join(f'{k} {v:.2f}' for k, v in per_stage.items())}")
@@ -332,7 +280,7 @@ def report_size(episodes: int, world: Path, figures: dict[str, Any], args: argpa
     rounds: Rounds = figures["rounds"]
     floor = rounds.median("floor")
     print(f"\n{episodes} episodes ({frames_of(world):,} frames decoded and encoded), {args.workers} workers:")
-    report_rounds(f" {len(rounds.runs['floor'])} rounds, interleaved:", rounds)
+    report_rounds(f" {rounds.rounds()} rounds, interleaved, a floor before the first and after each:", rounds)
     for key, what in (("first", "the first command after `benchwright server start`"),
                       ("own_process", "a command importing everything itself (BENCHWRIGHT_WARM=0)")):
         if key in figures:
@@ -342,7 +290,7 @@ def report_size(episodes: int, world: Path, figures: dict[str, Any], args: argpa
     if "one" in figures:
         one: Rounds = figures["one"]
         name = args.variants[-1]
-        report_rounds(f" {len(one.runs['floor'])} rounds on 1 worker:", one)
+        report_rounds(f" {one.rounds()} rounds on 1 worker:", one)
         print(f"  {args.workers} workers' speed-up over 1: {name} {one.median(name) / rounds.median(name):.2f}x, "
               f"floor {one.median('floor') / floor:.2f}x")
 

@@ -12,6 +12,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from flows.home import QUIET_DEFAULTS, prefect_home, recorded
+from flows.http_api_tls import skip_ca_bundle_for_http_api
 from flows.prefect_database import seed_database
 from schemas.config import Settings
 
@@ -22,7 +23,8 @@ def prepare_prefect(settings: Settings | None) -> None:
     """Quiet, offline defaults (the environment still wins), a new home's database from the template
     (``flows.prefect_database``), and the Prefect server to use: ``PREFECT_API_URL``,
     else ``[prefect] api_url``, else the one ``benchwright server start`` keeps (when its process still runs);
-    with none, each flow starts a temporary server."""
+    with none, each flow starts a temporary server. An http API's clients parse no CA bundle
+    (``flows.http_api_tls``)."""
     for name, value in QUIET_DEFAULTS.items():
         os.environ.setdefault(name, value)
     if "PREFECT_API_URL" not in os.environ:
@@ -35,6 +37,7 @@ def prepare_prefect(settings: Settings | None) -> None:
             kept = recorded()
             if kept:
                 os.environ["PREFECT_API_URL"] = kept["url"]
+    skip_ca_bundle_for_http_api(prefect_home())
     if "prefect.context" in sys.modules:  # imported already (a command in the warm process): read them again
         sys.modules["prefect.context"].refresh_global_settings_context()
 

@@ -214,8 +214,11 @@ _INDEXES_LOCK = threading.Lock()
 
 def pack_index(folder: str) -> PackIndex:
     """The process's one ``PackIndex`` of a pack folder (every store object on that root shares it)."""
-    with _INDEXES_LOCK:
-        return _INDEXES.setdefault(folder, PackIndex(folder))
+    index = _INDEXES.get(folder)  # made once: a build's workers ask at every blob they store
+    if index is None:
+        with _INDEXES_LOCK:
+            index = _INDEXES.setdefault(folder, PackIndex(folder))
+    return index
 
 
 def pack_ages(folder: str) -> Iterator[tuple[str, float, bool]]:

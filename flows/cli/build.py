@@ -58,7 +58,7 @@ def run_build(name: str, given: dict[str, Any], stages: list[str] | None = None,
     from flows.runtime import at_the_terminal
 
     start_stage_workers(plugin.chosen_stages(stages), settings)
-    with terminal.console.status(f"building {plugin.title} (starting Prefect can take ~20 s)..."), \
+    with terminal.waiting(f"building {plugin.title} (starting Prefect can take ~20 s)..."), \
             at_the_terminal(settings):
         result = build(name, settings, stages=stages, units=units, options=given,
                        unattended_review=unattended_review)

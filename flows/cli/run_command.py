@@ -83,7 +83,7 @@ def run(
     from flows.main_job import CANARY, main_job
     from flows.runtime import at_the_terminal
 
-    with terminal.console.status("running the main job (starting Prefect can take ~20 s)..."), \
+    with terminal.waiting("running the main job (starting Prefect can take ~20 s)..."), \
             at_the_terminal(settings):
         summary = main_job(settings=settings, sources=sources, benchmarks=list(benchmark) if benchmark else None,
                            unattended_review=unattended_review, review_wait_s=wait, release_prefix=release_prefix,
