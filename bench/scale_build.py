@@ -197,16 +197,18 @@ def prefect_server(folder: Path, postgres: str | None) -> Iterator[None]:
         with prefect_test_harness(server_startup_timeout=180):
             yield
         return
+    from flows.runtime import prepare_prefect
     from flows.server import start_server, stop_server
     from tests.support.postgres_server import fresh_database
 
     database = fresh_database(postgres).replace("postgresql://", "postgresql+asyncpg://", 1)
     saved = {name: os.environ.get(name) for name in ("PREFECT_HOME", "PREFECT_API_DATABASE_CONNECTION_URL",
-                                                     "PREFECT_API_URL")}
+                                                     "PREFECT_API_URL", "PREFECT_API_SSL_CERT_FILE")}
     os.environ.update(PREFECT_HOME=str(folder / "prefect-home"), PREFECT_API_DATABASE_CONNECTION_URL=database)
     os.environ.pop("PREFECT_API_URL", None)
     try:
         os.environ["PREFECT_API_URL"] = start_server()["url"]
+        prepare_prefect(None)  # what a command does next: Prefect's settings read again, as the command has them
         yield
     finally:
         stop_server()

@@ -90,19 +90,27 @@ def _fork_server(preload: tuple[str, ...]) -> Any:
     import multiprocessing
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([*_PRELOAD, *_main_module_name(), *preload])
+    context.set_forkserver_preload(_server_imports(preload))
     return context
+
+
+def _server_imports(preload: tuple[str, ...]) -> list[str]:
+    return [*_PRELOAD, *_main_module_name(), *preload]
 
 
 def start_fork_server(preload: tuple[str, ...]) -> None:
     """Start this process's fork server now instead of at its first ``process_pool``, importing ``preload`` (the
-    modules the pools will run) and the usual ones. A command calls it as it begins, so that the server's imports
-    (0.3-0.6 s of a core) are done while Prefect sets the flow up, on the core that waits meanwhile, and its first
-    pool only forks workers. Returns at once; the server goes on importing in the background. No-op once running."""
+    modules the pools will run) and the usual ones. A command calls it as it begins: while it is still one thread,
+    the server is a fork of it, with what it imported (``tasks.forked_server``); else a started server imports them
+    (0.3-0.6 s of a core) while Prefect sets the flow up, on the core that waits meanwhile. Either way its first pool
+    only forks workers. Returns at once. No-op once running."""
     from multiprocessing import forkserver
 
+    from tasks.forked_server import fork_into_server
+
     _fork_server(preload)
-    forkserver.ensure_running()
+    if not fork_into_server(_server_imports(preload)):
+        forkserver.ensure_running()
 
 
 class StartingPool(Executor):
