@@ -81,10 +81,16 @@ def render_world(folder: Path, episodes: int, size: tuple[int, int], workers: in
 
 
 def first_episodes(world: Path, n: int, target: Path) -> Path:
-    """A world of ``world``'s first ``n`` episode folders (by name), hard-linked (``target`` is beside ``world``)."""
-    for folder in sorted(p for p in world.iterdir() if (p / "episode.json").is_file())[:n]:
+    """A world of ``world``'s first ``n`` episode folders (by name), hard-linked (``target`` is beside ``world``).
+    Folders of an earlier run that are not among them now (``world`` has grown since, with names sorting before
+    theirs) are removed from ``target``: it holds exactly ``n``."""
+    first = sorted(p for p in world.iterdir() if (p / "episode.json").is_file())[:n]
+    for folder in first:
         if not (target / folder.name / "episode.json").is_file():
             shutil.copytree(folder, target / folder.name, copy_function=os.link, dirs_exist_ok=True)
+    kept = {folder.name for folder in first}
+    for stale in [p for p in target.iterdir() if p.name not in kept]:
+        shutil.rmtree(stale)
     return target
 
 
