@@ -37,7 +37,7 @@ def prepare_prefect(settings: Settings | None) -> None:
             kept = recorded()
             if kept:
                 os.environ["PREFECT_API_URL"] = kept["url"]
-    skip_ca_bundle_for_http_api(prefect_home())
+    skip_ca_bundle_for_http_api()
     if "prefect.context" in sys.modules:  # imported already (a command in the warm process): read them again
         sys.modules["prefect.context"].refresh_global_settings_context()
 

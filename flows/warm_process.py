@@ -25,8 +25,9 @@ from flows.warm import ROOT, WARM_MODULE, process_facts
 from flows.warm_messages import FORWARDED, HANDSHAKE_TIMEOUT_S, Reader, check_peer, send
 
 # Prefect variables that may differ from the warm process's: the server's address is read again by the fork
-# (flows.runtime.prepare_prefect refreshes Prefect's settings), and the home is where the socket was found.
-_REREAD = {"PREFECT_API_URL", "PREFECT_HOME"}
+# (flows.runtime.prepare_prefect refreshes Prefect's settings), the home is where the socket was found, and the API's
+# CA file is read when a client is made (prepare_prefect sets it for an http address: flows.http_api_tls).
+_REREAD = {"PREFECT_API_URL", "PREFECT_HOME", "PREFECT_API_SSL_CERT_FILE"}
 
 
 def serve(path: Path) -> None:

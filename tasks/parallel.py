@@ -4,8 +4,10 @@ A stage keeps its catalog and blob writes in its own process and hands the pure,
 worker processes, ``window`` units ahead of the one it is writing, so both cores stay busy and memory stays bounded.
 Workers are forked from a fork server (``forkserver``), never from the stage's own process: a stage runs in a thread
 of a Prefect flow beside DuckDB's threads, and a forked copy of such a process can hang on a lock another thread held
-at the fork. The fork server is a fresh single-threaded process that imports the work's modules once; each worker
-forked from it starts with them loaded, where a ``spawn``ed worker imported them again (0.3-0.4 s of a core each).
+at the fork. The fork server is a single-threaded process with the work's modules loaded: a fork of the command made
+while it still runs one Python thread (``tasks.forked_server``), else a fresh process that imports them once; each
+worker forked from it starts with them loaded, where a ``spawn``ed worker imported them again (0.3-0.4 s of a core
+each).
 One worker means no pool at all: the work runs inline, as it did before, with no process start-up to pay.
 """
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 import ssl
-from pathlib import Path
 
 import pytest
 
-from flows.http_api_tls import FILE_NAME, SETTING, skip_ca_bundle_for_http_api
+from flows.http_api_tls import ONE_ROOT, SETTING, skip_ca_bundle_for_http_api
 
 
 @pytest.fixture
@@ -19,33 +18,26 @@ def environment(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return copy
 
 
-def test_an_http_api_gets_a_one_root_file_that_makes_a_context(environment: dict[str, str], tmp_path: Path) -> None:
+def test_an_http_api_gets_the_shipped_one_root_file_that_makes_a_context(environment: dict[str, str]) -> None:
     environment["PREFECT_API_URL"] = "http://127.0.0.1:4200/api"
-    skip_ca_bundle_for_http_api(tmp_path)
-    assert environment[SETTING] == str(tmp_path / FILE_NAME)
-    context = ssl.create_default_context(cafile=environment[SETTING])
-    assert context.cert_store_stats()["x509_ca"] == 1
-    assert not [p for p in tmp_path.iterdir() if p.name != FILE_NAME]  # no partial copy left beside it
+    skip_ca_bundle_for_http_api()
+    assert environment[SETTING] == str(ONE_ROOT)
+    assert ssl.create_default_context(cafile=environment[SETTING]).cert_store_stats()["x509_ca"] == 1
 
 
-def test_https_and_the_users_own_file_are_left_alone(environment: dict[str, str], tmp_path: Path) -> None:
+def test_https_and_the_users_own_file_are_left_alone(environment: dict[str, str]) -> None:
     environment["PREFECT_API_URL"] = "https://api.prefect.cloud/api/accounts/a/workspaces/w"
-    skip_ca_bundle_for_http_api(tmp_path)
-    assert SETTING not in environment and not (tmp_path / FILE_NAME).exists()
+    skip_ca_bundle_for_http_api()
+    assert SETTING not in environment
     environment["PREFECT_API_URL"] = "http://127.0.0.1:4200/api"
     environment[SETTING] = "/etc/ssl/certs/company.pem"
-    skip_ca_bundle_for_http_api(tmp_path)
+    skip_ca_bundle_for_http_api()
     assert environment[SETTING] == "/etc/ssl/certs/company.pem"
 
 
-def test_an_inherited_file_of_ours_is_dropped_for_https_and_renewed_for_another_home(
-        environment: dict[str, str], tmp_path: Path) -> None:
+def test_an_inherited_setting_of_ours_is_dropped_for_https(environment: dict[str, str]) -> None:
     environment["PREFECT_API_URL"] = "http://127.0.0.1:4200/api"
-    skip_ca_bundle_for_http_api(tmp_path / "first")
-    (tmp_path / "first" / FILE_NAME).unlink()  # that home was removed since
-    skip_ca_bundle_for_http_api(tmp_path / "second")
-    assert environment[SETTING] == str(tmp_path / "second" / FILE_NAME)
-    ssl.create_default_context(cafile=environment[SETTING])
+    skip_ca_bundle_for_http_api()
     environment["PREFECT_API_URL"] = "https://prefect.example.org/api"  # the next command of a warm process
-    skip_ca_bundle_for_http_api(tmp_path / "second")
+    skip_ca_bundle_for_http_api()
     assert SETTING not in environment
