@@ -68,7 +68,7 @@ def _serve(listener_fd: int, alive_r: int, alive_w: int, preload: list[str]) -> 
     try:
         os.close(alive_w)
         for signum in signal.valid_signals():  # the command's handlers are the command's
-            if callable(signal.getsignal(signum)) and signum not in (signal.SIGKILL, signal.SIGSTOP):
+            if callable(signal.getsignal(signum)):  # (SIGKILL and SIGSTOP never have one)
                 signal.signal(signum, signal.SIG_DFL)
         for name in preload:
             if name != "__main__":  # loaded: this is a fork of it
@@ -76,9 +76,8 @@ def _serve(listener_fd: int, alive_r: int, alive_w: int, preload: list[str]) -> 
                     __import__(name)
         _one_thread_each()
         gc.freeze()  # what the command made stays out of the workers' collections: they would walk it all
-        forkserver.main(listener_fd, alive_r, [], main_path=None, sys_path=None)
-        status = 0
-    except SystemExit:  # forkserver.main ends so once every user has closed the pipe
+        with contextlib.suppress(SystemExit):  # how forkserver.main ends, once every user has closed the pipe
+            forkserver.main(listener_fd, alive_r, [], main_path=None, sys_path=None)
         status = 0
     finally:
         sys.stdout.flush()
