@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from tasks.parallel import Ahead, groups_of, written_behind
+from tasks.parallel import Ahead, collector_paused, groups_of, written_behind
 
 
 def test_items_are_written_in_order_on_another_thread_and_all_before_the_block_ends():
@@ -52,6 +52,25 @@ def test_what_the_block_handed_over_is_written_when_the_block_fails():
             store(item)
         raise KeyError("episode 3")
     assert written == [0, 1, 2]
+
+
+def test_the_collector_is_off_in_the_block_and_as_it_was_after_it_also_when_it_fails():
+    import gc
+
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError, match="stage failed"), collector_paused():
+        raise RuntimeError("stage failed")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled()  # left off where it was off: a caller that paused it keeps it paused
+    finally:
+        gc.enable()
 
 
 def test_groups_close_at_their_size_or_once_their_first_item_is_old_enough():

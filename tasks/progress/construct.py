@@ -20,7 +20,7 @@ from typing import Any
 
 from schemas import Producer, Record, Status, Trajectory, make_record
 from storage import BlobPutter, BlobStore, BlobWriter, Storage, store_group
-from tasks.parallel import Ahead, groups_of, process_pool, written_behind
+from tasks.parallel import Ahead, collector_paused, groups_of, process_pool, written_behind
 from tasks.progress.payloads import Demo, Observation
 from tasks.progress.sampling import (
     ProgressSample,
@@ -223,7 +223,7 @@ def build_folder(folder: Path, storage: Storage, producer: Producer, plan: Sampl
 
     # many small reads and writes per group of episodes: the catalog file opened once; a group is stored while
     # the next one is built; this process builds the first episode while the workers start
-    with (storage.catalog.kept_open(), _decoding_inline(workers),
+    with (storage.catalog.kept_open(), _decoding_inline(workers), collector_paused(),
           process_pool(workers, (__name__,), caller_runs_while_starting=True) as pool, written_behind(store) as stored):
         started = Ahead(_tasks(episodes), lambda task: _start(task, producer, plan, storage.blobs, pool),
                         window=math.ceil((LOOK_AHEAD + 2 * workers) / EPISODES_PER_TASK))
