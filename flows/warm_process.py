@@ -134,7 +134,6 @@ def _complete_deferred_models() -> None:
     reference not yet defined when the class was made): each command would build them again in its fork (Prefect's
     ``FlowRunCreate``: 50 ms of every build's time before its flow began)."""
     from pydantic import BaseModel
-    from pydantic.errors import PydanticUndefinedAnnotation, PydanticUserError
 
     waiting, seen = list(BaseModel.__subclasses__()), set()
     while waiting:
@@ -145,7 +144,9 @@ def _complete_deferred_models() -> None:
         waiting += model.__subclasses__()
         generic = getattr(model, "__pydantic_generic_metadata__", {}).get("parameters")
         if not model.__pydantic_complete__ and not generic:
-            with contextlib.suppress(PydanticUndefinedAnnotation, PydanticUserError, NameError, TypeError):
+            # one that cannot be built now (a name never defined, a library's own quirk) is left to its first use,
+            # as before: this is a head start, not a check, and must not stop the warm process from serving
+            with contextlib.suppress(Exception):
                 model.model_rebuild()
 
 
