@@ -142,10 +142,10 @@ def _complete_deferred_models() -> None:
             continue
         seen.add(model)
         waiting += model.__subclasses__()
-        generic = getattr(model, "__pydantic_generic_metadata__", {}).get("parameters")
-        if not model.__pydantic_complete__ and not generic:
-            # one that cannot be built now (a name never defined, a library's own quirk) is left to its first use,
-            # as before: this is a head start, not a check, and must not stop the warm process from serving
+        if not model.__pydantic_complete__:
+            # one that cannot be built now (a name never defined, an unparametrised generic, a library's own quirk)
+            # is left to its first use, as before: this is a head start, not a check, and must not stop the warm
+            # process from serving
             with contextlib.suppress(Exception):
                 model.model_rebuild()
 

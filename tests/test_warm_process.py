@@ -8,7 +8,8 @@ import sys
 
 def test_pydantic_models_left_to_their_first_use_are_built_before_commands_fork():
     """A model naming a class defined after it has no validator until its first use, which every forked command
-    would pay again; the warm-up builds it. A generic model's unparametrised class is left as it is."""
+    would pay again; the warm-up builds it. One it cannot build (a name never defined) is left to its first
+    use and stops nothing."""
     probe = ("from typing import Generic, TypeVar\n"
              "from pydantic import BaseModel\n"
              "from flows.warm_process import _complete_deferred_models\n"
