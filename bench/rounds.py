@@ -52,7 +52,15 @@ def _bench_processes(bench_mark: str) -> list[Any]:
     counted as the rest of the machine's, 0.14-0.23 cores in a PROGRESS-BENCH build on PostgreSQL)."""
     import psutil
 
-    processes = {process.pid: process for process in psutil.process_iter(["ppid"])}
+    processes, parents = {}, {}
+    # each parent read here, not through process_iter's ``info``: psutil shares its Process objects between calls,
+    # and a call in another thread asking for other attributes replaces their ``info`` meanwhile
+    for process in psutil.process_iter():
+        try:
+            parents[process.pid] = process.ppid()
+        except (psutil.Error, OSError):  # ended while read
+            continue
+        processes[process.pid] = process
     ours = {os.getpid()}
     for pid, process in processes.items():
         try:
@@ -60,7 +68,7 @@ def _bench_processes(bench_mark: str) -> list[Any]:
                 ours.add(pid)
         except (psutil.Error, OSError):  # ended while read, or not ours to read
             continue
-    while below := {pid for pid, process in processes.items() if pid not in ours and process.info["ppid"] in ours}:
+    while below := {pid for pid, parent in parents.items() if pid not in ours and parent in ours}:
         ours |= below
     return [processes[pid] for pid in ours if pid in processes]
 
