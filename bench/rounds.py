@@ -45,8 +45,9 @@ def _busy_s() -> float:
     return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
-def _bench_processes(bench_mark: str) -> list[Any]:
-    """This process, every process carrying ``bench_mark`` in its environment, and every process below one of those.
+def _bench_processes(bench_mark: str) -> list[tuple[Any, int]]:
+    """(process, its parent's pid) of this process, every process carrying ``bench_mark`` in its environment, and
+    every process below one of those.
     The mark alone misses PostgreSQL's backends, which do a catalog's work: a server process writes its title over
     the memory /proc/<pid>/environ reads, so the mark it inherited is not found there (the server's CPU was
     counted as the rest of the machine's, 0.14-0.23 cores in a PROGRESS-BENCH build on PostgreSQL)."""
@@ -70,7 +71,7 @@ def _bench_processes(bench_mark: str) -> list[Any]:
             continue
     while below := {pid for pid, parent in parents.items() if pid not in ours and parent in ours}:
         ours |= below
-    return [processes[pid] for pid in ours if pid in processes]
+    return [(processes[pid], parents[pid]) for pid in ours if pid in processes]
 
 
 def mark() -> str:
@@ -94,9 +95,9 @@ class MachineLoad:
     def _read(self, initial: bool = False) -> None:
         import psutil
 
-        for process in _bench_processes(self._mark):
+        for process, parent in _bench_processes(self._mark):
             try:
-                times, parent = process.cpu_times(), process.ppid()
+                times = process.cpu_times()
             except (psutil.Error, OSError):  # ended while read
                 continue
             spent = times.user + times.system + (times.children_user + times.children_system
