@@ -122,8 +122,9 @@ class Command:
 
     def environment(self, workers: int, **extra: str) -> dict[str, str]:
         kept = {k: v for k, v in os.environ.items() if not k.startswith("BENCHWRIGHT_") and k != "PREFECT_API_URL"}
-        return kept | {"PREFECT_HOME": str(self.home), "COLUMNS": "200",
-                       "BENCHWRIGHT_COMPUTE__WORKERS": str(workers)} | extra
+        # Prefect's INFO lines on the terminal (a command shows warnings only): where each stage began and ended
+        return kept | {"PREFECT_HOME": str(self.home), "COLUMNS": "200", "BENCHWRIGHT_COMPUTE__WORKERS": str(workers),
+                       "PREFECT_LOGGING_HANDLERS_CONSOLE_LEVEL": "INFO"} | extra
 
     def run(self, world: Path, workers: int, stages: tuple[str, ...], **extra: str) -> tuple[float, Load, dict]:
         """(seconds, the machine's load meanwhile, seconds per stage) of the build of ``world`` in a fresh project

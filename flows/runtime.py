@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from flows.home import QUIET_DEFAULTS, prefect_home, recorded
+from flows.home import prefect_home, recorded, with_quiet_defaults
 from flows.http_api_tls import skip_ca_bundle_for_http_api
 from flows.prefect_database import seed_database
 from schemas.config import Settings
@@ -25,8 +25,7 @@ def prepare_prefect(settings: Settings | None) -> None:
     else ``[prefect] api_url``, else the one ``benchwright server start`` keeps (when its process still runs);
     with none, each flow starts a temporary server. An http API's clients parse no CA bundle
     (``flows.http_api_tls``)."""
-    for name, value in QUIET_DEFAULTS.items():
-        os.environ.setdefault(name, value)
+    with_quiet_defaults()
     if "PREFECT_API_URL" not in os.environ:
         if settings and settings.prefect.api_url:
             os.environ["PREFECT_API_URL"] = settings.prefect.api_url

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from flows.home import QUIET_DEFAULTS
+from flows.home import QUIET_DEFAULTS, with_quiet_defaults
 from flows.warm import ROOT, WARM_MODULE, process_facts
 from flows.warm_messages import FORWARDED, HANDSHAKE_TIMEOUT_S, Reader, check_peer, send
 
@@ -89,6 +89,7 @@ def _warm_up() -> dict[str, Any]:
     import sysconfig
 
     from flows.runtime import prepare_prefect
+    from flows.warm_logging import setup_logging_from_memory
 
     began = time.time()
     prepare_prefect(None)
@@ -101,15 +102,17 @@ def _warm_up() -> dict[str, Any]:
     import flows.main_job
     from tasks import benchmarks
 
-    for plugin in benchmarks.every():  # each benchmark's stages, as a build imports them
+    for plugin in benchmarks.every():  # each benchmark's stages, as a build imports them, and their workers' code
         for stage in plugin.stages:
-            importlib.import_module(stage.run.partition(":")[0])
+            for module in (stage.run.partition(":")[0], *stage.worker_modules):
+                importlib.import_module(module)
     from tasks.plots import pyplot
 
     pyplot()  # an evaluation's report draws charts: matplotlib and its fonts took 0.5 s of each `evaluate`
     for module in _IMPORTED_INSIDE_FUNCTIONS:
         importlib.import_module(module)
     _complete_deferred_models()
+    setup_logging_from_memory()  # loaded once here; each command's fork sets its logging up from it
 
     del flows, prefect
     # everything imported so far lives as long as the process: the collector no longer walks it, so a command's
@@ -126,7 +129,11 @@ def _warm_up() -> dict[str, Any]:
 # libraries imported inside the functions that use them (a quick command need not pay for them) which flow runs,
 # builds, evaluations and reports use: imported here once, not in every command (Prefect imports fastapi.encoders as
 # each flow run starts: 0.28 s)
-_IMPORTED_INSIDE_FUNCTIONS = ("fastapi.encoders", "numpy", "PIL.Image", "markdown_it", "cv2", "orjson", "pyarrow")
+_IMPORTED_INSIDE_FUNCTIONS = ("fastapi.encoders", "numpy", "PIL.Image", "markdown_it", "cv2", "orjson", "pyarrow",
+                              # as each flow run is called (Prefect's task graph, its async backend, rich's emoji
+                              # codes for the first log line) and a build's pool is made: 45 ms of every build
+                              "prefect.utilities.visualization", "anyio._backends._asyncio", "rich._emoji_codes",
+                              "multiprocessing.forkserver", "multiprocessing.popen_forkserver")
 
 
 def _complete_deferred_models() -> None:
@@ -257,16 +264,17 @@ def _run_command(request: dict[str, Any], fds: list[int]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    with_quiet_defaults()  # as flows.runtime.prepare_prefect will, but before the logging below reads them
     time.tzset()
     sys.argv = [request.get("argv0") or "benchwright", *request["argv"]]
-    from prefect.logging.configuration import setup_logging
     from rich.console import Console
 
     import flows.cli
     import flows.cli.terminal
     from flows.last_resort import reported
+    from flows.warm_logging import setup_logging_from_memory
 
-    setup_logging(incremental=False)  # Prefect's console handler on this stderr, not the warm log
+    setup_logging_from_memory()  # Prefect's console handler on this stderr, not the warm log
     # the terminal's colours and width: every command prints through these
     flows.cli.terminal.console, flows.cli.terminal.err = Console(), Console(stderr=True)
     try:

@@ -119,6 +119,17 @@ def test_quick_commands_in_the_warm_process_print_what_they_print_alone(project:
 
 
 @pytest.mark.slow
+def test_a_build_in_the_warm_process_prints_what_it_prints_alone(project: Project) -> None:
+    """Prefect's logging set up in the fork (flows.warm_logging) shows the terminal what a command running itself
+    shows: warnings only, not each flow and task run's INFO lines."""
+    since = len(project.log())
+    warm, alone = project.run(BUILD), project.run(BUILD, BENCHWRIGHT_WARM="0")
+    assert alone.returncode == 0 and "published: rows" in alone.stdout, alone.stderr
+    assert (warm.returncode, warm.stdout, warm.stderr) == (0, alone.stdout, alone.stderr)
+    assert [argv for _, argv in project.forks(since)] == [" ".join(BUILD)]  # the first ran in a fork
+
+
+@pytest.mark.slow
 def test_failing_commands_in_the_warm_process_end_as_they_end_alone(project: Project) -> None:
     for args in FAILING:
         alone, warm = project.run(args, BENCHWRIGHT_WARM="0"), project.run(args)
