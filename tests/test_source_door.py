@@ -136,6 +136,7 @@ OWN_READS = {
     ("tasks/webplan/importers.py", "pq.ParquetFile"): "a Parquet shard streamed by name from SourceFolder.by_name",
     ("tasks/webplan/importers.py", "pq.read_table"): "GUIAct's images table, by name from SourceFolder.by_name",
     ("flows/runners.py", "read_text"): "the Dask settings file the configuration names",
+    ("flows/warm_logging.py", "read_text"): "Prefect's logging template, compared with the one Prefect itself read",
 }
 OWN_ROOMS = {"flows/server.py": "the Prefect home's server state", "flows/home.py": "the Prefect home's server state",
              "flows/warm.py": "the warm process's own state", "flows/warm_process.py": "the warm process's own state",
