@@ -12,10 +12,10 @@ the rest as before (handlers made on the command's stderr, extra loggers). Anyth
 
 from __future__ import annotations
 
-import contextlib
 import copy
+import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,40 +26,32 @@ _loaded: tuple[Any, tuple[Any, ...], dict[str, Any]] | None = None
 
 def setup_logging_from_memory() -> None:
     """Prefect's ``setup_logging`` (not incremental: every handler made again), its configuration loaded as
-    ``_remembered`` does. The warm process calls it as it starts; each command's fork, first thing."""
+    ``_load_remembered`` does. The warm process calls it as it starts; each command's fork, first thing."""
     from prefect.logging import configuration
 
-    with _loading_remembered(configuration):
-        configuration.setup_logging(incremental=False)
-
-
-@contextlib.contextmanager
-def _loading_remembered(configuration: Any) -> Iterator[None]:
     original = configuration.load_logging_config
-    configuration.load_logging_config = _remembered(original)
+    configuration.load_logging_config = functools.partial(_load_remembered, original)
     try:
-        yield
+        configuration.setup_logging(incremental=False)
     finally:
         configuration.load_logging_config = original
 
 
-def _remembered(load: Callable[[Path], dict[str, Any]]) -> Callable[[Path], dict[str, Any]]:
-    def remembered(path: Path) -> dict[str, Any]:
-        global _loaded
-        from prefect.settings import get_current_settings
+def _load_remembered(load: Callable[[Path], dict[str, Any]], path: Path) -> dict[str, Any]:
+    """``load(path)``, or a copy of the last configuration it gave while what that came from is unchanged."""
+    global _loaded
+    from prefect.settings import get_current_settings
 
-        settings = get_current_settings()
-        try:
-            made_from = _made_from(path)
-        except OSError:  # an unreadable template: Prefect's own loading says what is wrong
-            return load(path)
-        if _loaded is not None and _loaded[0] is settings and _loaded[1] == made_from:
-            return copy.deepcopy(_loaded[2])  # Prefect changes the one it is given
-        config = load(path)
-        _loaded = (settings, made_from, copy.deepcopy(config))
-        return config
-
-    return remembered
+    settings = get_current_settings()
+    try:
+        made_from = _made_from(path)
+    except OSError:  # an unreadable template: Prefect's own loading says what is wrong
+        return load(path)
+    if _loaded is not None and _loaded[0] is settings and _loaded[1] == made_from:
+        return copy.deepcopy(_loaded[2])  # Prefect changes the one it is given
+    config = load(path)
+    _loaded = (settings, made_from, copy.deepcopy(config))
+    return config
 
 
 def _made_from(path: Path) -> tuple[Any, ...]:
